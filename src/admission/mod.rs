@@ -1,0 +1,208 @@
+//! AdmissionReview v1 on the wire: parse a request body, ask `job/` for a verdict, render the
+//! response kube-apiserver expects. Bytes in, bytes out; no sockets here.
+//!
+//! Bad input, by design:
+//! - a body from which no `admission.k8s.io/v1` AdmissionReview with a `request.uid` can be read
+//!   gets HTTP 400 with a `metav1.Status` body saying what is wrong: there is no uid to answer to,
+//!   and kube-apiserver rejects a response whose uid or apiVersion does not match its request;
+//! - a readable review whose object cannot be read gets HTTP 200, `allowed: false`, and a
+//!   `status` (code 400, reason `BadRequest`) naming the field that is wrong.
+
+mod request;
+mod response;
+
+pub use request::{ParsedReview, ReviewError, parse};
+pub use response::{Denial, render_error, render_verdict};
+
+use crate::job::{self, Kind, Operation};
+
+/// The webhook paths jobgate serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `POST /mutate`: defaults, and recovery opt-in by Job annotation.
+    Mutate,
+    /// `POST /mutate/recovery`: as `Mutate`, for namespaces an admin opted into recovery.
+    MutateRecovery,
+    /// `POST /validate`.
+    Validate,
+}
+
+impl Endpoint {
+    pub const ALL: [Endpoint; 3] = [
+        Endpoint::Mutate,
+        Endpoint::MutateRecovery,
+        Endpoint::Validate,
+    ];
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Mutate => "/mutate",
+            Endpoint::MutateRecovery => "/mutate/recovery",
+            Endpoint::Validate => "/validate",
+        }
+    }
+
+    /// The metrics/log label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Endpoint::Mutate => "mutate",
+            Endpoint::MutateRecovery => "mutate-recovery",
+            Endpoint::Validate => "validate",
+        }
+    }
+}
+
+/// What happened to one review: the HTTP answer plus what logs and metrics record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub http_status: u16,
+    pub body: Vec<u8>,
+    pub summary: Summary,
+}
+
+/// The fields of a review that logs and metrics carry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub uid: String,
+    /// `Job`, `CronJob`, `other` (a kind jobgate lets through), or `` when unreadable.
+    pub kind: &'static str,
+    pub operation: &'static str,
+    pub namespace: String,
+    pub name: String,
+    pub dry_run: bool,
+    pub allowed: bool,
+    pub patched: bool,
+    pub warnings: usize,
+}
+
+/// Reviews one request body at `endpoint`.
+pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome {
+    let parsed = match parse(body) {
+        Ok(p) => p,
+        Err(ReviewError::Unanswerable(message)) => {
+            return Outcome {
+                http_status: 400,
+                body: render_error(&message),
+                summary: Summary::default(),
+            };
+        }
+    };
+    let mut summary = Summary {
+        uid: parsed.uid.clone(),
+        kind: "other",
+        operation: parsed.operation.map(Operation::as_str).unwrap_or(""),
+        namespace: parsed.namespace.clone().unwrap_or_default(),
+        name: parsed.name.clone().unwrap_or_default(),
+        dry_run: parsed.dry_run,
+        allowed: true,
+        patched: false,
+        warnings: 0,
+    };
+    let mut object_name = String::new();
+    let verdict = match decide(endpoint, &parsed, config) {
+        Decision::Untouched => job::Verdict::default(),
+        Decision::Reviewed(kind, name, verdict) => {
+            summary.kind = kind.as_str();
+            object_name = name;
+            verdict
+        }
+        Decision::Unreadable(kind, message) => {
+            summary.kind = kind.map(Kind::as_str).unwrap_or("");
+            summary.allowed = false;
+            let body = render_verdict(&parsed.uid, Some(&Denial::BadRequest(message)), &[], &[]);
+            return Outcome {
+                http_status: 200,
+                body,
+                summary,
+            };
+        }
+    };
+    summary.allowed = verdict.allowed();
+    summary.patched = verdict.allowed() && !verdict.patch.0.is_empty();
+    summary.warnings = verdict.warnings.len();
+    let denial = (!verdict.allowed()).then(|| Denial::Invalid {
+        kind: summary.kind,
+        name: object_name,
+        errors: verdict.errors.clone(),
+    });
+    let patch = if summary.patched {
+        &verdict.patch.0[..]
+    } else {
+        &[]
+    };
+    let body = render_verdict(&parsed.uid, denial.as_ref(), &verdict.warnings, patch);
+    Outcome {
+        http_status: 200,
+        body,
+        summary,
+    }
+}
+
+enum Decision {
+    /// Not ours to judge: another kind, DELETE, CONNECT.
+    Untouched,
+    /// The kind, the object's name (or generateName) for messages, and the verdict.
+    Reviewed(Kind, String, job::Verdict),
+    Unreadable(Option<Kind>, String),
+}
+
+fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -> Decision {
+    let Some(kind) = parsed.job_kind else {
+        return Decision::Untouched;
+    };
+    let operation = match parsed.operation {
+        Some(op @ (Operation::Create | Operation::Update)) => op,
+        Some(Operation::Delete | Operation::Connect) => return Decision::Untouched,
+        None => {
+            return Decision::Unreadable(
+                Some(kind),
+                "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT".into(),
+            );
+        }
+    };
+    let object = match read_object(kind, "request.object", parsed.object) {
+        Ok(o) => o,
+        Err(message) => return Decision::Unreadable(Some(kind), message),
+    };
+    let old_object = match (operation, parsed.old_object) {
+        (Operation::Update, Some(raw)) => match read_object(kind, "request.oldObject", Some(raw)) {
+            Ok(o) => Some(o),
+            Err(message) => return Decision::Unreadable(Some(kind), message),
+        },
+        (Operation::Update, None) => {
+            return Decision::Unreadable(
+                Some(kind),
+                "request.oldObject is required for UPDATE".into(),
+            );
+        }
+        _ => None,
+    };
+    let review = job::Review {
+        operation,
+        object: &object,
+        old_object: old_object.as_ref(),
+    };
+    let verdict = match endpoint {
+        Endpoint::Validate => job::validate(&review, config),
+        Endpoint::Mutate => job::mutate(&review, config, job::RecoveryScope::JobAnnotation),
+        Endpoint::MutateRecovery => job::mutate(&review, config, job::RecoveryScope::Namespace),
+    };
+    Decision::Reviewed(kind, object.display_name().to_string(), verdict)
+}
+
+fn read_object(
+    kind: Kind,
+    at: &str,
+    raw: Option<&serde_json::value::RawValue>,
+) -> Result<job::JobObject, String> {
+    let Some(raw) = raw else {
+        return Err(format!("{at} is required for {}", "CREATE and UPDATE"));
+    };
+    job::JobObject::from_json(kind, raw.get()).map_err(|e| {
+        if e.path.is_empty() || e.path == "." {
+            format!("{at} is not a valid {}: {}", kind.as_str(), e.message)
+        } else {
+            format!("{at}.{}: {}", e.path, e.message)
+        }
+    })
+}

@@ -1,0 +1,252 @@
+//! Rendering AdmissionReview v1 responses exactly as kube-apiserver checks them.
+//!
+//! `patch` is the base64 of an RFC 6902 array with `patchType: JSONPatch`, both or neither.
+//! (`kube::core::admission::AdmissionResponse` serializes the patch as an array of numbers,
+//! kube-rs#1781, which kube-apiserver rejects; so the response is written here.)
+
+use base64::Engine;
+use serde::Serialize;
+
+use crate::job::FieldError;
+use crate::job::field::aggregate;
+
+use super::request::{API_VERSION, KIND};
+
+/// Why a review is not allowed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Denial {
+    /// The rules found field errors: a 422 `Invalid` status like kube-apiserver's own.
+    Invalid {
+        kind: &'static str,
+        name: String,
+        errors: Vec<FieldError>,
+    },
+    /// The object could not be read: a 400 `BadRequest` status with the reason.
+    BadRequest(String),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewOut<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    response: ResponseOut<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponseOut<'a> {
+    uid: &'a str,
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Status<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+/// `metav1.Status`, as kube-apiserver serializes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Status<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    api_version: Option<&'static str>,
+    metadata: Empty,
+    status: &'static str,
+    message: String,
+    reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<Details<'a>>,
+    code: u16,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+#[derive(Serialize)]
+struct Details<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
+    name: &'a str,
+    group: &'static str,
+    kind: &'static str,
+    causes: Vec<Cause<'a>>,
+}
+
+#[derive(Serialize)]
+struct Cause<'a> {
+    reason: &'static str,
+    message: String,
+    field: &'a str,
+}
+
+fn status(denial: &Denial) -> Status<'_> {
+    match denial {
+        Denial::Invalid { kind, name, errors } => Status {
+            kind: None,
+            api_version: None,
+            metadata: Empty {},
+            status: "Failure",
+            // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`
+            message: format!(
+                "{kind}.batch {} is invalid: {}",
+                crate::job::field::go_quote(name),
+                aggregate(errors)
+            ),
+            reason: "Invalid",
+            details: Some(Details {
+                name,
+                group: "batch",
+                kind,
+                causes: errors
+                    .iter()
+                    .map(|e| Cause {
+                        reason: e.kind.cause(),
+                        message: e.body(),
+                        field: &e.path,
+                    })
+                    .collect(),
+            }),
+            code: 422,
+        },
+        Denial::BadRequest(message) => Status {
+            kind: None,
+            api_version: None,
+            metadata: Empty {},
+            status: "Failure",
+            message: message.clone(),
+            reason: "BadRequest",
+            details: None,
+            code: 400,
+        },
+    }
+}
+
+/// The response to a review with a uid. `patch` is sent only when allowed and non-empty.
+pub fn render_verdict(
+    uid: &str,
+    denial: Option<&Denial>,
+    warnings: &[String],
+    patch: &[json_patch::PatchOperation],
+) -> Vec<u8> {
+    let patch = (denial.is_none() && !patch.is_empty()).then(|| {
+        let json = serde_json::to_vec(patch).unwrap_or_default();
+        base64::engine::general_purpose::STANDARD.encode(json)
+    });
+    let out = ReviewOut {
+        api_version: API_VERSION,
+        kind: KIND,
+        response: ResponseOut {
+            uid,
+            allowed: denial.is_none(),
+            status: denial.map(status),
+            patch_type: patch.as_ref().map(|_| "JSONPatch"),
+            patch,
+            warnings,
+        },
+    };
+    serde_json::to_vec(&out).unwrap_or_default()
+}
+
+/// The HTTP 400 body for a request that is not an answerable review: a `metav1.Status`.
+pub fn render_error(message: &str) -> Vec<u8> {
+    let out = Status {
+        kind: Some("Status"),
+        api_version: Some("v1"),
+        metadata: Empty {},
+        status: "Failure",
+        message: message.to_string(),
+        reason: "BadRequest",
+        details: None,
+        code: 400,
+    };
+    serde_json::to_vec(&out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::BadValue;
+    use serde_json::{Value, json};
+
+    fn parse(bytes: Vec<u8>) -> Value {
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn allowed_without_patch_has_neither_patch_nor_patch_type() {
+        let v = parse(render_verdict("u1", None, &[], &[]));
+        assert_eq!(
+            v,
+            json!({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u1","allowed":true}})
+        );
+    }
+
+    #[test]
+    fn patch_is_base64_of_a_json_array_with_patch_type() {
+        let ops: json_patch::Patch = serde_json::from_value(
+            json!([{"op":"add","path":"/spec/podReplacementPolicy","value":"Failed"}]),
+        )
+        .unwrap();
+        let v = parse(render_verdict("u1", None, &["jobgate: w".into()], &ops.0));
+        assert_eq!(v["response"]["patchType"], "JSONPatch");
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(v["response"]["patch"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(
+            parse(decoded),
+            json!([{"op":"add","path":"/spec/podReplacementPolicy","value":"Failed"}])
+        );
+        assert_eq!(v["response"]["warnings"], json!(["jobgate: w"]));
+    }
+
+    #[test]
+    fn invalid_denial_is_a_422_status_with_causes_like_kube_apiserver() {
+        let errors = vec![
+            FieldError::required(
+                "spec.template.spec.restartPolicy",
+                r#"valid values: "OnFailure", "Never""#,
+            ),
+            FieldError::not_supported("spec.podReplacementPolicy", BadValue::str("x"), &["Failed"]),
+        ];
+        let denial = Denial::Invalid {
+            kind: "Job",
+            name: "pi".into(),
+            errors,
+        };
+        let ops: json_patch::Patch =
+            serde_json::from_value(json!([{"op":"add","path":"/a","value":1}])).unwrap();
+        let v = parse(render_verdict("u2", Some(&denial), &[], &ops.0));
+        assert_eq!(
+            v["response"],
+            json!({
+                "uid": "u2",
+                "allowed": false,
+                "status": {
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": "Job.batch \"pi\" is invalid: [spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\", spec.podReplacementPolicy: Unsupported value: \"x\": supported values: \"Failed\"]",
+                    "reason": "Invalid",
+                    "details": {"name": "pi", "group": "batch", "kind": "Job", "causes": [
+                        {"reason": "FieldValueRequired", "message": "Required value: valid values: \"OnFailure\", \"Never\"", "field": "spec.template.spec.restartPolicy"},
+                        {"reason": "FieldValueNotSupported", "message": "Unsupported value: \"x\": supported values: \"Failed\"", "field": "spec.podReplacementPolicy"}
+                    ]},
+                    "code": 422
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn unanswerable_body_is_a_bad_request_status() {
+        let v = parse(render_error("request is required"));
+        assert_eq!(
+            v,
+            json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"request is required","reason":"BadRequest","code":400})
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! Field errors shaped like k8s.io/apimachinery/pkg/util/validation/field: the same paths, type
+//! strings, cause reasons and message bodies, so a jobgate denial reads like kube-apiserver's own.
+
+use std::fmt;
+
+/// `field.ErrorType`: the printed type and the `StatusCause.reason` kube-apiserver sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    Required,
+    Invalid,
+    NotSupported,
+    Duplicate,
+    TooMany,
+    Forbidden,
+}
+
+impl ErrorType {
+    /// `ErrorType.String()`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorType::Required => "Required value",
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::NotSupported => "Unsupported value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::TooMany => "Too many",
+            ErrorType::Forbidden => "Forbidden",
+        }
+    }
+
+    /// The `metav1.CauseType` (`details.causes[].reason`).
+    pub fn cause(self) -> &'static str {
+        match self {
+            ErrorType::Required => "FieldValueRequired",
+            ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::NotSupported => "FieldValueNotSupported",
+            ErrorType::Duplicate => "FieldValueDuplicate",
+            ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::Forbidden => "FieldValueForbidden",
+        }
+    }
+}
+
+/// `field.Error.BadValue`, already in the form `ErrorBody()` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadValue {
+    /// Not printed (`Required`, `Forbidden`, or `omitValue`).
+    Omit,
+    /// A string, printed quoted (`%q`).
+    Str(String),
+    /// A number or bool, printed bare (`%v`).
+    Plain(String),
+    /// Anything else, printed as given (kube-apiserver prints these as JSON).
+    Raw(String),
+}
+
+impl BadValue {
+    pub fn str(s: impl Into<String>) -> BadValue {
+        BadValue::Str(s.into())
+    }
+
+    pub fn int(n: impl Into<i64>) -> BadValue {
+        BadValue::Plain(n.into().to_string())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub path: String,
+    pub kind: ErrorType,
+    pub value: BadValue,
+    pub detail: String,
+}
+
+impl FieldError {
+    pub fn required(path: impl Into<String>, detail: impl Into<String>) -> FieldError {
+        FieldError {
+            path: path.into(),
+            kind: ErrorType::Required,
+            value: BadValue::Omit,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn forbidden(path: impl Into<String>, detail: impl Into<String>) -> FieldError {
+        FieldError {
+            path: path.into(),
+            kind: ErrorType::Forbidden,
+            value: BadValue::Omit,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn invalid(
+        path: impl Into<String>,
+        value: BadValue,
+        detail: impl Into<String>,
+    ) -> FieldError {
+        FieldError {
+            path: path.into(),
+            kind: ErrorType::Invalid,
+            value,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn duplicate(path: impl Into<String>, value: BadValue) -> FieldError {
+        FieldError {
+            path: path.into(),
+            kind: ErrorType::Duplicate,
+            value,
+            detail: String::new(),
+        }
+    }
+
+    /// `field.NotSupported(path, value, supported)`.
+    pub fn not_supported(
+        path: impl Into<String>,
+        value: BadValue,
+        supported: &[&str],
+    ) -> FieldError {
+        let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+        FieldError {
+            path: path.into(),
+            kind: ErrorType::NotSupported,
+            value,
+            detail: format!("supported values: {}", quoted.join(", ")),
+        }
+    }
+
+    /// `field.TooMany(path, actual, max)`.
+    pub fn too_many(path: impl Into<String>, actual: usize, max: usize) -> FieldError {
+        FieldError {
+            path: path.into(),
+            kind: ErrorType::TooMany,
+            value: BadValue::Plain(actual.to_string()),
+            detail: format!("must have at most {max} items"),
+        }
+    }
+
+    /// `field.Error.ErrorBody()`: the message without the path (what a `StatusCause` carries).
+    pub fn body(&self) -> String {
+        let mut s = String::from(self.kind.as_str());
+        match (&self.kind, &self.value) {
+            (ErrorType::Required | ErrorType::Forbidden, _) | (_, BadValue::Omit) => {}
+            (_, BadValue::Str(v)) => {
+                s.push_str(": ");
+                s.push_str(&go_quote(v));
+            }
+            (_, BadValue::Plain(v) | BadValue::Raw(v)) => {
+                s.push_str(": ");
+                s.push_str(v);
+            }
+        }
+        if !self.detail.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.detail);
+        }
+        s
+    }
+}
+
+impl fmt::Display for FieldError {
+    /// `field.Error.Error()`: `<path>: <body>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.body())
+    }
+}
+
+/// Go's `%q` for a string: double quotes with Go escapes (`strconv.Quote`).
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `utilerrors.NewAggregate(errs).Error()`: one message as is, several as `[a, b]`, duplicates once.
+pub fn aggregate(errors: &[FieldError]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let msgs: Vec<String> = errors
+        .iter()
+        .map(|e| e.to_string())
+        .filter(|m| seen.insert(m.clone()))
+        .collect();
+    match msgs.len() {
+        1 => msgs.into_iter().next().unwrap_or_default(),
+        _ => format!("[{}]", msgs.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_prints_type_and_detail_only() {
+        let e = FieldError::required(
+            "spec.template.spec.restartPolicy",
+            r#"valid values: "OnFailure", "Never""#,
+        );
+        assert_eq!(
+            e.to_string(),
+            r#"spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#
+        );
+    }
+
+    #[test]
+    fn not_supported_quotes_value_and_choices() {
+        let e =
+            FieldError::not_supported("spec.podReplacementPolicy", BadValue::str(""), &["Failed"]);
+        assert_eq!(
+            e.body(),
+            r#"Unsupported value: "": supported values: "Failed""#
+        );
+        assert_eq!(e.kind.cause(), "FieldValueNotSupported");
+    }
+
+    #[test]
+    fn too_many_prints_count_and_max() {
+        let e = FieldError::too_many("spec.podFailurePolicy.rules", 21, 20);
+        assert_eq!(e.body(), "Too many: 21: must have at most 20 items");
+    }
+
+    #[test]
+    fn aggregate_brackets_several_and_dedups() {
+        let a = FieldError::required("a", "");
+        let b = FieldError::duplicate("b", BadValue::int(3));
+        assert_eq!(aggregate(std::slice::from_ref(&a)), "a: Required value");
+        assert_eq!(
+            aggregate(&[a.clone(), b, a]),
+            "[a: Required value, b: Duplicate value: 3]"
+        );
+    }
+
+    #[test]
+    fn go_quote_escapes_like_strconv_quote() {
+        assert_eq!(go_quote("a\"b\\c\n"), r#""a\"b\\c\n""#);
+    }
+}

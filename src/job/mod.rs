@@ -1,0 +1,93 @@
+//! The policy core: a Job in, a verdict (field errors, warnings, a JSON Patch) out.
+//! Pure functions over plain data: no I/O, no async, no clock.
+
+pub mod field;
+pub mod model;
+
+pub use field::{BadValue, ErrorType, FieldError};
+pub use model::{Field, JobObject, Kind};
+
+/// The annotation Kueue's failure-recovery controller reads on pods (KEP-6757).
+pub const SAFE_TO_FORCEFULLY_TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+/// The key Kueue >= 0.15.6 reads instead.
+pub const SAFE_TO_FORCEFULLY_DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
+/// Both keys, the default for `--recovery-annotation-key`.
+pub const DEFAULT_RECOVERY_ANNOTATION_KEYS: [&str; 2] =
+    [SAFE_TO_FORCEFULLY_TERMINATE, SAFE_TO_FORCEFULLY_DELETE];
+
+/// The admission operation under review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    pub fn parse(s: &str) -> Option<Operation> {
+        match s {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            "DELETE" => Some(Operation::Delete),
+            "CONNECT" => Some(Operation::Connect),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// What the rules see of one admission request (or one `jobgate check` document).
+#[derive(Debug, Clone, Copy)]
+pub struct Review<'a> {
+    pub operation: Operation,
+    pub object: &'a JobObject,
+    /// Present on UPDATE.
+    pub old_object: Option<&'a JobObject>,
+}
+
+/// The outcome of the rules: denied when `errors` is non-empty.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Verdict {
+    pub errors: Vec<FieldError>,
+    pub warnings: Vec<String>,
+    pub patch: json_patch::Patch,
+}
+
+impl Verdict {
+    pub fn allowed(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+mod mutate;
+mod validate;
+
+pub use mutate::{RecoveryScope, mutate};
+pub use validate::validate;
+
+/// Settings of the rules, shared by `serve` and `check`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Pod-template annotation keys that opt pods into forced recovery (`--recovery-annotation-key`).
+    pub recovery_annotation_keys: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            recovery_annotation_keys: DEFAULT_RECOVERY_ANNOTATION_KEYS
+                .iter()
+                .map(|k| k.to_string())
+                .collect(),
+        }
+    }
+}

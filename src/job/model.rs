@@ -1,0 +1,476 @@
+//! The parts of a `batch/v1` Job (or CronJob) that jobgate's rules read, and nothing more.
+//!
+//! Admission reviews carry whole objects (often with `managedFields` and a
+//! `last-applied-configuration` copy of themselves); deserializing only these fields keeps a review
+//! at a few microseconds. Unknown fields are skipped, never rejected.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+
+/// A field whose absence, explicit `null` and value mean different things
+/// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Field<T> {
+    #[default]
+    Absent,
+    Null,
+    Value(T),
+}
+
+impl<T> Field<T> {
+    /// The value, if one is set (absent and null are both "not set").
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Field::Value(v) => Some(v),
+            Field::Absent | Field::Null => None,
+        }
+    }
+
+    pub fn is_set(&self) -> bool {
+        matches!(self, Field::Value(_))
+    }
+}
+
+/// `#[serde(default, deserialize_with = "field")]`: missing -> `Absent`, `null` -> `Null`.
+fn field<'de, D, T>(deserializer: D) -> Result<Field<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(match Option::<T>::deserialize(deserializer)? {
+        Some(v) => Field::Value(v),
+        None => Field::Null,
+    })
+}
+
+/// `null` lists decode as empty, like Go's nil slices.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Which top-level kind carried the Job spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Job,
+    CronJob,
+}
+
+impl Kind {
+    pub fn from_kind(kind: &str) -> Option<Kind> {
+        match kind {
+            "Job" => Some(Kind::Job),
+            "CronJob" => Some(Kind::CronJob),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+        }
+    }
+
+    /// Field path of the Job spec, as kube-apiserver prints it (`spec`, `spec.jobTemplate.spec`).
+    pub fn spec_path(self) -> &'static str {
+        match self {
+            Kind::Job => "spec",
+            Kind::CronJob => "spec.jobTemplate.spec",
+        }
+    }
+
+    /// JSON Pointer tokens of the Job spec inside the object (`/spec`, `/spec/jobTemplate/spec`).
+    pub fn spec_pointer(self) -> &'static [&'static str] {
+        match self {
+            Kind::Job => &["spec"],
+            Kind::CronJob => &["spec", "jobTemplate", "spec"],
+        }
+    }
+}
+
+/// A Job or a CronJob, reduced to what the rules need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobObject {
+    pub kind: Kind,
+    /// The object's own metadata (the Job's, or the CronJob's).
+    pub metadata: ObjectMeta,
+    /// For a CronJob, `spec.jobTemplate.metadata` (the metadata its Jobs are created with).
+    pub job_template_metadata: Option<ObjectMeta>,
+    pub spec: JobSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub generate_name: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub deletion_timestamp: Option<String>,
+    #[serde(default, deserialize_with = "field")]
+    pub annotations: Field<BTreeMap<String, String>>,
+}
+
+impl ObjectMeta {
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations
+            .value()
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSpec {
+    #[serde(default)]
+    pub parallelism: Option<i32>,
+    #[serde(default)]
+    pub completions: Option<i32>,
+    #[serde(default)]
+    pub backoff_limit: Option<i32>,
+    #[serde(default)]
+    pub backoff_limit_per_index: Option<i32>,
+    #[serde(default)]
+    pub max_failed_indexes: Option<i32>,
+    #[serde(default)]
+    pub completion_mode: Option<String>,
+    #[serde(default)]
+    pub suspend: Option<bool>,
+    #[serde(default, deserialize_with = "field")]
+    pub pod_failure_policy: Field<PodFailurePolicy>,
+    #[serde(default, deserialize_with = "field")]
+    pub pod_replacement_policy: Field<String>,
+    #[serde(default)]
+    pub success_policy: Option<SuccessPolicy>,
+    #[serde(default)]
+    pub template: PodTemplateSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFailurePolicy {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub rules: Vec<PodFailurePolicyRule>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFailurePolicyRule {
+    #[serde(default)]
+    pub action: Option<String>,
+    #[serde(default)]
+    pub on_exit_codes: Option<OnExitCodes>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub on_pod_conditions: Vec<OnPodConditionsPattern>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OnExitCodes {
+    #[serde(default)]
+    pub container_name: Option<String>,
+    #[serde(default)]
+    pub operator: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub values: Vec<i32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OnPodConditionsPattern {
+    #[serde(default, rename = "type")]
+    pub type_: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuccessPolicy {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub rules: Vec<SuccessPolicyRule>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuccessPolicyRule {
+    #[serde(default)]
+    pub succeeded_indexes: Option<String>,
+    #[serde(default)]
+    pub succeeded_count: Option<i32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTemplateSpec {
+    #[serde(default, deserialize_with = "field")]
+    pub metadata: Field<TemplateMeta>,
+    #[serde(default)]
+    pub spec: PodSpec,
+}
+
+impl PodTemplateSpec {
+    pub fn annotations(&self) -> Option<&BTreeMap<String, String>> {
+        self.metadata.value().and_then(|m| m.annotations.value())
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations()
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateMeta {
+    #[serde(default, deserialize_with = "field")]
+    pub annotations: Field<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSpec {
+    #[serde(default)]
+    pub restart_policy: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub containers: Vec<NamedContainer>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub init_containers: Vec<NamedContainer>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct NamedContainer {
+    #[serde(default)]
+    pub name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a Job object")]
+struct JobDoc {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: JobSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a CronJob object")]
+struct CronJobDoc {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: CronJobSpec,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CronJobSpec {
+    #[serde(default)]
+    job_template: JobTemplateSpec,
+}
+
+#[derive(Default, Deserialize)]
+struct JobTemplateSpec {
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: JobSpec,
+}
+
+/// Why an object could not be read; `path` is where (`spec.template.spec.containers[0].name`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{message}", if path.is_empty() || path == "." { String::new() } else { format!("{path}: ") })]
+pub struct ParseError {
+    pub path: String,
+    pub message: String,
+}
+
+fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {
+    let found = match first {
+        Some('[') => "an array",
+        Some('"') => "a string",
+        Some('n') => "null",
+        Some('t' | 'f') => "a boolean",
+        Some(_) => "a number",
+        None => "nothing",
+    };
+    ParseError {
+        path: String::new(),
+        message: format!("expected a {} object, got {found}", kind.as_str()),
+    }
+}
+
+/// An object whose own `kind` names another kind is not what the request said it is.
+fn check_kind(expected: Kind, found: Option<&str>) -> Result<(), ParseError> {
+    match found {
+        Some(k) if k != expected.as_str() => Err(ParseError {
+            path: "kind".into(),
+            message: format!("expected {}, got {k:?}", expected.as_str()),
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl JobObject {
+    /// Parses a Job or CronJob from JSON, reading only the fields jobgate uses.
+    pub fn from_json(kind: Kind, json: &str) -> Result<JobObject, ParseError> {
+        // serde's derived structs also accept arrays; an object is the only valid shape.
+        if !json.trim_start().starts_with('{') {
+            return Err(not_an_object(kind, json.trim_start().chars().next()));
+        }
+        let fast = match kind {
+            Kind::Job => serde_json::from_str::<JobDoc>(json)
+                .map(|d| (d.kind.clone(), JobObject::from_job(d))),
+            Kind::CronJob => serde_json::from_str::<CronJobDoc>(json)
+                .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
+        };
+        // The fast path carries no field path in its error; re-read to say where it failed.
+        let (found, object) = fast.map_err(|_| match kind {
+            Kind::Job => Self::locate::<JobDoc>(json),
+            Kind::CronJob => Self::locate::<CronJobDoc>(json),
+        })?;
+        check_kind(kind, found.as_deref())?;
+        Ok(object)
+    }
+
+    /// Builds from an already-decoded JSON value (`jobgate check` reads YAML into values).
+    pub fn from_value(kind: Kind, value: serde_json::Value) -> Result<JobObject, ParseError> {
+        if !value.is_object() {
+            return Err(not_an_object(kind, value.to_string().chars().next()));
+        }
+        let result = match kind {
+            Kind::Job => serde_path_to_error::deserialize::<_, JobDoc>(value)
+                .map(|d| (d.kind.clone(), JobObject::from_job(d))),
+            Kind::CronJob => serde_path_to_error::deserialize::<_, CronJobDoc>(value)
+                .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
+        };
+        let (found, object) = result.map_err(|e| ParseError {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
+        check_kind(kind, found.as_deref())?;
+        Ok(object)
+    }
+
+    fn locate<T: for<'de> Deserialize<'de>>(json: &str) -> ParseError {
+        let mut de = serde_json::Deserializer::from_str(json);
+        match serde_path_to_error::deserialize::<_, T>(&mut de) {
+            Ok(_) => ParseError {
+                path: String::new(),
+                message: "trailing data after the object".into(),
+            },
+            Err(e) => ParseError {
+                path: e.path().to_string(),
+                message: e.inner().to_string(),
+            },
+        }
+    }
+
+    fn from_job(d: JobDoc) -> JobObject {
+        JobObject {
+            kind: Kind::Job,
+            metadata: d.metadata,
+            job_template_metadata: None,
+            spec: d.spec,
+        }
+    }
+
+    fn from_cron_job(d: CronJobDoc) -> JobObject {
+        JobObject {
+            kind: Kind::CronJob,
+            metadata: d.metadata,
+            job_template_metadata: Some(d.spec.job_template.metadata),
+            spec: d.spec.job_template.spec,
+        }
+    }
+
+    /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.
+    pub fn display_name(&self) -> &str {
+        match (&self.metadata.name, &self.metadata.generate_name) {
+            (Some(n), _) if !n.is_empty() => n,
+            (_, Some(g)) => g,
+            _ => "",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_null_and_empty_pod_replacement_policy_are_distinct() {
+        let absent = JobObject::from_json(Kind::Job, r#"{"spec":{}}"#).unwrap();
+        let null =
+            JobObject::from_json(Kind::Job, r#"{"spec":{"podReplacementPolicy":null}}"#).unwrap();
+        let empty =
+            JobObject::from_json(Kind::Job, r#"{"spec":{"podReplacementPolicy":""}}"#).unwrap();
+        assert_eq!(absent.spec.pod_replacement_policy, Field::Absent);
+        assert_eq!(null.spec.pod_replacement_policy, Field::Null);
+        assert_eq!(
+            empty.spec.pod_replacement_policy,
+            Field::Value(String::new())
+        );
+    }
+
+    #[test]
+    fn cron_job_spec_is_the_job_template_spec() {
+        let cj = JobObject::from_json(
+            Kind::CronJob,
+            r#"{"metadata":{"name":"nightly"},"spec":{"schedule":"0 0 * * *","jobTemplate":{"metadata":{"annotations":{"a":"b"}},"spec":{"backoffLimit":3}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(cj.spec.backoff_limit, Some(3));
+        assert_eq!(cj.job_template_metadata.unwrap().annotation("a"), Some("b"));
+    }
+
+    #[test]
+    fn a_wrongly_typed_field_is_reported_with_its_path() {
+        let err = JobObject::from_json(
+            Kind::Job,
+            r#"{"spec":{"template":{"spec":{"containers":[{"name":7}]}}}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.path, "spec.template.spec.containers[0].name");
+        assert!(
+            err.message.contains("invalid type: integer `7`"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn an_object_of_another_kind_is_rejected() {
+        let err = JobObject::from_json(Kind::Job, r#"{"kind":"Pod","spec":{}}"#).unwrap_err();
+        assert_eq!(err.to_string(), r#"kind: expected Job, got "Pod""#);
+        let err = JobObject::from_json(Kind::Job, "[1]").unwrap_err();
+        assert_eq!(err.to_string(), "expected a Job object, got an array");
+    }
+
+    #[test]
+    fn exit_codes_outside_int32_are_rejected() {
+        let err = JobObject::from_json(
+            Kind::Job,
+            r#"{"spec":{"podFailurePolicy":{"rules":[{"action":"FailJob","onExitCodes":{"operator":"In","values":[2147483648]}}]}}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.path,
+            "spec.podFailurePolicy.rules[0].onExitCodes.values[0]"
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! jobgate: a Kubernetes admission webhook and sidecar reconciler that make batch Jobs safe on
+//! clusters where nodes and pods disappear. See README.md.
+
+pub mod admission;
+pub mod job;
