@@ -1,6 +1,7 @@
 //! The policy core: a Job in, a verdict (field errors, warnings, a JSON Patch) out.
 //! Pure functions over plain data: no I/O, no async, no clock.
 
+pub mod defaults;
 pub mod field;
 pub mod model;
 

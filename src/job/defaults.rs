@@ -1,0 +1,104 @@
+//! kube-apiserver's defaulting of the fields jobgate reads (kubernetes `pkg/apis/batch/v1/defaults.go`,
+//! `pkg/apis/core/v1/defaults.go`). Mutation uses the KEP-3939 rule; `jobgate check` applies all of
+//! them before validating, as the apiserver does before validation.
+
+use super::model::{Field, JobObject, JobSpec};
+
+pub const FAILED: &str = "Failed";
+pub const TERMINATING_OR_FAILED: &str = "TerminatingOrFailed";
+
+/// KEP-3939: `Failed` when a podFailurePolicy is set (even `{}` or `rules: []`), else
+/// `TerminatingOrFailed`. Only meaningful when `podReplacementPolicy` is absent or null.
+pub fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
+    if spec.pod_failure_policy.is_set() {
+        FAILED
+    } else {
+        TERMINATING_OR_FAILED
+    }
+}
+
+/// Applies the apiserver's defaults that change what validation sees:
+/// `podReplacementPolicy` (absent or null only), `onPodConditions[].status` `""` -> `True`,
+/// and the pod template's `restartPolicy` `""` -> `Always`.
+pub fn apply_apiserver_defaults(object: &mut JobObject) {
+    let spec = &mut object.spec;
+    if !spec.pod_replacement_policy.is_set() {
+        spec.pod_replacement_policy =
+            Field::Value(pod_replacement_policy_default(spec).to_string());
+    }
+    if let Field::Value(policy) = &mut spec.pod_failure_policy {
+        for pattern in policy
+            .rules
+            .iter_mut()
+            .flat_map(|r| r.on_pod_conditions.iter_mut())
+        {
+            if pattern.status.as_deref().unwrap_or("").is_empty() {
+                pattern.status = Some("True".to_string());
+            }
+        }
+    }
+    if spec
+        .template
+        .spec
+        .restart_policy
+        .as_deref()
+        .unwrap_or("")
+        .is_empty()
+    {
+        spec.template.spec.restart_policy = Some("Always".to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Kind;
+
+    fn job(json: &str) -> JobObject {
+        JobObject::from_json(Kind::Job, json).unwrap()
+    }
+
+    #[test]
+    fn kep_3939_default_is_failed_with_a_pod_failure_policy_even_empty() {
+        for spec in [
+            r#"{"podFailurePolicy":{}}"#,
+            r#"{"podFailurePolicy":{"rules":[]}}"#,
+        ] {
+            let j = job(&format!(r#"{{"spec":{spec}}}"#));
+            assert_eq!(pod_replacement_policy_default(&j.spec), FAILED, "{spec}");
+        }
+    }
+
+    #[test]
+    fn kep_3939_default_is_terminating_or_failed_without_a_pod_failure_policy() {
+        for spec in [r#"{}"#, r#"{"podFailurePolicy":null}"#] {
+            let j = job(&format!(r#"{{"spec":{spec}}}"#));
+            assert_eq!(
+                pod_replacement_policy_default(&j.spec),
+                TERMINATING_OR_FAILED,
+                "{spec}"
+            );
+        }
+    }
+
+    #[test]
+    fn apiserver_defaults_never_overwrite_an_explicit_empty_pod_replacement_policy() {
+        let mut j = job(r#"{"spec":{"podReplacementPolicy":""}}"#);
+        apply_apiserver_defaults(&mut j);
+        assert_eq!(j.spec.pod_replacement_policy, Field::Value(String::new()));
+        let mut j = job(
+            r#"{"spec":{"podReplacementPolicy":null,"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}"#,
+        );
+        apply_apiserver_defaults(&mut j);
+        assert_eq!(j.spec.pod_replacement_policy, Field::Value("Failed".into()));
+        let rules = &j.spec.pod_failure_policy.value().unwrap().rules;
+        assert_eq!(
+            rules[0].on_pod_conditions[0].status.as_deref(),
+            Some("True")
+        );
+        assert_eq!(
+            j.spec.template.spec.restart_policy.as_deref(),
+            Some("Always")
+        );
+    }
+}
