@@ -11,6 +11,7 @@ pub enum ErrorType {
     NotSupported,
     Duplicate,
     TooMany,
+    TooLong,
     Forbidden,
 }
 
@@ -23,6 +24,7 @@ impl ErrorType {
             ErrorType::NotSupported => "Unsupported value",
             ErrorType::Duplicate => "Duplicate value",
             ErrorType::TooMany => "Too many",
+            ErrorType::TooLong => "Too long",
             ErrorType::Forbidden => "Forbidden",
         }
     }
@@ -35,12 +37,19 @@ impl ErrorType {
             ErrorType::NotSupported => "FieldValueNotSupported",
             ErrorType::Duplicate => "FieldValueDuplicate",
             ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::TooLong => "FieldValueTooLong",
             ErrorType::Forbidden => "FieldValueForbidden",
         }
     }
 }
 
 /// `field.Error.BadValue`, already in the form `ErrorBody()` prints it.
+///
+/// Kubernetes 1.34 (apimachinery kubernetes#132314) prints int32/int64/bool bare, strings with
+/// `%q`, and everything else (slices, structs, pointers, `int`) as `json.Marshal` output: nil is
+/// `null`, `[]int32{3, 1}` is `[3,1]`, and internal structs (no json tags) use Go field names
+/// (`{"Rules":[...]}`). 1.31-1.33 printed those with `%#v` instead (`[]int32{3, 1}`, and
+/// pointer addresses inside structs), which cannot be reproduced; jobgate prints the 1.34 form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BadValue {
     /// Not printed (`Required`, `Forbidden`, or `omitValue`).
@@ -60,6 +69,16 @@ impl BadValue {
 
     pub fn int(n: impl Into<i64>) -> BadValue {
         BadValue::Plain(n.into().to_string())
+    }
+
+    /// A composite value, printed as its JSON (Kubernetes 1.34).
+    pub fn json(value: &serde_json::Value) -> BadValue {
+        BadValue::Raw(value.to_string())
+    }
+
+    /// A nil pointer or slice (`null` in 1.34).
+    pub fn null() -> BadValue {
+        BadValue::Raw("null".into())
     }
 }
 
@@ -137,11 +156,22 @@ impl FieldError {
         }
     }
 
+    /// `field.TooLong(path, _, max)` (1.32+ wording; the value is never printed).
+    pub fn too_long(path: impl Into<String>, max: usize) -> FieldError {
+        FieldError {
+            path: path.into(),
+            kind: ErrorType::TooLong,
+            value: BadValue::Omit,
+            detail: format!("may not be more than {max} bytes"),
+        }
+    }
+
     /// `field.Error.ErrorBody()`: the message without the path (what a `StatusCause` carries).
     pub fn body(&self) -> String {
         let mut s = String::from(self.kind.as_str());
         match (&self.kind, &self.value) {
-            (ErrorType::Required | ErrorType::Forbidden, _) | (_, BadValue::Omit) => {}
+            (ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong, _)
+            | (_, BadValue::Omit) => {}
             (_, BadValue::Str(v)) => {
                 s.push_str(": ");
                 s.push_str(&go_quote(v));
@@ -247,6 +277,43 @@ mod tests {
             aggregate(&[a.clone(), b, a]),
             "[a: Required value, b: Duplicate value: 3]"
         );
+    }
+
+    #[test]
+    fn bad_values_print_like_kubernetes_1_34_error_body() {
+        let ordered = FieldError::invalid(
+            "spec.podFailurePolicy.rules[0].onExitCodes.values",
+            BadValue::json(&serde_json::json!([3, 1])),
+            "must be ordered",
+        );
+        assert_eq!(ordered.body(), "Invalid value: [3,1]: must be ordered");
+        let nil = FieldError::invalid(
+            "spec.backoffLimitPerIndex",
+            BadValue::null(),
+            "field is immutable",
+        );
+        assert_eq!(nil.body(), "Invalid value: null: field is immutable");
+        let int = FieldError::invalid(
+            "spec.completions",
+            BadValue::int(-1),
+            "must be greater than or equal to 0",
+        );
+        assert_eq!(
+            int.body(),
+            "Invalid value: -1: must be greater than or equal to 0"
+        );
+        let rule = FieldError::invalid(
+            "spec.podFailurePolicy.rules[0]",
+            BadValue::Omit,
+            "specifying one of OnExitCodes and OnPodConditions is required",
+        );
+        assert_eq!(
+            rule.body(),
+            "Invalid value: specifying one of OnExitCodes and OnPodConditions is required"
+        );
+        let long = FieldError::too_long("spec.successPolicy.rules[0].succeededIndexes", 65536);
+        assert_eq!(long.body(), "Too long: may not be more than 65536 bytes");
+        assert_eq!(long.kind.cause(), "FieldValueTooLong");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The policy core: a Job in, a verdict (field errors, warnings, a JSON Patch) out.
 //! Pure functions over plain data: no I/O, no async, no clock.
 
+pub mod config;
 pub mod defaults;
 pub mod field;
 pub mod model;
+pub mod policy;
 
 pub use field::{BadValue, ErrorType, FieldError};
 pub use model::{Field, JobObject, Kind};
@@ -70,9 +72,10 @@ impl Verdict {
 }
 
 mod mutate;
-mod validate;
+pub mod validate;
 
 pub use mutate::{RecoveryScope, mutate};
+pub use policy::{Level, Policies, PolicyName};
 pub use validate::validate;
 
 /// Settings of the rules, shared by `serve` and `check`.
@@ -80,6 +83,8 @@ pub use validate::validate;
 pub struct Config {
     /// Pod-template annotation keys that opt pods into forced recovery (`--recovery-annotation-key`).
     pub recovery_annotation_keys: Vec<String>,
+    /// The level of each jobgate policy (`--policy NAME=off|warn|deny`, `policies:` in `--config`).
+    pub policies: Policies,
 }
 
 impl Default for Config {
@@ -89,6 +94,7 @@ impl Default for Config {
                 .iter()
                 .map(|k| k.to_string())
                 .collect(),
+            policies: Policies::default(),
         }
     }
 }

@@ -102,6 +102,8 @@ pub struct JobObject {
     /// For a CronJob, `spec.jobTemplate.metadata` (the metadata its Jobs are created with).
     pub job_template_metadata: Option<ObjectMeta>,
     pub spec: JobSpec,
+    /// A Job's `status.startTime` is set: the Job has started (false for CronJobs).
+    pub started: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -136,7 +138,11 @@ pub struct JobSpec {
     #[serde(default)]
     pub completions: Option<i32>,
     #[serde(default)]
+    pub active_deadline_seconds: Option<i64>,
+    #[serde(default)]
     pub backoff_limit: Option<i32>,
+    #[serde(default, rename = "ttlSecondsAfterFinished")]
+    pub ttl_seconds_after_finished: Option<i32>,
     #[serde(default)]
     pub backoff_limit_per_index: Option<i32>,
     #[serde(default)]
@@ -174,14 +180,36 @@ pub struct PodFailurePolicyRule {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(from = "OnExitCodesWire")]
 pub struct OnExitCodes {
-    #[serde(default)]
     pub container_name: Option<String>,
-    #[serde(default)]
     pub operator: Option<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
     pub values: Vec<i32>,
+    /// `values` was absent or null (Go's nil slice), not `[]`: kube-apiserver prints the two
+    /// differently (`null`, `[]`) in "at least one value is required".
+    pub values_null: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OnExitCodesWire {
+    #[serde(default)]
+    container_name: Option<String>,
+    #[serde(default)]
+    operator: Option<String>,
+    #[serde(default)]
+    values: Option<Vec<i32>>,
+}
+
+impl From<OnExitCodesWire> for OnExitCodes {
+    fn from(w: OnExitCodesWire) -> OnExitCodes {
+        OnExitCodes {
+            container_name: w.container_name,
+            operator: w.operator,
+            values_null: w.values.is_none(),
+            values: w.values.unwrap_or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -216,6 +244,10 @@ pub struct PodTemplateSpec {
     pub metadata: Field<TemplateMeta>,
     #[serde(default)]
     pub spec: PodSpec,
+    /// The whole template as received, kept only where a Job UPDATE needs it (kube-apiserver's
+    /// `spec.template` immutability compares every field); `None` on the fast CREATE path.
+    #[serde(skip)]
+    pub whole: Option<serde_json::Value>,
 }
 
 impl PodTemplateSpec {
@@ -263,6 +295,15 @@ struct JobDoc {
     metadata: ObjectMeta,
     #[serde(default)]
     spec: JobSpec,
+    #[serde(default)]
+    status: JobStatus,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JobStatus {
+    #[serde(default)]
+    start_time: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -386,6 +427,7 @@ impl JobObject {
             metadata: d.metadata,
             job_template_metadata: None,
             spec: d.spec,
+            started: d.status.start_time.is_some_and(|t| !t.is_empty()),
         }
     }
 
@@ -395,7 +437,19 @@ impl JobObject {
             metadata: d.metadata,
             job_template_metadata: Some(d.spec.job_template.metadata),
             spec: d.spec.job_template.spec,
+            started: false,
         }
+    }
+
+    /// Keeps the whole `spec.template` of `document` (this object's JSON) for the UPDATE
+    /// immutability check, which compares every field of the template, not only those modeled.
+    pub fn keep_whole_template(&mut self, document: &serde_json::Value) {
+        let mut at = Some(document);
+        for token in self.kind.spec_pointer() {
+            at = at.and_then(|v| v.get(token));
+        }
+        let template = at.and_then(|spec| spec.get("template"));
+        self.spec.template.whole = Some(template.cloned().unwrap_or(serde_json::Value::Null));
     }
 
     /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.

@@ -1,0 +1,235 @@
+//! Where the rule settings come from: defaults, then a YAML file (`--config`), then flags.
+//! Shared by `jobgate serve` and `jobgate check`.
+//!
+//! ```yaml
+//! recoveryAnnotationKeys:            # replaces the default list
+//!   - kueue.x-k8s.io/safe-to-forcefully-terminate
+//!   - kueue.x-k8s.io/safe-to-forcefully-delete
+//! policies:                          # each off | warn | deny; omitted ones keep their default
+//!   recovery-annotation-value: deny
+//!   indexed-terminating-or-failed: warn
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::Config;
+use super::policy::{Level, PolicyName};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("unknown policy {0:?}: expected one of {names}", names = policy_names())]
+    UnknownPolicy(String),
+}
+
+fn policy_names() -> String {
+    PolicyName::ALL.map(PolicyName::as_str).join(", ")
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ConfigFile {
+    #[serde(default)]
+    recovery_annotation_keys: Option<Vec<String>>,
+    #[serde(default)]
+    policies: BTreeMap<String, Level>,
+}
+
+impl Config {
+    /// Applies a YAML config document on top of `self`.
+    pub fn merge_yaml(&mut self, yaml: &str) -> Result<(), String> {
+        let file: ConfigFile = if yaml.trim().is_empty() {
+            ConfigFile {
+                recovery_annotation_keys: None,
+                policies: BTreeMap::new(),
+            }
+        } else {
+            serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?
+        };
+        if let Some(keys) = file.recovery_annotation_keys {
+            self.recovery_annotation_keys = keys;
+        }
+        for (name, level) in file.policies {
+            let policy = PolicyName::parse(&name)
+                .ok_or_else(|| ConfigError::UnknownPolicy(name.clone()).to_string())?;
+            self.policies.set(policy, level);
+        }
+        Ok(())
+    }
+
+    /// Reads a config file on top of the defaults.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut config = Config::default();
+        config
+            .merge_yaml(&text)
+            .map_err(|message| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        Ok(config)
+    }
+}
+
+/// `NAME=off|warn|deny`.
+pub fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), String> {
+    let (name, level) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=off|warn|deny, got {s:?}"))?;
+    let policy = PolicyName::parse(name.trim())
+        .ok_or_else(|| ConfigError::UnknownPolicy(name.into()).to_string())?;
+    let level = Level::parse(level.trim())
+        .ok_or_else(|| format!("policy {name}: level must be off, warn or deny, got {level:?}"))?;
+    Ok((policy, level))
+}
+
+/// The rule flags `serve` and `check` share. Every flag can also come from its environment
+/// variable (lists comma-separated).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RuleArgs {
+    /// YAML file with `policies:` and `recoveryAnnotationKeys:`; flags override it.
+    #[arg(long, env = "JOBGATE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Set a policy's level, e.g. `--policy recovery-needs-failed=deny` (repeatable).
+    #[arg(
+        long = "policy",
+        env = "JOBGATE_POLICY",
+        value_name = "NAME=off|warn|deny",
+        value_delimiter = ',',
+        value_parser = parse_policy_setting
+    )]
+    pub policies: Vec<(PolicyName, Level)>,
+
+    /// Pod-template annotation key that opts pods into forced recovery (repeatable; replaces
+    /// the default kueue.x-k8s.io/safe-to-forcefully-terminate and ...-delete).
+    #[arg(
+        long = "recovery-annotation-key",
+        env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        value_name = "KEY",
+        value_delimiter = ','
+    )]
+    pub recovery_annotation_keys: Vec<String>,
+}
+
+impl RuleArgs {
+    /// Defaults, then `--config`, then the flags.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        let mut config = match &self.config {
+            Some(path) => Config::from_file(path)?,
+            None => Config::default(),
+        };
+        for (policy, level) in &self.policies {
+            config.policies.set(*policy, *level);
+        }
+        if !self.recovery_annotation_keys.is_empty() {
+            config.recovery_annotation_keys = self.recovery_annotation_keys.clone();
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        rules: RuleArgs,
+    }
+
+    #[test]
+    fn yaml_sets_policies_and_keys_and_keeps_other_defaults() {
+        let mut c = Config::default();
+        c.merge_yaml("recoveryAnnotationKeys: [example.com/recover]\npolicies:\n  indexed-terminating-or-failed: deny\n")
+            .unwrap();
+        assert_eq!(c.recovery_annotation_keys, vec!["example.com/recover"]);
+        assert_eq!(
+            c.policies.level(PolicyName::IndexedTerminatingOrFailed),
+            Level::Deny
+        );
+        assert_eq!(
+            c.policies.level(PolicyName::RecoveryAnnotationValue),
+            Level::Deny
+        );
+    }
+
+    #[test]
+    fn yaml_typos_are_errors() {
+        let mut c = Config::default();
+        let e = c
+            .merge_yaml("policies:\n  recovery-needs-faild: warn\n")
+            .unwrap_err();
+        assert!(
+            e.starts_with("unknown policy \"recovery-needs-faild\""),
+            "{e}"
+        );
+        let e = c.merge_yaml("polices: {}\n").unwrap_err();
+        assert!(e.contains("unknown field `polices`"), "{e}");
+        let e = c
+            .merge_yaml("policies:\n  recovery-needs-failed: loud\n")
+            .unwrap_err();
+        assert!(e.contains("unknown variant `loud`"), "{e}");
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("jobgate.yaml");
+        std::fs::write(
+            &file,
+            "policies:\n  recovery-needs-failed: off\n  recovery-annotation-on-job: off\n",
+        )
+        .unwrap();
+        let cli = Cli::try_parse_from([
+            "x",
+            "--config",
+            file.to_str().unwrap(),
+            "--policy",
+            "recovery-needs-failed=deny",
+            "--recovery-annotation-key",
+            "a/b,c/d",
+        ])
+        .unwrap();
+        let c = cli.rules.load().unwrap();
+        assert_eq!(
+            c.policies.level(PolicyName::RecoveryNeedsFailed),
+            Level::Deny
+        );
+        assert_eq!(
+            c.policies.level(PolicyName::RecoveryAnnotationOnJob),
+            Level::Off
+        );
+        assert_eq!(c.recovery_annotation_keys, vec!["a/b", "c/d"]);
+    }
+
+    #[test]
+    fn bad_policy_flags_are_rejected_by_clap() {
+        assert!(Cli::try_parse_from(["x", "--policy", "nope=warn"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed=loud"]).is_err());
+    }
+
+    #[test]
+    fn a_missing_config_file_says_which() {
+        let e = Config::from_file(Path::new("/nonexistent/jobgate.yaml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot read config file /nonexistent/jobgate.yaml")
+        );
+    }
+}

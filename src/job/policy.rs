@@ -1,0 +1,476 @@
+//! jobgate's own policies: Jobs that kube-apiserver accepts but that will silently not get what
+//! their author meant with failure recovery. Each is `off`, `warn` (a `jobgate:` warning in the
+//! AdmissionReview response) or `deny` (a field error).
+//!
+//! On UPDATE a policy reports only what the old object did not already have (ratcheting), so a
+//! Job created before jobgate was installed can still be updated (finalizers, suspend, labels).
+
+use std::fmt;
+
+use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
+use super::field::go_quote;
+use super::model::{JobObject, ObjectMeta};
+use super::{BadValue, Config, FieldError, Kind, Operation, Review};
+
+/// How a policy acts when it finds something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Off,
+    Warn,
+    Deny,
+}
+
+impl Level {
+    pub fn parse(s: &str) -> Option<Level> {
+        match s {
+            "off" => Some(Level::Off),
+            "warn" => Some(Level::Warn),
+            "deny" => Some(Level::Deny),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Off => "off",
+            Level::Warn => "warn",
+            Level::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The policies, in the order they are evaluated and reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PolicyName {
+    /// The recovery annotation on the pod template must be `"true"` or `"false"`.
+    RecoveryAnnotationValue,
+    /// The recovery annotation on the Job's (or CronJob's) own metadata has no effect.
+    RecoveryAnnotationOnJob,
+    /// Pods opted into recovery need `podReplacementPolicy: Failed`.
+    RecoveryNeedsFailed,
+    /// Pods opted into recovery should have an `Ignore` rule on `DisruptionTarget`.
+    RecoveryCountsTowardBackoff,
+    /// An Indexed Job with `TerminatingOrFailed` may run two pods for one index.
+    IndexedTerminatingOrFailed,
+}
+
+impl PolicyName {
+    pub const ALL: [PolicyName; 5] = [
+        PolicyName::RecoveryAnnotationValue,
+        PolicyName::RecoveryAnnotationOnJob,
+        PolicyName::RecoveryNeedsFailed,
+        PolicyName::RecoveryCountsTowardBackoff,
+        PolicyName::IndexedTerminatingOrFailed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyName::RecoveryAnnotationValue => "recovery-annotation-value",
+            PolicyName::RecoveryAnnotationOnJob => "recovery-annotation-on-job",
+            PolicyName::RecoveryNeedsFailed => "recovery-needs-failed",
+            PolicyName::RecoveryCountsTowardBackoff => "recovery-counts-toward-backoff",
+            PolicyName::IndexedTerminatingOrFailed => "indexed-terminating-or-failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PolicyName> {
+        PolicyName::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    pub fn default_level(self) -> Level {
+        match self {
+            PolicyName::RecoveryAnnotationValue => Level::Deny,
+            PolicyName::RecoveryAnnotationOnJob
+            | PolicyName::RecoveryNeedsFailed
+            | PolicyName::RecoveryCountsTowardBackoff => Level::Warn,
+            PolicyName::IndexedTerminatingOrFailed => Level::Off,
+        }
+    }
+}
+
+impl fmt::Display for PolicyName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The level of each policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policies {
+    levels: [Level; 5],
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Policies {
+            levels: PolicyName::ALL.map(PolicyName::default_level),
+        }
+    }
+}
+
+impl Policies {
+    pub fn level(&self, name: PolicyName) -> Level {
+        self.levels[name as usize]
+    }
+
+    pub fn set(&mut self, name: PolicyName, level: Level) {
+        self.levels[name as usize] = level;
+    }
+
+    /// Every policy at `level` (tests, `--policy` shorthands).
+    pub fn all(level: Level) -> Policies {
+        Policies { levels: [level; 5] }
+    }
+}
+
+/// What the policies found in one review.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Findings {
+    pub errors: Vec<FieldError>,
+    pub warnings: Vec<String>,
+}
+
+/// One thing a policy found, before its level decides whether it warns or denies.
+#[derive(Debug, Clone, PartialEq)]
+struct Finding {
+    policy: PolicyName,
+    path: String,
+    value: BadValue,
+    detail: String,
+}
+
+impl Finding {
+    fn warning(&self) -> String {
+        let value = match &self.value {
+            BadValue::Omit => String::new(),
+            BadValue::Str(v) => format!("{}: ", go_quote(v)),
+            BadValue::Plain(v) | BadValue::Raw(v) => format!("{v}: "),
+        };
+        format!("jobgate: {}: {value}{}", self.path, self.detail)
+    }
+
+    fn error(self) -> FieldError {
+        FieldError::invalid(
+            self.path,
+            self.value,
+            format!("{} (jobgate policy {})", self.detail, self.policy),
+        )
+    }
+}
+
+pub fn evaluate(review: &Review<'_>, config: &Config) -> Findings {
+    let mut found = findings(review.object, config);
+    if let (Operation::Update, Some(old)) = (review.operation, review.old_object) {
+        let before = findings(old, config);
+        found.retain(|f| !before.contains(f));
+    }
+    let mut out = Findings::default();
+    for f in found {
+        match config.policies.level(f.policy) {
+            Level::Off => {}
+            Level::Warn => out.warnings.push(f.warning()),
+            Level::Deny => out.errors.push(f.error()),
+        }
+    }
+    out
+}
+
+fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
+    let policies = &config.policies;
+    let on = |p: PolicyName| policies.level(p) != Level::Off;
+    let spec_path = object.kind.spec_path();
+    let spec = &object.spec;
+    let template = &spec.template;
+    let mut out = Vec::new();
+
+    if on(PolicyName::RecoveryAnnotationValue) {
+        for key in &config.recovery_annotation_keys {
+            if let Some(v) = template.annotation(key)
+                && v != "true"
+                && v != "false"
+            {
+                out.push(Finding {
+                    policy: PolicyName::RecoveryAnnotationValue,
+                    path: format!("{spec_path}.template.metadata.annotations[{key}]"),
+                    value: BadValue::str(v),
+                    detail:
+                        r#"must be "true" or "false"; Kueue reads any other value as not opted in"#
+                            .into(),
+                });
+            }
+        }
+    }
+
+    if on(PolicyName::RecoveryAnnotationOnJob) {
+        let mut misplaced = |meta: &ObjectMeta, at: &str| {
+            for key in &config.recovery_annotation_keys {
+                if let Some(v) = meta.annotation(key) {
+                    out.push(Finding {
+                        policy: PolicyName::RecoveryAnnotationOnJob,
+                        path: format!("{at}.annotations[{key}]"),
+                        value: BadValue::str(v),
+                        detail: format!(
+                            "has no effect here; it belongs on {spec_path}.template.metadata.annotations"
+                        ),
+                    });
+                }
+            }
+        };
+        misplaced(&object.metadata, "metadata");
+        if let (Kind::CronJob, Some(meta)) = (object.kind, &object.job_template_metadata) {
+            misplaced(meta, "spec.jobTemplate.metadata");
+        }
+    }
+
+    let opted_in = config
+        .recovery_annotation_keys
+        .iter()
+        .any(|k| template.annotation(k) == Some("true"));
+    // What the Job runs with: the value, else KEP-3939's default (also for a CronJob's
+    // template, whose Jobs are defaulted when created).
+    let replacement = spec
+        .pod_replacement_policy
+        .value()
+        .map(String::as_str)
+        .unwrap_or_else(|| pod_replacement_policy_default(spec));
+
+    if opted_in && on(PolicyName::RecoveryNeedsFailed) && replacement != FAILED {
+        out.push(Finding {
+            policy: PolicyName::RecoveryNeedsFailed,
+            path: format!("{spec_path}.podReplacementPolicy"),
+            value: BadValue::str(replacement),
+            detail: r#"recovery needs "Failed", else replacements start early"#.into(),
+        });
+    }
+
+    if opted_in && on(PolicyName::RecoveryCountsTowardBackoff) && !ignores_disruption(object) {
+        out.push(Finding {
+            policy: PolicyName::RecoveryCountsTowardBackoff,
+            path: format!("{spec_path}.podFailurePolicy"),
+            value: BadValue::Omit,
+            detail:
+                "no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit"
+                    .into(),
+        });
+    }
+
+    if on(PolicyName::IndexedTerminatingOrFailed)
+        && spec.completion_mode.as_deref() == Some("Indexed")
+        && replacement == TERMINATING_OR_FAILED
+    {
+        out.push(Finding {
+            policy: PolicyName::IndexedTerminatingOrFailed,
+            path: format!("{spec_path}.podReplacementPolicy"),
+            value: BadValue::str(replacement),
+            detail: r#"may run two pods for one index; use "Failed""#.into(),
+        });
+    }
+    out
+}
+
+/// A `podFailurePolicy` rule `action: Ignore` matching the `DisruptionTarget` condition
+/// (status `True`, the default), which is how a forcefully deleted pod fails.
+fn ignores_disruption(object: &JobObject) -> bool {
+    object.spec.pod_failure_policy.value().is_some_and(|p| {
+        p.rules.iter().any(|r| {
+            r.action.as_deref() == Some("Ignore")
+                && r.on_pod_conditions.iter().any(|c| {
+                    c.type_.as_deref() == Some("DisruptionTarget")
+                        && matches!(c.status.as_deref(), None | Some("" | "True"))
+                })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{JobObject, Kind};
+
+    const KEY: &str = crate::job::SAFE_TO_FORCEFULLY_TERMINATE;
+
+    fn job(spec: &str, job_annotations: &str) -> JobObject {
+        JobObject::from_json(
+            Kind::Job,
+            &format!(
+                r#"{{"metadata":{{"name":"train","annotations":{{{job_annotations}}}}},"spec":{spec}}}"#
+            ),
+        )
+        .unwrap()
+    }
+
+    fn template(annotation: &str, extra: &str) -> String {
+        format!(
+            r#"{{{extra}"template":{{"metadata":{{"annotations":{{"{KEY}":"{annotation}"}}}},"spec":{{"restartPolicy":"Never","containers":[{{"name":"main"}}]}}}}}}"#
+        )
+    }
+
+    fn run(object: &JobObject, config: &Config) -> Findings {
+        evaluate(
+            &Review {
+                operation: Operation::Create,
+                object,
+                old_object: None,
+            },
+            config,
+        )
+    }
+
+    #[test]
+    fn defaults_are_those_of_the_issue() {
+        let p = Policies::default();
+        assert_eq!(p.level(PolicyName::RecoveryAnnotationValue), Level::Deny);
+        assert_eq!(p.level(PolicyName::RecoveryAnnotationOnJob), Level::Warn);
+        assert_eq!(p.level(PolicyName::RecoveryNeedsFailed), Level::Warn);
+        assert_eq!(
+            p.level(PolicyName::RecoveryCountsTowardBackoff),
+            Level::Warn
+        );
+        assert_eq!(p.level(PolicyName::IndexedTerminatingOrFailed), Level::Off);
+    }
+
+    #[test]
+    fn recovery_annotation_value_true_capitalized_is_denied() {
+        let j = job(&template("True", ""), "");
+        let f = run(&j, &Config::default());
+        assert_eq!(
+            f.errors[0].to_string(),
+            format!(
+                r#"spec.template.metadata.annotations[{KEY}]: Invalid value: "True": must be "true" or "false"; Kueue reads any other value as not opted in (jobgate policy recovery-annotation-value)"#
+            )
+        );
+        // "True" is not opted in, so the opted-in policies stay quiet.
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    }
+
+    #[test]
+    fn recovery_annotation_value_false_is_fine() {
+        let j = job(&template("false", ""), "");
+        assert_eq!(run(&j, &Config::default()), Findings::default());
+    }
+
+    #[test]
+    fn opted_in_without_failed_and_ignore_rule_warns_twice() {
+        let j = job(&template("true", ""), "");
+        let f = run(&j, &Config::default());
+        assert!(f.errors.is_empty());
+        assert_eq!(
+            f.warnings,
+            vec![
+                r#"jobgate: spec.podReplacementPolicy: "TerminatingOrFailed": recovery needs "Failed", else replacements start early"#,
+                "jobgate: spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit",
+            ]
+        );
+        assert!(
+            f.warnings.iter().all(|w| w.len() <= 120),
+            "{:?}",
+            f.warnings
+        );
+    }
+
+    #[test]
+    fn opted_in_with_ignore_on_disruption_target_is_quiet() {
+        let extra = r#""podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]},"#;
+        let j = job(&template("true", extra), "");
+        assert_eq!(run(&j, &Config::default()), Findings::default());
+    }
+
+    #[test]
+    fn annotation_on_the_job_itself_warns() {
+        let j = job(
+            r#"{"template":{"spec":{"restartPolicy":"Never"}}}"#,
+            &format!(r#""{KEY}":"true""#),
+        );
+        let f = run(&j, &Config::default());
+        assert_eq!(
+            f.warnings,
+            vec![format!(
+                r#"jobgate: metadata.annotations[{KEY}]: "true": has no effect here; it belongs on spec.template.metadata.annotations"#
+            )]
+        );
+    }
+
+    #[test]
+    fn indexed_terminating_or_failed_is_off_by_default_and_warns_when_on() {
+        let spec = r#"{"completionMode":"Indexed","completions":4,"podReplacementPolicy":"TerminatingOrFailed","template":{"spec":{"restartPolicy":"Never"}}}"#;
+        let j = job(spec, "");
+        assert_eq!(run(&j, &Config::default()), Findings::default());
+        let mut config = Config::default();
+        config
+            .policies
+            .set(PolicyName::IndexedTerminatingOrFailed, Level::Warn);
+        assert_eq!(
+            run(&j, &config).warnings,
+            vec![
+                r#"jobgate: spec.podReplacementPolicy: "TerminatingOrFailed": may run two pods for one index; use "Failed""#
+            ]
+        );
+    }
+
+    #[test]
+    fn off_silences_and_deny_turns_warnings_into_errors() {
+        let j = job(&template("true", ""), "");
+        let off = Config {
+            policies: Policies::all(Level::Off),
+            ..Config::default()
+        };
+        assert_eq!(run(&j, &off), Findings::default());
+        let deny = Config {
+            policies: Policies::all(Level::Deny),
+            ..Config::default()
+        };
+        let f = run(&j, &deny);
+        assert!(f.warnings.is_empty());
+        assert_eq!(f.errors.len(), 2);
+        assert_eq!(f.errors[1].path, "spec.podFailurePolicy");
+    }
+
+    #[test]
+    fn cron_job_paths_are_under_the_job_template() {
+        let cj = JobObject::from_json(
+            Kind::CronJob,
+            &format!(
+                r#"{{"metadata":{{"name":"nightly"}},"spec":{{"jobTemplate":{{"metadata":{{"annotations":{{"{KEY}":"yes"}}}},"spec":{}}}}}}}"#,
+                template("yes", "")
+            ),
+        )
+        .unwrap();
+        let f = run(&cj, &Config::default());
+        assert_eq!(
+            f.errors[0].path,
+            format!("spec.jobTemplate.spec.template.metadata.annotations[{KEY}]")
+        );
+        assert_eq!(
+            f.warnings,
+            vec![format!(
+                r#"jobgate: spec.jobTemplate.metadata.annotations[{KEY}]: "yes": has no effect here; it belongs on spec.jobTemplate.spec.template.metadata.annotations"#
+            )]
+        );
+    }
+
+    #[test]
+    fn update_reports_only_what_the_old_object_did_not_have() {
+        let old = job(&template("True", ""), "");
+        let new = job(&template("True", ""), "");
+        let review = Review {
+            operation: Operation::Update,
+            object: &new,
+            old_object: Some(&old),
+        };
+        assert_eq!(evaluate(&review, &Config::default()), Findings::default());
+        let fine = job(&template("false", ""), "");
+        let review = Review {
+            operation: Operation::Update,
+            object: &old,
+            old_object: Some(&fine),
+        };
+        assert_eq!(evaluate(&review, &Config::default()).errors.len(), 1);
+    }
+}

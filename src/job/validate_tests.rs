@@ -1,0 +1,722 @@
+//! Table tests named after kubernetes `pkg/apis/batch/validation/validation_test.go` cases
+//! (`TestValidateJob` "..." keys) and KEP sentences; each asserts the exact message.
+
+use super::*;
+use crate::job::{JobObject, Kind};
+use serde_json::json;
+
+/// A Job spec with one container `main`, one init container `init`, `restartPolicy: Never`,
+/// then `extra` merged in (JSON object text).
+fn job_with(extra: Value) -> JobObject {
+    let mut spec = json!({
+        "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main"}], "initContainers": [{"name": "init"}]}}
+    });
+    merge(&mut spec, extra);
+    JobObject::from_value(Kind::Job, json!({"metadata": {"name": "j"}, "spec": spec})).unwrap()
+}
+
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+fn errors(extra: Value) -> Vec<String> {
+    validate_object(&job_with(extra))
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn pfp(rules: Value) -> Value {
+    json!({"podFailurePolicy": {"rules": rules}})
+}
+
+const P: &str = "spec.podFailurePolicy.rules[0]";
+
+#[test]
+fn valid_pod_failure_policy_and_replacement_policy() {
+    let spec = json!({
+        "podReplacementPolicy": "Failed",
+        "podFailurePolicy": {"rules": [
+            {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 2, 3]}},
+            {"action": "Ignore", "onExitCodes": {"containerName": "init", "operator": "NotIn", "values": [-1, 0, 5]}},
+            {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "Ignore", "onPodConditions": [{"type": "example.com/Custom-Condition_1.x", "status": "Unknown"}]},
+        ]}
+    });
+    assert_eq!(errors(spec), Vec::<String>::new());
+}
+
+#[test]
+fn any_int32_is_a_legal_exit_code_including_negative_windows_codes() {
+    let spec = pfp(json!([{"action": "FailJob",
+        "onExitCodes": {"operator": "In", "values": [-2147483648, -1073741819, 2147483647]}}]));
+    assert_eq!(errors(spec), Vec::<String>::new());
+}
+
+#[test]
+fn invalid_pod_failure_policy_empty_action_and_unknown_action() {
+    let spec = pfp(json!([
+        {"onExitCodes": {"operator": "In", "values": [1]}},
+        {"action": "failjob", "onExitCodes": {"operator": "In", "values": [1]}},
+    ]));
+    assert_eq!(
+        errors(spec),
+        vec![
+            format!(r#"{P}.action: Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]"#),
+            r#"spec.podFailurePolicy.rules[1].action: Unsupported value: "failjob": supported values: "Count", "FailIndex", "FailJob", "Ignore""#.to_string(),
+        ]
+    );
+}
+
+#[test]
+fn fail_index_requires_backoff_limit_per_index() {
+    let spec =
+        pfp(json!([{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}]));
+    assert_eq!(
+        errors(spec),
+        vec![format!(
+            r#"{P}.action: Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set"#
+        )]
+    );
+    let mut ok =
+        pfp(json!([{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}]));
+    merge(
+        &mut ok,
+        json!({"completionMode": "Indexed", "completions": 3, "backoffLimitPerIndex": 1}),
+    );
+    assert_eq!(errors(ok), Vec::<String>::new());
+}
+
+#[test]
+fn invalid_pod_failure_policy_both_and_neither_requirement() {
+    let spec = pfp(json!([
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]},
+         "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob"},
+        {"action": "FailJob", "onPodConditions": []},
+    ]));
+    assert_eq!(
+        errors(spec),
+        vec![
+            format!("{P}: Invalid value: specifying both OnExitCodes and OnPodConditions is not supported"),
+            "spec.podFailurePolicy.rules[1]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required".to_string(),
+            "spec.podFailurePolicy.rules[2]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn at_most_20_rules_boundary() {
+    let rule = json!({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]});
+    assert_eq!(
+        errors(pfp(Value::Array(vec![rule.clone(); 20]))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors(pfp(Value::Array(vec![rule; 21]))),
+        vec!["spec.podFailurePolicy.rules: Too many: 21: must have at most 20 items"]
+    );
+}
+
+#[test]
+fn on_exit_codes_operator_required_and_supported() {
+    let spec = pfp(json!([
+        {"action": "FailJob", "onExitCodes": {"values": [1]}},
+        {"action": "FailJob", "onExitCodes": {"operator": "in", "values": [1]}},
+    ]));
+    assert_eq!(
+        errors(spec),
+        vec![
+            format!(r#"{P}.onExitCodes.operator: Required value: valid values: ["In" "NotIn"]"#),
+            r#"spec.podFailurePolicy.rules[1].onExitCodes.operator: Unsupported value: "in": supported values: "In", "NotIn""#.to_string(),
+        ]
+    );
+}
+
+#[test]
+fn container_name_must_name_a_container_or_init_container_even_when_empty() {
+    let spec = pfp(json!([
+        {"action": "FailJob", "onExitCodes": {"containerName": "sidecar", "operator": "In", "values": [1]}},
+        {"action": "FailJob", "onExitCodes": {"containerName": "", "operator": "In", "values": [1]}},
+    ]));
+    assert_eq!(
+        errors(spec),
+        vec![
+            format!(r#"{P}.onExitCodes.containerName: Invalid value: "sidecar": must be one of the container or initContainer names in the pod template"#),
+            r#"spec.podFailurePolicy.rules[1].onExitCodes.containerName: Invalid value: "": must be one of the container or initContainer names in the pod template"#.to_string(),
+        ]
+    );
+}
+
+#[test]
+fn values_empty_list_and_missing_list() {
+    let spec = pfp(json!([
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": []}},
+        {"action": "FailJob", "onExitCodes": {"operator": "In"}},
+    ]));
+    assert_eq!(
+        errors(spec),
+        vec![
+            format!("{P}.onExitCodes.values: Invalid value: []: at least one value is required"),
+            "spec.podFailurePolicy.rules[1].onExitCodes.values: Invalid value: null: at least one value is required".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn at_most_255_values_boundary() {
+    let ok: Vec<i32> = (1..=255).collect();
+    let spec = pfp(json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": ok}}]));
+    assert_eq!(errors(spec), Vec::<String>::new());
+    let too_many: Vec<i32> = (1..=256).collect();
+    let spec =
+        pfp(json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": too_many}}]));
+    assert_eq!(
+        errors(spec),
+        vec![format!(
+            "{P}.onExitCodes.values: Too many: 256: must have at most 255 items"
+        )]
+    );
+}
+
+#[test]
+fn zero_with_in_duplicates_and_order_errors_come_per_value_then_ordering() {
+    let spec = pfp(json!([{"action": "FailJob",
+        "onExitCodes": {"operator": "In", "values": [0, 3, 3, 2]}}]));
+    assert_eq!(
+        errors(spec),
+        vec![
+            format!(
+                "{P}.onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator"
+            ),
+            format!("{P}.onExitCodes.values[2]: Duplicate value: 3"),
+            format!("{P}.onExitCodes.values: Invalid value: [0,3,3,2]: must be ordered"),
+        ]
+    );
+    // Zero is allowed with NotIn.
+    let spec =
+        pfp(json!([{"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0, 1]}}]));
+    assert_eq!(errors(spec), Vec::<String>::new());
+}
+
+#[test]
+fn at_most_20_on_pod_conditions_patterns_boundary() {
+    let pat = json!({"type": "DisruptionTarget", "status": "True"});
+    let rule = |n| json!([{"action": "Ignore", "onPodConditions": vec![pat.clone(); n]}]);
+    assert_eq!(errors(pfp(rule(20))), Vec::<String>::new());
+    assert_eq!(
+        errors(pfp(rule(21))),
+        vec![format!(
+            "{P}.onPodConditions: Too many: 21: must have at most 20 items"
+        )]
+    );
+}
+
+#[test]
+fn on_pod_conditions_status_required_and_supported() {
+    let spec = pfp(json!([{"action": "Ignore", "onPodConditions": [
+        {"type": "DisruptionTarget"}, {"type": "DisruptionTarget", "status": "true"}]}]));
+    assert_eq!(
+        errors(spec),
+        vec![
+            format!(
+                r#"{P}.onPodConditions[0].status: Required value: valid values: ["False" "True" "Unknown"]"#
+            ),
+            format!(
+                r#"{P}.onPodConditions[1].status: Unsupported value: "true": supported values: "False", "True", "Unknown""#
+            ),
+        ]
+    );
+}
+
+const QNAME_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+fn type_errors(type_: &str) -> Vec<String> {
+    let spec =
+        pfp(json!([{"action": "Ignore", "onPodConditions": [{"type": type_, "status": "True"}]}]));
+    errors(spec)
+}
+
+#[test]
+fn on_pod_conditions_type_is_a_qualified_name_with_63_character_name_part() {
+    let t = format!("{P}.onPodConditions[0].type");
+    assert_eq!(type_errors(&"a".repeat(63)), Vec::<String>::new());
+    let long = "a".repeat(64);
+    assert_eq!(
+        type_errors(&long),
+        vec![format!(
+            r#"{t}: Invalid value: "{long}": name part must be no more than 63 characters"#
+        )]
+    );
+    assert_eq!(
+        type_errors(""),
+        vec![
+            format!(r#"{t}: Invalid value: "": name part must be non-empty"#),
+            format!(r#"{t}: Invalid value: "": name part {QNAME_ERR}"#),
+        ]
+    );
+    assert_eq!(
+        type_errors("-Bad"),
+        vec![format!(
+            r#"{t}: Invalid value: "-Bad": name part {QNAME_ERR}"#
+        )]
+    );
+}
+
+#[test]
+fn on_pod_conditions_type_prefix_is_a_dns_subdomain() {
+    let t = format!("{P}.onPodConditions[0].type");
+    assert_eq!(type_errors("example.com/Ready"), Vec::<String>::new());
+    assert_eq!(
+        type_errors("/Ready"),
+        vec![format!(
+            r#"{t}: Invalid value: "/Ready": prefix part must be non-empty"#
+        )]
+    );
+    assert_eq!(
+        type_errors("Example.com/Ready"),
+        vec![format!(
+            r#"{t}: Invalid value: "Example.com/Ready": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"#
+        )]
+    );
+    let prefix = format!("{}.com", "a".repeat(250));
+    assert_eq!(
+        type_errors(&format!("{prefix}/Ready")),
+        vec![format!(
+            r#"{t}: Invalid value: "{prefix}/Ready": prefix part must be no more than 253 characters"#
+        )]
+    );
+    assert_eq!(
+        type_errors("a/b/c"),
+        vec![format!(
+            r#"{t}: Invalid value: "a/b/c": a qualified name {QNAME_ERR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"#
+        )]
+    );
+}
+
+#[test]
+fn pod_replacement_policy_with_pod_failure_policy_only_failed_even_empty_policy() {
+    for policy in [json!({}), json!({"rules": []})] {
+        let spec =
+            json!({"podFailurePolicy": policy, "podReplacementPolicy": "TerminatingOrFailed"});
+        assert_eq!(
+            errors(spec),
+            vec![
+                r#"spec.podReplacementPolicy: Unsupported value: "TerminatingOrFailed": supported values: "Failed""#
+            ]
+        );
+    }
+}
+
+#[test]
+fn pod_replacement_policy_without_pod_failure_policy_failed_or_terminating_or_failed() {
+    for ok in ["Failed", "TerminatingOrFailed"] {
+        assert_eq!(
+            errors(json!({"podReplacementPolicy": ok})),
+            Vec::<String>::new()
+        );
+    }
+    assert_eq!(
+        errors(json!({"podReplacementPolicy": ""})),
+        vec![
+            r#"spec.podReplacementPolicy: Unsupported value: "": supported values: "Failed", "TerminatingOrFailed""#
+        ]
+    );
+}
+
+#[test]
+fn restart_policy_always_or_empty_is_required_value() {
+    for rp in ["Always", ""] {
+        assert_eq!(
+            errors(json!({"template": {"spec": {"restartPolicy": rp}}})),
+            vec![
+                r#"spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#
+            ]
+        );
+    }
+    assert_eq!(
+        errors(json!({"template": {"spec": {"restartPolicy": "Sometimes"}}})),
+        vec![
+            r#"spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "OnFailure", "Never""#
+        ]
+    );
+}
+
+#[test]
+fn restart_policy_on_failure_with_pod_failure_policy_is_invalid() {
+    let mut spec =
+        pfp(json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]));
+    merge(
+        &mut spec,
+        json!({"template": {"spec": {"restartPolicy": "OnFailure"}}}),
+    );
+    assert_eq!(
+        errors(spec),
+        vec![
+            r#"spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified"#
+        ]
+    );
+}
+
+#[test]
+fn errors_are_ordered_rules_then_replacement_then_restart_policy() {
+    let mut spec =
+        pfp(json!([{"action": "Bogus", "onExitCodes": {"operator": "In", "values": [2, 1]}}]));
+    merge(
+        &mut spec,
+        json!({"podReplacementPolicy": "TerminatingOrFailed", "template": {"spec": {"restartPolicy": "Always"}}}),
+    );
+    let got = errors(spec);
+    let paths: Vec<&str> = got.iter().map(|e| e.split(": ").next().unwrap()).collect();
+    assert_eq!(
+        paths,
+        vec![
+            "spec.podFailurePolicy.rules[0].action",
+            "spec.podFailurePolicy.rules[0].onExitCodes.values",
+            "spec.podReplacementPolicy",
+            "spec.template.spec.restartPolicy",
+        ]
+    );
+}
+
+#[test]
+fn backoff_limit_per_index_and_max_failed_indexes_require_indexed() {
+    assert_eq!(
+        errors(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 1})),
+        vec![
+            "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
+            "spec.maxFailedIndexes: Invalid value: 1: requires indexed completion mode",
+        ]
+    );
+    assert_eq!(
+        errors(json!({"completionMode": "NonIndexed", "backoffLimitPerIndex": -1})),
+        vec![
+            "spec.backoffLimitPerIndex: Invalid value: -1: must be greater than or equal to 0",
+            "spec.backoffLimitPerIndex: Invalid value: -1: requires indexed completion mode",
+        ]
+    );
+}
+
+#[test]
+fn max_failed_indexes_requires_backoff_limit_per_index_and_at_most_completions() {
+    assert_eq!(
+        errors(json!({"completionMode": "Indexed", "completions": 5, "maxFailedIndexes": 6})),
+        vec![
+            "spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified",
+            "spec.maxFailedIndexes: Invalid value: 6: must be less than or equal to completions",
+        ]
+    );
+    assert_eq!(
+        errors(
+            json!({"completionMode": "Indexed", "completions": 5, "backoffLimitPerIndex": 0, "maxFailedIndexes": 5})
+        ),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn indexed_limits_at_100000_and_high_completions_with_backoff_limit_per_index() {
+    assert_eq!(
+        errors(
+            json!({"completionMode": "Indexed", "completions": 100000, "parallelism": 100000,
+            "backoffLimitPerIndex": 1})
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors(
+            json!({"completionMode": "Indexed", "completions": 100001, "parallelism": 100001,
+            "backoffLimitPerIndex": 1, "maxFailedIndexes": 100001})
+        ),
+        vec![
+            "spec.parallelism: Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed",
+            "spec.maxFailedIndexes: Invalid value: 100001: must be less than or equal to 100000",
+            "spec.parallelism: Invalid value: 100001: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index",
+            "spec.maxFailedIndexes: Invalid value: 100001: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index",
+        ]
+    );
+    assert_eq!(
+        errors(
+            json!({"completionMode": "Indexed", "completions": 100001, "backoffLimitPerIndex": 1})
+        ),
+        vec![
+            "spec.maxFailedIndexes: Required value: must be specified when completions is above 100000"
+        ]
+    );
+}
+
+#[test]
+fn completion_mode_supported_values_and_indexed_requires_completions() {
+    assert_eq!(
+        errors(json!({"completionMode": "Sequential", "completions": 1})),
+        vec![
+            r#"spec.completionMode: Unsupported value: "Sequential": supported values: "NonIndexed", "Indexed""#
+        ]
+    );
+    assert_eq!(
+        errors(json!({"completionMode": "Indexed", "parallelism": 2})),
+        vec!["spec.completions: Required value: when completion mode is Indexed"]
+    );
+}
+
+#[test]
+fn success_policy_requires_indexed_completion_mode() {
+    assert_eq!(
+        errors(json!({"successPolicy": {"rules": [{"succeededCount": 1}]}})),
+        vec![
+            r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededCount":1,"SucceededIndexes":null}]}: requires indexed completion mode"#
+        ]
+    );
+}
+
+#[test]
+fn success_policy_rules_on_an_indexed_job() {
+    let indexed = |sp: Value| {
+        errors(json!({"completionMode": "Indexed", "completions": 10, "successPolicy": sp}))
+    };
+    assert_eq!(
+        indexed(json!({"rules": [{"succeededIndexes": "0-2,5", "succeededCount": 4}]})),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        indexed(json!({"rules": []})),
+        vec![
+            "spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified"
+        ]
+    );
+    assert_eq!(
+        indexed(json!({"rules": [{}]})),
+        vec![
+            "spec.successPolicy.rules[0]: Required value: at least one of succeededCount or succeededIndexes must be specified"
+        ]
+    );
+    assert_eq!(
+        indexed(json!({"rules": [{"succeededIndexes": "3-1,x", "succeededCount": 11}]})),
+        vec![
+            r#"spec.successPolicy.rules[0].succeededIndexes: Invalid value: "3-1,x": error parsing succeededIndexes: non-increasing order, previous: 3, current: 1"#,
+            "spec.successPolicy.rules[0].succeededCount: Invalid value: 11: must be less than or equal to 10 (the number of specified completions)",
+            "spec.successPolicy.rules[0].succeededCount: Invalid value: 11: must be less than or equal to 0 (the number of indexes in the specified succeededIndexes field)",
+        ]
+    );
+    assert_eq!(
+        indexed(
+            json!({"rules": [{"succeededIndexes": "1-2-3"}, {"succeededIndexes": "10"}, {"succeededIndexes": "a"}]})
+        ),
+        vec![
+            r#"spec.successPolicy.rules[0].succeededIndexes: Invalid value: "1-2-3": error parsing succeededIndexes: the fragment "1-2-3" violates the requirement that an index interval can have at most two parts separated by '-'"#,
+            r#"spec.successPolicy.rules[1].succeededIndexes: Invalid value: "10": error parsing succeededIndexes: too large index: "10""#,
+            r#"spec.successPolicy.rules[2].succeededIndexes: Invalid value: "a": error parsing succeededIndexes: cannot convert string to integer for index: "a""#,
+        ]
+    );
+}
+
+#[test]
+fn nonnegative_counts() {
+    assert_eq!(
+        errors(
+            json!({"parallelism": -1, "completions": -2, "activeDeadlineSeconds": -3, "backoffLimit": -4, "ttlSecondsAfterFinished": -5})
+        ),
+        vec![
+            "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+            "spec.completions: Invalid value: -2: must be greater than or equal to 0",
+            "spec.activeDeadlineSeconds: Invalid value: -3: must be greater than or equal to 0",
+            "spec.backoffLimit: Invalid value: -4: must be greater than or equal to 0",
+            "spec.ttlSecondsAfterFinished: Invalid value: -5: must be greater than or equal to 0",
+        ]
+    );
+}
+
+#[test]
+fn cron_job_paths_are_prefixed_spec_job_template() {
+    let cj = JobObject::from_value(
+        Kind::CronJob,
+        json!({"spec": {"schedule": "@daily", "jobTemplate": {"spec": {
+            "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]},
+            "podReplacementPolicy": "TerminatingOrFailed",
+            "template": {"spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c"}]}}}}}}),
+    )
+    .unwrap();
+    let got: Vec<String> = validate_object(&cj)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            r#"spec.jobTemplate.spec.podReplacementPolicy: Unsupported value: "TerminatingOrFailed": supported values: "Failed""#,
+            r#"spec.jobTemplate.spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified"#,
+        ]
+    );
+}
+
+// ---- UPDATE (ValidateJobSpecUpdate) ----
+
+fn stored(extra: Value) -> JobObject {
+    let mut spec = json!({
+        "completionMode": "NonIndexed", "completions": 1, "parallelism": 1, "suspend": false,
+        "podReplacementPolicy": "TerminatingOrFailed",
+        "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox"}]}}
+    });
+    merge(&mut spec, extra);
+    let doc = json!({"metadata": {"name": "j"}, "spec": spec});
+    let mut o = JobObject::from_value(Kind::Job, doc.clone()).unwrap();
+    o.keep_whole_template(&doc);
+    o
+}
+
+fn update_errors(new: &JobObject, old: &JobObject) -> Vec<String> {
+    validate_job_update(new, old)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn update_pod_failure_policy_is_immutable() {
+    let old = stored(json!({}));
+    let new = stored(pfp(
+        json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]),
+    ));
+    assert_eq!(
+        update_errors(&new, &old),
+        vec![
+            r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"FailJob","OnExitCodes":{"ContainerName":null,"Operator":"In","Values":[1]},"OnPodConditions":null}]}: field is immutable"#
+        ]
+    );
+    assert_eq!(
+        update_errors(&old, &new),
+        vec!["spec.podFailurePolicy: Invalid value: null: field is immutable"]
+    );
+    // Semantic equality: `rules: []` and `{}` are the same policy.
+    assert_eq!(
+        update_errors(
+            &stored(json!({"podFailurePolicy": {}})),
+            &stored(json!({"podFailurePolicy": {"rules": []}}))
+        ),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn update_backoff_limit_per_index_completion_mode_success_policy_are_immutable() {
+    let old = stored(
+        json!({"completionMode": "Indexed", "completions": 4, "parallelism": 4, "backoffLimitPerIndex": 1}),
+    );
+    let new = stored(
+        json!({"completionMode": "Indexed", "completions": 4, "parallelism": 4, "backoffLimitPerIndex": 2,
+        "successPolicy": {"rules": [{"succeededIndexes": "0"}]}}),
+    );
+    assert_eq!(
+        update_errors(&new, &old),
+        vec![
+            "spec.backoffLimitPerIndex: Invalid value: 2: field is immutable",
+            r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededCount":null,"SucceededIndexes":"0"}]}: field is immutable"#,
+        ]
+    );
+    let non_indexed = stored(json!({}));
+    assert_eq!(
+        update_errors(&non_indexed, &old),
+        vec![
+            "spec.completions: Invalid value: 1: field is immutable",
+            r#"spec.completionMode: Invalid value: "NonIndexed": field is immutable"#,
+            "spec.backoffLimitPerIndex: Invalid value: null: field is immutable",
+        ]
+    );
+}
+
+#[test]
+fn update_pod_replacement_policy_is_mutable_but_still_validated() {
+    let old = stored(json!({}));
+    let new = stored(json!({"podReplacementPolicy": "Failed"}));
+    assert_eq!(update_errors(&new, &old), Vec::<String>::new());
+}
+
+#[test]
+fn update_elastic_indexed_job_completions_in_tandem_with_parallelism() {
+    let old = stored(json!({"completionMode": "Indexed", "completions": 4, "parallelism": 4}));
+    let ok = stored(json!({"completionMode": "Indexed", "completions": 6, "parallelism": 6}));
+    assert_eq!(update_errors(&ok, &old), Vec::<String>::new());
+    let bad = stored(json!({"completionMode": "Indexed", "completions": 6, "parallelism": 4}));
+    assert_eq!(
+        update_errors(&bad, &old),
+        vec![
+            "spec.completions: Invalid value: 6: can only be modified in tandem with spec.parallelism"
+        ]
+    );
+}
+
+#[test]
+fn update_template_is_immutable() {
+    let old = stored(json!({}));
+    let new = stored(
+        json!({"template": {"spec": {"containers": [{"name": "main", "image": "busybox:2"}]}}}),
+    );
+    assert_eq!(
+        update_errors(&new, &old),
+        vec!["spec.template: Invalid value: field is immutable"]
+    );
+    // Absent, null and [] are the same value.
+    let same = stored(
+        json!({"template": {"metadata": {"creationTimestamp": null}, "spec": {"volumes": []}}}),
+    );
+    assert_eq!(update_errors(&same, &old), Vec::<String>::new());
+}
+
+#[test]
+fn update_mutable_scheduling_directives_of_a_suspended_job_that_never_started() {
+    let directives = json!({"template": {"metadata": {"labels": {"queue": "a"}, "annotations": {"x": "y"}},
+        "spec": {"nodeSelector": {"zone": "b"}, "tolerations": [{"key": "k", "operator": "Exists"}],
+        "schedulingGates": [{"name": "g"}], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}}});
+    let old = stored(json!({"suspend": true}));
+    let mut extra = directives.clone();
+    merge(&mut extra, json!({"suspend": true}));
+    let new = stored(extra);
+    assert_eq!(update_errors(&new, &old), Vec::<String>::new());
+    // Started (status.startTime set): the template is immutable again.
+    let mut started = old.clone();
+    started.started = true;
+    assert_eq!(
+        update_errors(&new, &started),
+        vec!["spec.template: Invalid value: field is immutable"]
+    );
+    // Not suspended: immutable.
+    let running = stored(json!({}));
+    let new_running = stored(directives);
+    assert_eq!(
+        update_errors(&new_running, &running),
+        vec!["spec.template: Invalid value: field is immutable"]
+    );
+    // Pod affinity is not a scheduling directive jobgate (and upstream) lets change.
+    let pod_affinity =
+        stored(json!({"suspend": true, "template": {"spec": {"affinity": {"podAffinity": {}}}}}));
+    assert_eq!(
+        update_errors(&pod_affinity, &old),
+        vec!["spec.template: Invalid value: field is immutable"]
+    );
+}
+
+#[test]
+fn update_of_a_cron_job_has_no_immutable_job_template_fields() {
+    let cj = |pr: &str| {
+        JobObject::from_value(Kind::CronJob, json!({"spec": {"jobTemplate": {"spec": {"backoffLimitPerIndex": null,
+            "podFailurePolicy": {"rules": [{"action": pr, "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+            "template": {"spec": {"restartPolicy": "Never"}}}}}}))
+        .unwrap()
+    };
+    let (old, new) = (cj("Ignore"), cj("FailJob"));
+    let review = Review {
+        operation: Operation::Update,
+        object: &new,
+        old_object: Some(&old),
+    };
+    assert_eq!(validate(&review, &Config::default()).errors, vec![]);
+}
