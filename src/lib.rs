@@ -2,4 +2,5 @@
 //! clusters where nodes and pods disappear. See README.md.
 
 pub mod admission;
+pub mod check;
 pub mod job;

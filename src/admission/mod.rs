@@ -177,6 +177,22 @@ fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -
         }
         _ => None,
     };
+    let (mut object, mut old_object) = (object, old_object);
+    // kube-apiserver's `spec.template` immutability compares the whole template of a Job;
+    // only a Job UPDATE at /validate pays for reading it as a whole.
+    if let (Endpoint::Validate, Kind::Job, Some(old), Some(raw), Some(old_raw)) = (
+        endpoint,
+        kind,
+        old_object.as_mut(),
+        parsed.object,
+        parsed.old_object,
+    ) {
+        let whole = |raw: &serde_json::value::RawValue| {
+            serde_json::from_str::<serde_json::Value>(raw.get()).unwrap_or_default()
+        };
+        object.keep_whole_template(&whole(raw));
+        old.keep_whole_template(&whole(old_raw));
+    }
     let review = job::Review {
         operation,
         object: &object,

@@ -20,7 +20,28 @@ pub fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
 /// Applies the apiserver's defaults that change what validation sees:
 /// `podReplacementPolicy` (absent or null only), `onPodConditions[].status` `""` -> `True`,
 /// and the pod template's `restartPolicy` `""` -> `Always`.
+///
+/// For a Job (not a CronJob's template: `SetDefaults_Job` takes a Job) also `SetDefaults_Job`'s
+/// completions/parallelism (both 1 when both unset, else parallelism 1), `backoffLimit` (6, or
+/// MaxInt32 with `backoffLimitPerIndex`), `completionMode: NonIndexed` and `suspend: false`.
 pub fn apply_apiserver_defaults(object: &mut JobObject) {
+    if object.kind == super::Kind::Job {
+        let spec = &mut object.spec;
+        if spec.completions.is_none() && spec.parallelism.is_none() {
+            spec.completions = Some(1);
+        }
+        spec.parallelism.get_or_insert(1);
+        if spec.backoff_limit.is_none() {
+            spec.backoff_limit = Some(if spec.backoff_limit_per_index.is_some() {
+                i32::MAX
+            } else {
+                6
+            });
+        }
+        spec.completion_mode
+            .get_or_insert_with(|| "NonIndexed".to_string());
+        spec.suspend.get_or_insert(false);
+    }
     let spec = &mut object.spec;
     if !spec.pod_replacement_policy.is_set() {
         spec.pod_replacement_policy =
@@ -79,6 +100,23 @@ mod tests {
                 "{spec}"
             );
         }
+    }
+
+    #[test]
+    fn set_defaults_job_counts_mode_and_suspend_for_jobs_only() {
+        let mut j = job(r#"{"spec":{"backoffLimitPerIndex":1}}"#);
+        apply_apiserver_defaults(&mut j);
+        assert_eq!((j.spec.completions, j.spec.parallelism), (Some(1), Some(1)));
+        assert_eq!(j.spec.backoff_limit, Some(i32::MAX));
+        assert_eq!(j.spec.completion_mode.as_deref(), Some("NonIndexed"));
+        assert_eq!(j.spec.suspend, Some(false));
+        let mut j = job(r#"{"spec":{"parallelism":3}}"#);
+        apply_apiserver_defaults(&mut j);
+        assert_eq!((j.spec.completions, j.spec.backoff_limit), (None, Some(6)));
+        let mut cj =
+            JobObject::from_json(Kind::CronJob, r#"{"spec":{"jobTemplate":{"spec":{}}}}"#).unwrap();
+        apply_apiserver_defaults(&mut cj);
+        assert_eq!((cj.spec.completions, cj.spec.completion_mode), (None, None));
     }
 
     #[test]

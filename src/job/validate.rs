@@ -266,15 +266,11 @@ fn validate_rule(
     let action_path = format!("{rule_path}.action");
     match rule.action.as_deref().unwrap_or("") {
         "" => errs.push(FieldError::required(action_path, valid_values(&ACTIONS))),
-        "FailIndex" => {
-            if spec.backoff_limit_per_index.is_none() {
-                errs.push(FieldError::invalid(
-                    action_path,
-                    BadValue::str("FailIndex"),
-                    "requires the backoffLimitPerIndex to be set",
-                ));
-            }
-        }
+        "FailIndex" if spec.backoff_limit_per_index.is_none() => errs.push(FieldError::invalid(
+            action_path,
+            BadValue::str("FailIndex"),
+            "requires the backoffLimitPerIndex to be set",
+        )),
         a if !ACTIONS.contains(&a) => errs.push(FieldError::not_supported(
             action_path,
             BadValue::str(a),

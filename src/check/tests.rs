@@ -1,0 +1,262 @@
+//! `jobgate check` on files, directories and stdin, through `run_with`.
+
+use super::*;
+use crate::job::config::RuleArgs;
+
+const KEY: &str = crate::job::SAFE_TO_FORCEFULLY_TERMINATE;
+
+fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
+    CheckArgs {
+        paths: paths.iter().map(PathBuf::from).collect(),
+        output,
+        rules: RuleArgs::default(),
+    }
+}
+
+/// (exit code, stdout, stderr)
+fn run_on(args: &CheckArgs, stdin: &str) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run_with(args, &mut stdin.as_bytes(), &mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+const GOOD_JOB: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: pi
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: pi
+        image: perl
+"#;
+
+/// `restartPolicy` left out: defaulted to `Always`, which a Job may not use.
+const BAD_JOB: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: broken
+spec:
+  podFailurePolicy:
+    rules:
+    - action: Ignore
+      onPodConditions:
+      - type: DisruptionTarget
+  template:
+    spec:
+      containers:
+      - name: main
+        image: busybox
+"#;
+
+fn warned_cron_job() -> String {
+    format!(
+        r#"apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations:
+            {KEY}: "true"
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: train
+            image: trainer
+"#
+    )
+}
+
+const CONFIG_MAP: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: b\n";
+
+#[test]
+fn stdin_multi_document_yaml_denied_warned_and_skipped() {
+    let input = format!(
+        "{GOOD_JOB}---\n{BAD_JOB}---\n{}---\n{CONFIG_MAP}",
+        warned_cron_job()
+    );
+    let (code, out, err) = run_on(&args(&[], OutputFormat::Text), &input);
+    assert_eq!(code, EXIT_DENIED);
+    assert_eq!(
+        out,
+        concat!(
+            "-:2 Job/broken: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"\n",
+            "-:3 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n",
+            "-:3 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n",
+        )
+    );
+    assert_eq!(
+        err,
+        concat!(
+            "-:4: note: skipped ConfigMap/settings (v1): jobgate checks batch/v1 Jobs and CronJobs\n",
+            "jobgate check: 3 checked, 1 denied, 1 with warnings, 1 skipped, 0 unreadable\n",
+        )
+    );
+}
+
+#[test]
+fn all_passing_exits_zero_even_with_warnings() {
+    let (code, out, _) = run_on(&args(&["-"], OutputFormat::Text), &warned_cron_job());
+    assert_eq!(code, EXIT_OK);
+    assert_eq!(out.lines().count(), 2);
+    let (code, out, _) = run_on(&args(&["-"], OutputFormat::Text), GOOD_JOB);
+    assert_eq!((code, out.as_str()), (EXIT_OK, ""));
+}
+
+#[test]
+fn files_and_directories_recursively_in_name_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("team");
+    std::fs::create_dir(&nested).unwrap();
+    std::fs::write(dir.path().join("a.yaml"), GOOD_JOB).unwrap();
+    std::fs::write(nested.join("b.yml"), BAD_JOB).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "kind: Job\n").unwrap();
+    std::fs::write(dir.path().join(".hidden.yaml"), BAD_JOB).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let (code, out, err) = run_on(&args(&[d], OutputFormat::Text), "");
+    assert_eq!(code, EXIT_DENIED);
+    assert_eq!(
+        out,
+        format!(
+            "{d}/team/b.yml:1 Job/broken: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"\n"
+        )
+    );
+    assert!(
+        err.ends_with("2 checked, 1 denied, 0 with warnings, 0 skipped, 0 unreadable\n"),
+        "{err}"
+    );
+    // A single file works the same.
+    let file = dir.path().join("a.yaml");
+    let (code, _, _) = run_on(&args(&[file.to_str().unwrap()], OutputFormat::Text), "");
+    assert_eq!(code, EXIT_OK);
+}
+
+#[test]
+fn unreadable_input_exits_two_with_the_reason_and_wins_over_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, format!("{BAD_JOB}---\nkind: [\n")).unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let (code, out, err) = run_on(
+        &args(
+            &[bad.to_str().unwrap(), missing.to_str().unwrap()],
+            OutputFormat::Text,
+        ),
+        "",
+    );
+    assert_eq!(code, EXIT_UNREADABLE);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        err.contains(&format!("{}:2: error: invalid YAML: ", bad.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{}: error: No such file or directory",
+            missing.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_wrongly_typed_field_is_unreadable_with_its_path() {
+    let input =
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\nspec: {backoffLimit: many}\n";
+    let (code, _, err) = run_on(&args(&[], OutputFormat::Text), input);
+    assert_eq!(code, EXIT_UNREADABLE);
+    assert!(
+        err.starts_with(
+            "-:1: error: not a valid Job: spec.backoffLimit: invalid type: string \"many\""
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn json_output_for_tools() {
+    let input = format!("{BAD_JOB}---\n{CONFIG_MAP}");
+    let (code, out, err) = run_on(&args(&[], OutputFormat::Json), &input);
+    assert_eq!(code, EXIT_DENIED);
+    assert_eq!(err, "");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "objects": [{
+                "location": "-:1", "kind": "Job", "name": "broken", "operation": "CREATE", "allowed": false,
+                "errors": [{"reason": "FieldValueRequired", "field": "spec.template.spec.restartPolicy",
+                            "message": "Required value: valid values: \"OnFailure\", \"Never\""}],
+                "warnings": []
+            }],
+            "ignored": [{"location": "-:2", "api_version": "v1", "kind": "ConfigMap", "name": "settings"}],
+            "unreadable": []
+        })
+    );
+}
+
+#[test]
+fn lists_json_streams_and_arrays() {
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        serde_yaml_ng::from_str::<Value>(GOOD_JOB).unwrap(),
+        serde_yaml_ng::from_str::<Value>(BAD_JOB).unwrap(),
+    ]});
+    let (code, out, _) = run_on(&args(&[], OutputFormat::Text), &list.to_string());
+    assert_eq!(code, EXIT_DENIED);
+    assert!(out.starts_with("-:1/items[1] Job/broken: "), "{out}");
+    let array = serde_json::json!([serde_yaml_ng::from_str::<Value>(BAD_JOB).unwrap()]);
+    let (_, out, _) = run_on(&args(&[], OutputFormat::Text), &array.to_string());
+    assert!(out.starts_with("-:1[0] Job/broken: "), "{out}");
+}
+
+#[test]
+fn admission_review_update_uses_old_object() {
+    let job = |pfp: Value| {
+        serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"podFailurePolicy": pfp, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}}})
+    };
+    let review = serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "operation": "UPDATE",
+            "name": "j", "object": job(serde_json::json!({"rules": []})), "oldObject": job(Value::Null)}});
+    let (code, out, _) = run_on(&args(&[], OutputFormat::Text), &review.to_string());
+    assert_eq!(code, EXIT_DENIED);
+    assert_eq!(
+        out,
+        "-:1 Job/j: spec.podFailurePolicy: Invalid value: {\"Rules\":null}: field is immutable\n"
+    );
+}
+
+#[test]
+fn policy_flags_change_the_verdict() {
+    let mut a = args(&[], OutputFormat::Text);
+    a.rules.policies = vec![(
+        crate::job::PolicyName::RecoveryNeedsFailed,
+        crate::job::Level::Deny,
+    )];
+    let (code, out, _) = run_on(&a, &warned_cron_job());
+    assert_eq!(code, EXIT_DENIED);
+    assert!(out.starts_with("-:1 CronJob/nightly: spec.jobTemplate.spec.podReplacementPolicy: Invalid value: \"TerminatingOrFailed\""), "{out}");
+}
+
+#[test]
+fn thousands_of_documents_are_checked_quickly() {
+    let input = vec![GOOD_JOB; 5000].join("---\n");
+    let started = std::time::Instant::now();
+    let (code, _, err) = run_on(&args(&[], OutputFormat::Text), &input);
+    assert_eq!(code, EXIT_OK);
+    assert!(err.contains("5000 checked"), "{err}");
+    // Generous even for a debug build on a busy machine.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
