@@ -134,7 +134,7 @@ fn validate_job_spec(spec: &JobSpec, base: &str, errs: &mut Vec<FieldError>) {
         if spec.completion_mode.as_deref() != Some(INDEXED) {
             errs.push(FieldError::invalid(
                 p("successPolicy"),
-                BadValue::json(&success_policy_go_json(success)),
+                BadValue::Raw(success_policy_go_json(success)),
                 "requires indexed completion mode",
             ));
         } else {
@@ -654,7 +654,7 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> 
     if !same_pod_failure_policy(&spec.pod_failure_policy, &old_spec.pod_failure_policy) {
         errs.push(FieldError::invalid(
             format!("{base}.podFailurePolicy"),
-            BadValue::json(&pod_failure_policy_go_json(&spec.pod_failure_policy)),
+            BadValue::Raw(pod_failure_policy_go_json(&spec.pod_failure_policy)),
             IMMUTABLE,
         ));
     }
@@ -672,7 +672,7 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> 
         errs.push(FieldError::invalid(
             format!("{base}.successPolicy"),
             match &spec.success_policy {
-                Some(s) => BadValue::json(&success_policy_go_json(s)),
+                Some(s) => BadValue::Raw(success_policy_go_json(s)),
                 None => BadValue::null(),
             },
             IMMUTABLE,
@@ -729,49 +729,73 @@ fn same_success_policy(a: Option<&SuccessPolicy>, b: Option<&SuccessPolicy>) -> 
     }
 }
 
-/// `json.Marshal` of the internal `*batch.PodFailurePolicy` (no json tags: Go field names).
-/// An empty list prints as `null` (the nil slice a stored object decodes to).
-fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> Value {
+/// `json.Marshal` of the internal `*batch.PodFailurePolicy`: no json tags, so Go field names in
+/// declaration order (serde_json's `Value` would sort keys). An empty list prints as `null`
+/// (the nil slice a stored object decodes to).
+fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> String {
     let Some(policy) = policy.value() else {
-        return Value::Null;
+        return "null".into();
     };
-    let nil_if_empty = |v: Vec<Value>| {
-        if v.is_empty() {
-            Value::Null
-        } else {
-            Value::Array(v)
-        }
-    };
+    let rules: Vec<String> = policy
+        .rules
+        .iter()
+        .map(|r| {
+            let codes = r.on_exit_codes.as_ref().map_or("null".into(), |c| {
+                format!(
+                    r#"{{"ContainerName":{},"Operator":{},"Values":{}}}"#,
+                    json!(c.container_name),
+                    json!(s(&c.operator)),
+                    if c.values_null {
+                        Value::Null
+                    } else {
+                        json!(c.values)
+                    }
+                )
+            });
+            let patterns: Vec<String> = r
+                .on_pod_conditions
+                .iter()
+                .map(|p| {
+                    format!(
+                        r#"{{"Type":{},"Status":{}}}"#,
+                        json!(s(&p.type_)),
+                        json!(s(&p.status))
+                    )
+                })
+                .collect();
+            format!(
+                r#"{{"Action":{},"OnExitCodes":{codes},"OnPodConditions":{}}}"#,
+                json!(s(&r.action)),
+                go_list(patterns)
+            )
+        })
+        .collect();
+    format!(r#"{{"Rules":{}}}"#, go_list(rules))
+}
+
+/// A JSON array of already-rendered items, `null` when empty.
+fn go_list(items: Vec<String>) -> String {
+    if items.is_empty() {
+        "null".into()
+    } else {
+        format!("[{}]", items.join(","))
+    }
+}
+
+/// `json.Marshal` of the internal `batch.SuccessPolicy`.
+fn success_policy_go_json(policy: &SuccessPolicy) -> String {
     let rules = policy
         .rules
         .iter()
         .map(|r| {
-            let codes = r.on_exit_codes.as_ref().map_or(Value::Null, |c| {
-                json!({
-                    "ContainerName": c.container_name,
-                    "Operator": s(&c.operator),
-                    "Values": if c.values_null { Value::Null } else { json!(c.values) },
-                })
-            });
-            let patterns = r
-                .on_pod_conditions
-                .iter()
-                .map(|p| json!({"Type": s(&p.type_), "Status": s(&p.status)}))
-                .collect();
-            json!({"Action": s(&r.action), "OnExitCodes": codes, "OnPodConditions": nil_if_empty(patterns)})
+            format!(
+                r#"{{"SucceededIndexes":{},"SucceededCount":{}}}"#,
+                json!(r.succeeded_indexes),
+                json!(r.succeeded_count)
+            )
         })
         .collect();
-    json!({ "Rules": nil_if_empty(rules) })
-}
-
-/// `json.Marshal` of the internal `batch.SuccessPolicy`.
-fn success_policy_go_json(policy: &SuccessPolicy) -> Value {
-    let rules: Vec<Value> = policy
-        .rules
-        .iter()
-        .map(|r| json!({"SucceededIndexes": r.succeeded_indexes, "SucceededCount": r.succeeded_count}))
-        .collect();
-    json!({ "Rules": if rules.is_empty() { Value::Null } else { Value::Array(rules) } })
+    format!(r#"{{"Rules":{}}}"#, go_list(rules))
 }
 
 /// `validatePodTemplateUpdate`: is the template different, ignoring what a suspended,

@@ -472,7 +472,7 @@ fn success_policy_requires_indexed_completion_mode() {
     assert_eq!(
         errors(json!({"successPolicy": {"rules": [{"succeededCount": 1}]}})),
         vec![
-            r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededCount":1,"SucceededIndexes":null}]}: requires indexed completion mode"#
+            r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededIndexes":null,"SucceededCount":1}]}: requires indexed completion mode"#
         ]
     );
 }
@@ -607,6 +607,20 @@ fn update_pod_failure_policy_is_immutable() {
 }
 
 #[test]
+fn update_immutable_pod_failure_policy_prints_go_field_names_in_declaration_order() {
+    let old = stored(json!({}));
+    let new = stored(pfp(
+        json!([{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]),
+    ));
+    assert_eq!(
+        update_errors(&new, &old),
+        vec![
+            r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"Ignore","OnExitCodes":null,"OnPodConditions":[{"Type":"DisruptionTarget","Status":"True"}]}]}: field is immutable"#
+        ]
+    );
+}
+
+#[test]
 fn update_backoff_limit_per_index_completion_mode_success_policy_are_immutable() {
     let old = stored(
         json!({"completionMode": "Indexed", "completions": 4, "parallelism": 4, "backoffLimitPerIndex": 1}),
@@ -619,7 +633,7 @@ fn update_backoff_limit_per_index_completion_mode_success_policy_are_immutable()
         update_errors(&new, &old),
         vec![
             "spec.backoffLimitPerIndex: Invalid value: 2: field is immutable",
-            r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededCount":null,"SucceededIndexes":"0"}]}: field is immutable"#,
+            r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededIndexes":"0","SucceededCount":null}]}: field is immutable"#,
         ]
     );
     let non_indexed = stored(json!({}));
