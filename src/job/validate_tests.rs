@@ -734,3 +734,112 @@ fn update_of_a_cron_job_has_no_immutable_job_template_fields() {
     };
     assert_eq!(validate(&review, &Config::default()).errors, vec![]);
 }
+
+/// `TestValidateJob` error cases of kubernetes `pkg/apis/batch/validation/validation_test.go`,
+/// named by their upstream case name (the first error upstream expects). jobgate's first error
+/// must be that message, except where the case name shows 1.31's `%#v` for a composite value
+/// (`[]int32{19, 11}`) or 1.31's TooLong wording: jobgate prints 1.34's (`[19,11]`, "may not be
+/// more than"), and where the name omits the value (`succeededCount: must be ...`).
+#[test]
+fn test_validate_job_upstream_error_cases() {
+    let on_exit = |values: Value| {
+        pfp(json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": values}}]))
+    };
+    let indexed = |extra: Value| {
+        let mut spec = json!({"completionMode": "Indexed"});
+        merge(&mut spec, extra);
+        spec
+    };
+    let success =
+        |rules: Value| indexed(json!({"completions": 5, "successPolicy": {"rules": rules}}));
+    let cases: Vec<(&str, Value, String)> = vec![
+        ("spec.podFailurePolicy.rules[0]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
+            pfp(json!([{"action": "FailJob"}])), String::new()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Duplicate value: 11", on_exit(json!([11, 11])), String::new()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values: Too many: 256: must have at most 255 items",
+            on_exit(json!((0..256).collect::<Vec<i32>>())), String::new()),
+        ("spec.podFailurePolicy.rules: Too many: 21: must have at most 20 items",
+            pfp(Value::Array((1..=21).map(|i| json!({"action": "FailJob", "onExitCodes": {"operator": "In", "values": [i]}})).collect())),
+            String::new()),
+        ("spec.podFailurePolicy.rules[0].onPodConditions: Too many: 21: must have at most 20 items",
+            pfp(json!([{"action": "FailJob", "onPodConditions":
+                (0..21).map(|i| json!({"type": format!("CustomType_{i}"), "status": "True"})).collect::<Vec<_>>()}])),
+            String::new()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Duplicate value: 13", on_exit(json!([12, 13, 13, 13])), String::new()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{19, 11}: must be ordered",
+            on_exit(json!([19, 11])), "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [19,11]: must be ordered".into()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{}: at least one value is required",
+            on_exit(json!([])), "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []: at least one value is required".into()),
+        (r#"spec.podFailurePolicy.rules[0].action: Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]"#,
+            pfp(json!([{"action": "", "onExitCodes": {"operator": "In", "values": [1, 2, 3]}}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[0].onExitCodes.operator: Required value: valid values: ["In" "NotIn"]"#,
+            pfp(json!([{"action": "FailJob", "onExitCodes": {"operator": "", "values": [1, 2, 3]}}])), String::new()),
+        ("spec.podFailurePolicy.rules[0]: Invalid value: specifying both OnExitCodes and OnPodConditions is not supported",
+            pfp(json!([{"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 2, 3]},
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}])), String::new()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Invalid value: 0: must not be 0 for the In operator",
+            pfp(json!([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [1, 0, 2]}}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[1].onExitCodes.containerName: Invalid value: "xyz": must be one of the container or initContainer names in the pod template"#,
+            pfp(json!([{"action": "Ignore", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 2, 3]}},
+                {"action": "FailJob", "onExitCodes": {"containerName": "xyz", "operator": "In", "values": [5, 6, 7]}}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[0].action: Unsupported value: "UnknownAction": supported values: "Count", "FailIndex", "FailJob", "Ignore""#,
+            pfp(json!([{"action": "UnknownAction", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 2, 3]}}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[0].onExitCodes.operator: Unsupported value: "UnknownOperator": supported values: "In", "NotIn""#,
+            pfp(json!([{"action": "Ignore", "onExitCodes": {"operator": "UnknownOperator", "values": [1, 2, 3]}}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[0].onPodConditions[0].status: Required value: valid values: ["False" "True" "Unknown"]"#,
+            pfp(json!([{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[0].onPodConditions[0].status: Unsupported value: "UnknownStatus": supported values: "False", "True", "Unknown""#,
+            pfp(json!([{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "UnknownStatus"}]}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[0].onPodConditions[0].type: Invalid value: "": name part must be non-empty"#,
+            pfp(json!([{"action": "Ignore", "onPodConditions": [{"status": "True"}]}])), String::new()),
+        (r#"spec.podFailurePolicy.rules[0].onPodConditions[0].type: Invalid value: "Invalid Condition Type": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#,
+            pfp(json!([{"action": "Ignore", "onPodConditions": [{"type": "Invalid Condition Type", "status": "True"}]}])), String::new()),
+        (r#"spec.podReplacementPolicy: Unsupported value: "TerminatingOrFailed": supported values: "Failed""#,
+            json!({"podReplacementPolicy": "TerminatingOrFailed", "podFailurePolicy": {"rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}}), String::new()),
+        (r#"spec.podReplacementPolicy: Unsupported value: "": supported values: "Failed", "TerminatingOrFailed""#,
+            json!({"podReplacementPolicy": ""}), String::new()),
+        (r#"spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified"#,
+            json!({"podFailurePolicy": {"rules": []}, "template": {"spec": {"restartPolicy": "OnFailure"}}}), String::new()),
+        ("spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode", json!({"backoffLimitPerIndex": 1}), String::new()),
+        ("spec.maxFailedIndexes: Invalid value: 11: must be less than or equal to completions",
+            indexed(json!({"completions": 10, "maxFailedIndexes": 11, "backoffLimitPerIndex": 1})), String::new()),
+        ("spec.maxFailedIndexes: Required value: must be specified when completions is above 100000",
+            indexed(json!({"completions": 100_001, "backoffLimitPerIndex": 1})), String::new()),
+        ("spec.parallelism: Invalid value: 50000: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index",
+            indexed(json!({"completions": 100_001, "parallelism": 50_000, "backoffLimitPerIndex": 1, "maxFailedIndexes": 1})), String::new()),
+        ("spec.maxFailedIndexes: Invalid value: 100001: must be less than or equal to 100000",
+            indexed(json!({"completions": 100_001, "backoffLimitPerIndex": 1, "maxFailedIndexes": 100_001})), String::new()),
+        ("spec.maxFailedIndexes: Invalid value: 50000: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index",
+            indexed(json!({"completions": 100_001, "backoffLimitPerIndex": 1, "maxFailedIndexes": 50_000})), String::new()),
+        ("spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified",
+            indexed(json!({"completions": 1, "maxFailedIndexes": 1})), String::new()),
+        (r#"spec.successPolicy.rules[0].succeededIndexes: Invalid value: "invalid-format": error parsing succeededIndexes: cannot convert string to integer for index: "invalid""#,
+            success(json!([{"succeededIndexes": "invalid-format"}])), String::new()),
+        ("spec.successPolicy.rules[0].succeededIndexes: Too long: must have at most 65536 bytes",
+            success(json!([{"succeededIndexes": "1".repeat(65_537)}])),
+            "spec.successPolicy.rules[0].succeededIndexes: Too long: may not be more than 65536 bytes".into()),
+        ("spec.successPolicy.rules[0].succeededCount: must be greater than or equal to 0",
+            success(json!([{"succeededCount": -1}])),
+            "spec.successPolicy.rules[0].succeededCount: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.successPolicy.rules[0].succeededCount: Invalid value: 6: must be less than or equal to 5 (the number of specified completions)",
+            success(json!([{"succeededCount": 6}])), String::new()),
+        ("spec.successPolicy.rules[0].succeededCount: Invalid value: 4: must be less than or equal to 3 (the number of indexes in the specified succeededIndexes field)",
+            success(json!([{"succeededCount": 4, "succeededIndexes": "0-2"}])), String::new()),
+        ("spec.successPolicy.rules: Too many: 21: must have at most 20 items",
+            success(Value::Array(vec![json!({"succeededCount": 5}); 21])), String::new()),
+    ];
+    for (name, spec, jobgate_form) in cases {
+        let expected = if jobgate_form.is_empty() {
+            name.to_string()
+        } else {
+            jobgate_form
+        };
+        let got = errors(spec);
+        assert_eq!(
+            got.first(),
+            Some(&expected),
+            "upstream case {name:?}: all errors {got:?}"
+        );
+    }
+}
