@@ -155,6 +155,7 @@ pub struct Checked {
 
 /// A document skipped: not a batch/v1 Job or CronJob.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Ignored {
     pub location: String,
     pub api_version: String,

@@ -201,7 +201,7 @@ fn json_output_for_tools() {
                             "message": "Required value: valid values: \"OnFailure\", \"Never\""}],
                 "warnings": []
             }],
-            "ignored": [{"location": "-:2", "api_version": "v1", "kind": "ConfigMap", "name": "settings"}],
+            "ignored": [{"location": "-:2", "apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}],
             "unreadable": []
         })
     );

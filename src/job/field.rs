@@ -214,11 +214,34 @@ pub fn go_quote(s: &str) -> String {
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
             }
+            c if !go_is_print(c) => {
+                if (c as u32) < 0x10000 {
+                    out.push_str(&format!("\\u{:04x}", c as u32))
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32))
+                }
+            }
             c => out.push(c),
         }
     }
     out.push('"');
     out
+}
+
+/// Go's `strconv.IsPrint`, approximately: ASCII space is printable, other spaces, controls,
+/// format characters (zero-width, bidi controls, BOM), separators and private use are not.
+/// (Unassigned code points, which Go also escapes, are printed as is.)
+fn go_is_print(c: char) -> bool {
+    let u = c as u32;
+    if c == ' ' {
+        return true;
+    }
+    !(c.is_control()
+        || c.is_whitespace()
+        || matches!(u, 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E)
+        || matches!(u, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F)
+        || matches!(u, 0xFEFF | 0xFFF9..=0xFFFB | 0xE000..=0xF8FF | 0xD800..=0xDFFF)
+        || u >= 0xF0000)
 }
 
 /// `utilerrors.NewAggregate(errs).Error()`: one message as is, several as `[a, b]`, duplicates once.
@@ -319,5 +342,9 @@ mod tests {
     #[test]
     fn go_quote_escapes_like_strconv_quote() {
         assert_eq!(go_quote("a\"b\\c\n"), r#""a\"b\\c\n""#);
+        assert_eq!(
+            go_quote("zero\u{200b}width\u{a0}nbsp é"),
+            r#""zero\u200bwidth\u00a0nbsp é""#
+        );
     }
 }
