@@ -2,4 +2,6 @@
 //! clusters where nodes and pods disappear. See README.md.
 
 pub mod admission;
+pub mod duration;
 pub mod job;
+pub mod server;

@@ -299,6 +299,16 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// serde_json's message without " at line 1 column 112": the position inside an embedded object
+/// means nothing to the reader; the field path says where.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) if e.line() > 0 => text[..i].to_string(),
+        _ => text,
+    }
+}
+
 fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {
     let found = match first {
         Some('[') => "an array",
@@ -360,7 +370,7 @@ impl JobObject {
         };
         let (found, object) = result.map_err(|e| ParseError {
             path: e.path().to_string(),
-            message: e.inner().to_string(),
+            message: without_position(e.inner()),
         })?;
         check_kind(kind, found.as_deref())?;
         Ok(object)
@@ -375,7 +385,7 @@ impl JobObject {
             },
             Err(e) => ParseError {
                 path: e.path().to_string(),
-                message: e.inner().to_string(),
+                message: without_position(e.inner()),
             },
         }
     }
