@@ -492,3 +492,23 @@ fn only_tls_1_2_and_later_are_accepted() {
         "TLS 1.2 works (and /livez lives on the admin port)"
     );
 }
+
+#[test]
+fn the_curl_fixtures_script_passes_against_a_running_jobgate() {
+    let jg = Jobgate::start(&[]);
+    for http in ["--http1.1", "--http2"] {
+        let out = std::process::Command::new("bash")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/curl-fixtures.sh"))
+            .args([&jg.url(""), &jg.ca.display().to_string(), http])
+            .output()
+            .expect("run tests/curl-fixtures.sh");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{http}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary = format!("{} passed, 0 failed", fixtures().len());
+        assert!(stdout.contains(&summary), "{http}: {stdout}");
+    }
+}
