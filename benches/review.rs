@@ -71,6 +71,23 @@ fn bench_reviews(c: &mut Criterion) {
         }
     }
     group.finish();
+
+    // Where the time goes: the envelope alone, and the Job model alone.
+    let mut parts = c.benchmark_group("parts");
+    for (name, body) in &inputs {
+        parts.bench_function(format!("envelope/{name}"), |b| {
+            b.iter(|| jobgate::admission::parse(black_box(body)).is_ok())
+        });
+        let review: Value = serde_json::from_slice(body).expect("json");
+        let object = review["request"]["object"].to_string();
+        parts.bench_function(format!("job-model/{name}"), |b| {
+            b.iter(|| {
+                jobgate::job::JobObject::from_json(jobgate::job::Kind::Job, black_box(&object))
+                    .is_ok()
+            })
+        });
+    }
+    parts.finish();
 }
 
 criterion_group!(benches, bench_reviews);

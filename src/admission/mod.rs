@@ -11,7 +11,7 @@
 mod request;
 mod response;
 
-pub use request::{ParsedReview, ReviewError, parse};
+pub use request::{ObjectIn, ParsedReview, ReviewError, parse};
 pub use response::{Denial, render_error, render_verdict};
 
 use crate::job::{self, Kind, Operation};
@@ -77,7 +77,7 @@ pub struct Summary {
 
 /// Reviews one request body at `endpoint`.
 pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome {
-    let parsed = match parse(body) {
+    let mut parsed = match parse(body) {
         Ok(p) => p,
         Err(ReviewError::Unanswerable(message)) => {
             return Outcome {
@@ -99,7 +99,7 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome 
         warnings: 0,
     };
     let mut object_name = String::new();
-    let verdict = match decide(endpoint, &parsed, config) {
+    let verdict = match decide(endpoint, &mut parsed, config) {
         Decision::Untouched => job::Verdict::default(),
         Decision::Reviewed(kind, name, verdict) => {
             summary.kind = kind.as_str();
@@ -146,7 +146,7 @@ enum Decision {
     Unreadable(Option<Kind>, String),
 }
 
-fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -> Decision {
+fn decide(endpoint: Endpoint, parsed: &mut ParsedReview<'_>, config: &job::Config) -> Decision {
     let Some(kind) = parsed.job_kind else {
         return Decision::Untouched;
     };
@@ -160,21 +160,23 @@ fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -
             );
         }
     };
-    let object = match read_object(kind, "request.object", parsed.object) {
+    let object = std::mem::replace(&mut parsed.object, ObjectIn::Absent);
+    let object = match read_object(kind, "request.object", object) {
         Ok(o) => o,
         Err(message) => return Decision::Unreadable(Some(kind), message),
     };
-    let old_object = match (operation, parsed.old_object) {
-        (Operation::Update, Some(raw)) => match read_object(kind, "request.oldObject", Some(raw)) {
+    let old_object = match (
+        operation,
+        std::mem::replace(&mut parsed.old_object, ObjectIn::Absent),
+    ) {
+        (Operation::Update, ObjectIn::Absent) => {
+            let message = "request.oldObject is required for UPDATE".to_string();
+            return Decision::Unreadable(Some(kind), message);
+        }
+        (Operation::Update, old) => match read_object(kind, "request.oldObject", old) {
             Ok(o) => Some(o),
             Err(message) => return Decision::Unreadable(Some(kind), message),
         },
-        (Operation::Update, None) => {
-            return Decision::Unreadable(
-                Some(kind),
-                "request.oldObject is required for UPDATE".into(),
-            );
-        }
         _ => None,
     };
     let review = job::Review {
@@ -190,13 +192,11 @@ fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -
     Decision::Reviewed(kind, object.display_name().to_string(), verdict)
 }
 
-fn read_object(
-    kind: Kind,
-    at: &str,
-    raw: Option<&serde_json::value::RawValue>,
-) -> Result<job::JobObject, String> {
-    let Some(raw) = raw else {
-        return Err(format!("{at} is required for {}", "CREATE and UPDATE"));
+fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObject, String> {
+    let raw = match object {
+        ObjectIn::Parsed(job) => return Ok(job),
+        ObjectIn::Raw(raw) => raw,
+        ObjectIn::Absent => return Err(format!("{at} is required for CREATE and UPDATE")),
     };
     job::JobObject::from_json(kind, raw.get()).map_err(|e| {
         if e.path.is_empty() || e.path == "." {

@@ -418,6 +418,54 @@ impl JobObject {
     }
 }
 
+/// Reads a Job or CronJob straight out of an enclosing document (the AdmissionReview's
+/// `request.object`) in the same pass, so a review is parsed once. Accepts a JSON object or `null`
+/// (`None`). Errors carry no field path: callers fall back to [`JobObject::from_json`] for that.
+pub struct JobSeed(pub Kind);
+
+impl<'de> serde::de::DeserializeSeed<'de> for JobSeed {
+    type Value = Option<JobObject>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(JobSeedVisitor(self.0))
+    }
+}
+
+struct JobSeedVisitor(Kind);
+
+impl<'de> serde::de::Visitor<'de> for JobSeedVisitor {
+    type Value = Option<JobObject>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a {} object or null", self.0.as_str())
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let de = serde::de::value::MapAccessDeserializer::new(map);
+        let (found, object) = match self.0 {
+            Kind::Job => {
+                JobDoc::deserialize(de).map(|d| (d.kind.clone(), JobObject::from_job(d)))?
+            }
+            Kind::CronJob => CronJobDoc::deserialize(de)
+                .map(|d| (d.kind.clone(), JobObject::from_cron_job(d)))?,
+        };
+        check_kind(self.0, found.as_deref()).map_err(serde::de::Error::custom)?;
+        Ok(Some(object))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,6 +517,25 @@ mod tests {
         assert_eq!(err.to_string(), r#"kind: expected Job, got "Pod""#);
         let err = JobObject::from_json(Kind::Job, "[1]").unwrap_err();
         assert_eq!(err.to_string(), "expected a Job object, got an array");
+    }
+
+    #[test]
+    fn the_seed_reads_objects_and_null_and_refuses_other_shapes() {
+        use serde::de::DeserializeSeed;
+        let read = |json: &str| {
+            JobSeed(Kind::Job).deserialize(&mut serde_json::Deserializer::from_str(json))
+        };
+        let job = read(r#"{"kind":"Job","spec":{"backoffLimit":2}}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(job.spec.backoff_limit, Some(2));
+        assert!(read("null").unwrap().is_none());
+        assert!(read("[1]").is_err());
+        assert!(read(r#"{"kind":"Pod"}"#).is_err());
+        assert_eq!(
+            job,
+            JobObject::from_json(Kind::Job, r#"{"kind":"Job","spec":{"backoffLimit":2}}"#).unwrap()
+        );
     }
 
     #[test]

@@ -40,11 +40,20 @@ pub fn router(state: WebhookState) -> Router {
     router.fallback(not_found).with_state(state)
 }
 
+/// Reads and drops a small request body before an early error answer: an HTTP/2 stream answered
+/// before its body was read is reset, which some clients (curl 7.88) report instead of the answer.
+async fn discard_small_body(body: Body) {
+    const SMALL: usize = 64 * 1024;
+    let _ = tokio::time::timeout(Duration::from_secs(1), Limited::new(body, SMALL).collect()).await;
+}
+
 async fn not_found(request: Request) -> Response {
     let paths: Vec<&str> = Endpoint::ALL.iter().map(|e| e.path()).collect();
+    let (parts, body) = request.into_parts();
+    discard_small_body(body).await;
     let message = format!(
         "no webhook at {}: jobgate serves {}",
-        request.uri().path(),
+        parts.uri.path(),
         paths.join(", ")
     );
     error_response(StatusCode::NOT_FOUND, &message)
@@ -74,11 +83,12 @@ async fn handle(
         error_response(status, message)
     };
     if request.method() != Method::POST {
+        let method = request.method().clone();
+        discard_small_body(request.into_body()).await;
         let mut response = reject(
             StatusCode::METHOD_NOT_ALLOWED,
             &format!(
-                "method {} is not allowed at {}: use POST",
-                request.method(),
+                "method {method} is not allowed at {}: use POST",
                 endpoint.path()
             ),
         );
@@ -88,6 +98,7 @@ async fn handle(
         return response;
     }
     if let Err(message) = check_content_type(request.headers().get(header::CONTENT_TYPE)) {
+        discard_small_body(request.into_body()).await;
         return reject(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
     }
     let too_large = format!("request body exceeds {} bytes", state.max_body_bytes);
