@@ -485,6 +485,26 @@ mod tests {
     }
 
     #[test]
+    fn a_cron_job_keeps_its_job_template_text_from_json_and_from_value() {
+        let text = r#"{"spec":{"schedule":"@daily","jobTemplate": {"spec":{"backoffLimit":3}}}}"#;
+        let cj = JobObject::from_json(Kind::CronJob, text).unwrap();
+        assert_eq!(
+            cj.job_template_json.as_deref(),
+            Some(r#"{"spec":{"backoffLimit":3}}"#)
+        );
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let cj = JobObject::from_value(Kind::CronJob, value).unwrap();
+        assert_eq!(
+            cj.job_template_json.as_deref(),
+            Some(r#"{"spec":{"backoffLimit":3}}"#)
+        );
+        let job = JobObject::from_json(Kind::Job, r#"{"spec":{}}"#).unwrap();
+        assert_eq!(job.job_template_json, None);
+        let cj = JobObject::from_json(Kind::CronJob, r#"{"spec":{}}"#).unwrap();
+        assert_eq!(cj.job_template_json, None);
+    }
+
+    #[test]
     fn a_wrongly_typed_field_is_reported_with_its_path() {
         let err = JobObject::from_json(
             Kind::Job,
