@@ -170,9 +170,21 @@ pub async fn serve(
     readiness.set(false);
     tokio::time::sleep(options.shutdown_delay).await;
     handle.graceful_shutdown(Some(options.shutdown_timeout));
-    // graceful_shutdown closes the listener now and connections after the timeout at the latest.
-    while handle.connection_count() > 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    // graceful_shutdown closes the listener now and connections after the timeout at the latest;
+    // the extra second bounds the wait even if a connection task is slow to notice.
+    let drained = async {
+        while handle.connection_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    if tokio::time::timeout(options.shutdown_timeout + Duration::from_secs(1), drained)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            connections = handle.connection_count(),
+            "connections still open after the shutdown timeout"
+        );
     }
     let _ = admin_stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(1), admin_task).await;
