@@ -211,6 +211,55 @@ fn allowed_paths(case: &Case) -> Vec<String> {
     paths
 }
 
+/// The rules read straight off the JSON, as an oracle for the final podReplacementPolicy
+/// and pod-template annotations (`None` when jobgate must not patch at all).
+fn expected(case: &Case) -> Option<(Value, Value)> {
+    let kind = Kind::from_kind(case.object["kind"].as_str().unwrap()).unwrap();
+    let spec_ptr = crate::job::patch::pointer(kind.spec_pointer().iter().copied())
+        .as_str()
+        .to_string();
+    let spec = case.object.pointer(&spec_ptr)?;
+    if let Some(old) = &case.old
+        && old["spec"]["jobTemplate"] == case.object["spec"]["jobTemplate"]
+    {
+        return None;
+    }
+    let opt_in_meta = match kind {
+        Kind::Job => &case.object["metadata"],
+        Kind::CronJob => &case.object["spec"]["jobTemplate"]["metadata"],
+    };
+    let opted_in = match opt_in_meta["annotations"]["jobgate.dev/failure-recovery"].as_str() {
+        Some("enabled") => true,
+        None => case.scope == RecoveryScope::Namespace,
+        Some(_) => false,
+    };
+    let has_pfp = !spec["podFailurePolicy"].is_null();
+    let mut policy = match &spec["podReplacementPolicy"] {
+        Value::Null if has_pfp => json!("Failed"),
+        Value::Null => json!("TerminatingOrFailed"),
+        explicit => explicit.clone(),
+    };
+    let mut annotations = spec["template"]["metadata"]["annotations"].clone();
+    let pods_opted_out = case
+        .keys
+        .iter()
+        .any(|k| annotations[k.as_str()] == json!("false"));
+    if opted_in && !pods_opted_out {
+        for key in case.keys.iter().filter(|k| !k.is_empty()) {
+            if annotations.get(key.as_str()).is_none() {
+                if annotations.is_null() {
+                    annotations = json!({});
+                }
+                annotations[key.as_str()] = json!("true");
+            }
+        }
+        if policy == json!("TerminatingOrFailed") && !has_pfp {
+            policy = json!("Failed");
+        }
+    }
+    Some((policy, annotations))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -265,6 +314,16 @@ proptest! {
         if let Some(Value::Object(before)) = case.object.pointer(&annotations) {
             for (k, v) in before {
                 prop_assert_eq!(patched.pointer(&annotations).and_then(|a| a.get(k)), Some(v));
+            }
+        }
+
+        // The rules, as an independent reading of the JSON, agree with the result.
+        match expected(&case) {
+            None => prop_assert!(verdict.patch.0.is_empty()),
+            Some((policy, annotations)) => {
+                let spec = patched.pointer(&spec_ptr).unwrap_or(&Value::Null);
+                prop_assert_eq!(&spec["podReplacementPolicy"], &policy);
+                prop_assert_eq!(&spec["template"]["metadata"]["annotations"], &annotations);
             }
         }
 
