@@ -4,6 +4,7 @@
 pub mod defaults;
 pub mod field;
 pub mod model;
+pub mod patch;
 
 pub use field::{BadValue, ErrorType, FieldError};
 pub use model::{Field, JobObject, Kind};
@@ -72,7 +73,9 @@ impl Verdict {
 mod mutate;
 mod validate;
 
-pub use mutate::{RecoveryScope, mutate};
+pub use mutate::{
+    FAILURE_RECOVERY, FAILURE_RECOVERY_DISABLED, FAILURE_RECOVERY_ENABLED, RecoveryScope, mutate,
+};
 pub use validate::validate;
 
 /// Settings of the rules, shared by `serve` and `check`.

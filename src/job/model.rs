@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 
 /// A field whose absence, explicit `null` and value mean different things
 /// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
@@ -101,6 +102,9 @@ pub struct JobObject {
     pub metadata: ObjectMeta,
     /// For a CronJob, `spec.jobTemplate.metadata` (the metadata its Jobs are created with).
     pub job_template_metadata: Option<ObjectMeta>,
+    /// For a CronJob, the JSON text of `spec.jobTemplate` as received, so that an UPDATE can tell
+    /// whether the template changed (mutation re-reviews a CronJob only then).
+    pub job_template_json: Option<String>,
     pub spec: JobSpec,
 }
 
@@ -283,6 +287,19 @@ struct CronJobSpec {
     job_template: JobTemplateSpec,
 }
 
+/// `spec.jobTemplate` of a CronJob, left as text.
+#[derive(Deserialize)]
+struct CronJobTemplateText<'a> {
+    #[serde(default, borrow)]
+    spec: Option<CronJobSpecText<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CronJobSpecText<'a> {
+    #[serde(default, borrow, rename = "jobTemplate")]
+    job_template: Option<&'a RawValue>,
+}
+
 #[derive(Default, Deserialize)]
 struct JobTemplateSpec {
     #[serde(default)]
@@ -354,6 +371,15 @@ impl JobObject {
             Kind::CronJob => Self::locate::<CronJobDoc>(json),
         })?;
         check_kind(kind, found.as_deref())?;
+        let mut object = object;
+        if kind == Kind::CronJob {
+            // Skims the text again for the template's span; it borrows, so nothing is rebuilt.
+            object.job_template_json = serde_json::from_str::<CronJobTemplateText<'_>>(json)
+                .ok()
+                .and_then(|t| t.spec)
+                .and_then(|s| s.job_template)
+                .map(|raw| raw.get().to_string());
+        }
         Ok(object)
     }
 
@@ -362,17 +388,25 @@ impl JobObject {
         if !value.is_object() {
             return Err(not_an_object(kind, value.to_string().chars().next()));
         }
+        let job_template_json = match kind {
+            Kind::CronJob => value
+                .pointer("/spec/jobTemplate")
+                .filter(|t| !t.is_null())
+                .map(|t| t.to_string()),
+            Kind::Job => None,
+        };
         let result = match kind {
             Kind::Job => serde_path_to_error::deserialize::<_, JobDoc>(value)
                 .map(|d| (d.kind.clone(), JobObject::from_job(d))),
             Kind::CronJob => serde_path_to_error::deserialize::<_, CronJobDoc>(value)
                 .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
         };
-        let (found, object) = result.map_err(|e| ParseError {
+        let (found, mut object) = result.map_err(|e| ParseError {
             path: e.path().to_string(),
             message: without_position(e.inner()),
         })?;
         check_kind(kind, found.as_deref())?;
+        object.job_template_json = job_template_json;
         Ok(object)
     }
 
@@ -395,6 +429,7 @@ impl JobObject {
             kind: Kind::Job,
             metadata: d.metadata,
             job_template_metadata: None,
+            job_template_json: None,
             spec: d.spec,
         }
     }
@@ -404,6 +439,7 @@ impl JobObject {
             kind: Kind::CronJob,
             metadata: d.metadata,
             job_template_metadata: Some(d.spec.job_template.metadata),
+            job_template_json: None,
             spec: d.spec.job_template.spec,
         }
     }
@@ -494,6 +530,26 @@ mod tests {
         .unwrap();
         assert_eq!(cj.spec.backoff_limit, Some(3));
         assert_eq!(cj.job_template_metadata.unwrap().annotation("a"), Some("b"));
+    }
+
+    #[test]
+    fn a_cron_job_keeps_its_job_template_text_from_json_and_from_value() {
+        let text = r#"{"spec":{"schedule":"@daily","jobTemplate": {"spec":{"backoffLimit":3}}}}"#;
+        let cj = JobObject::from_json(Kind::CronJob, text).unwrap();
+        assert_eq!(
+            cj.job_template_json.as_deref(),
+            Some(r#"{"spec":{"backoffLimit":3}}"#)
+        );
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let cj = JobObject::from_value(Kind::CronJob, value).unwrap();
+        assert_eq!(
+            cj.job_template_json.as_deref(),
+            Some(r#"{"spec":{"backoffLimit":3}}"#)
+        );
+        let job = JobObject::from_json(Kind::Job, r#"{"spec":{}}"#).unwrap();
+        assert_eq!(job.job_template_json, None);
+        let cj = JobObject::from_json(Kind::CronJob, r#"{"spec":{}}"#).unwrap();
+        assert_eq!(cj.job_template_json, None);
     }
 
     #[test]
