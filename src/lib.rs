@@ -3,4 +3,6 @@
 
 pub mod admission;
 pub mod check;
+pub mod duration;
 pub mod job;
+pub mod server;

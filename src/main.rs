@@ -1,1 +1,134 @@
-fn main() {}
+//! The `jobgate` binary: parse the command line, set up logging, run a subcommand.
+
+mod cli;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+
+use clap::Parser;
+use cli::{Cli, Command, LogFormat, ServeArgs};
+use jobgate::server::{self, Listening, ServeOptions, TlsSource};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format, &cli.log_level);
+    if let Command::Check(args) = &cli.command {
+        // Offline and synchronous: no runtime, no TLS.
+        return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
+    }
+    jobgate::server::tls::install_crypto_provider();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("jobgate: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match cli.command {
+        Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Check(_) => Ok(()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jobgate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat, level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|e| {
+        eprintln!("jobgate: invalid --log-level {level:?} ({e}); using info");
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init(),
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let localhost =
+        |addr: SocketAddr| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), addr.port());
+    let (tls, addr, admin_addr) = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => (TlsSource::Files { cert, key }, args.addr, args.admin_addr),
+        // clap's `requires` makes the flags come in pairs; no pair is dev mode.
+        _ => (
+            TlsSource::Dev {
+                dir: args.dev_certs_dir,
+            },
+            localhost(args.addr),
+            localhost(args.admin_addr),
+        ),
+    };
+    let options = ServeOptions {
+        addr,
+        admin_addr,
+        tls,
+        rules: args.rules.load()?,
+        handshake_timeout: args.tls_handshake_timeout,
+        header_read_timeout: args.header_read_timeout,
+        body_timeout: args.body_timeout,
+        shutdown_delay: args.shutdown_delay,
+        shutdown_timeout: args.shutdown_timeout,
+    };
+    server::serve(options, print_banner, shutdown_signal()).await?;
+    Ok(())
+}
+
+/// Tells a person (or a test) where jobgate listens and how to try it.
+fn print_banner(l: &Listening) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let port = l.addr.port();
+    let _ = writeln!(
+        out,
+        "jobgate: serving webhooks on https://{} (admin http://{})",
+        l.addr, l.admin_addr
+    );
+    if let Some(dev) = &l.dev {
+        let _ = writeln!(
+            out,
+            "jobgate: dev mode: throw-away CA and localhost certificate in {}/ (ca.crt, tls.crt, tls.key)",
+            dev.dir.display()
+        );
+        let _ = writeln!(out, "try:");
+        let _ = writeln!(
+            out,
+            "  curl --cacert {} -H 'Content-Type: application/json' --data @tests/fixtures/validate/job-allowed.request.json https://localhost:{port}/validate",
+            dev.ca_cert.display()
+        );
+    }
+    let _ = out.flush();
+}
+
+/// Resolves on SIGTERM (kubelet) or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await
+            }
+        }
+    };
+    tokio::select! {
+        _ = terminate => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::info!("shutdown signal received");
+}

@@ -11,7 +11,7 @@
 mod request;
 mod response;
 
-pub use request::{ParsedReview, ReviewError, parse};
+pub use request::{ObjectIn, ParsedReview, ReviewError, parse};
 pub use response::{Denial, render_error, render_verdict};
 
 use crate::job::{self, Kind, Operation};
@@ -77,7 +77,7 @@ pub struct Summary {
 
 /// Reviews one request body at `endpoint`.
 pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome {
-    let parsed = match parse(body) {
+    let mut parsed = match parse(body) {
         Ok(p) => p,
         Err(ReviewError::Unanswerable(message)) => {
             return Outcome {
@@ -99,7 +99,7 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome 
         warnings: 0,
     };
     let mut object_name = String::new();
-    let verdict = match decide(endpoint, &parsed, config) {
+    let verdict = match decide(endpoint, body, &mut parsed, config) {
         Decision::Untouched => job::Verdict::default(),
         Decision::Reviewed(kind, name, verdict) => {
             summary.kind = kind.as_str();
@@ -146,7 +146,12 @@ enum Decision {
     Unreadable(Option<Kind>, String),
 }
 
-fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -> Decision {
+fn decide(
+    endpoint: Endpoint,
+    body: &[u8],
+    parsed: &mut ParsedReview<'_>,
+    config: &job::Config,
+) -> Decision {
     let Some(kind) = parsed.job_kind else {
         return Decision::Untouched;
     };
@@ -160,38 +165,32 @@ fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -
             );
         }
     };
-    let object = match read_object(kind, "request.object", parsed.object) {
+    let object = std::mem::replace(&mut parsed.object, ObjectIn::Absent);
+    let object = match read_object(kind, "request.object", object) {
         Ok(o) => o,
         Err(message) => return Decision::Unreadable(Some(kind), message),
     };
-    let old_object = match (operation, parsed.old_object) {
-        (Operation::Update, Some(raw)) => match read_object(kind, "request.oldObject", Some(raw)) {
+    let old_object = match (
+        operation,
+        std::mem::replace(&mut parsed.old_object, ObjectIn::Absent),
+    ) {
+        (Operation::Update, ObjectIn::Absent) => {
+            let message = "request.oldObject is required for UPDATE".to_string();
+            return Decision::Unreadable(Some(kind), message);
+        }
+        (Operation::Update, old) => match read_object(kind, "request.oldObject", old) {
             Ok(o) => Some(o),
             Err(message) => return Decision::Unreadable(Some(kind), message),
         },
-        (Operation::Update, None) => {
-            return Decision::Unreadable(
-                Some(kind),
-                "request.oldObject is required for UPDATE".into(),
-            );
-        }
         _ => None,
     };
     let (mut object, mut old_object) = (object, old_object);
     // kube-apiserver's `spec.template` immutability compares the whole template of a Job;
-    // only a Job UPDATE at /validate pays for reading it as a whole.
-    if let (Endpoint::Validate, Kind::Job, Some(old), Some(raw), Some(old_raw)) = (
-        endpoint,
-        kind,
-        old_object.as_mut(),
-        parsed.object,
-        parsed.old_object,
-    ) {
-        let whole = |raw: &serde_json::value::RawValue| {
-            serde_json::from_str::<serde_json::Value>(raw.get()).unwrap_or_default()
-        };
-        object.keep_whole_template(&whole(raw));
-        old.keep_whole_template(&whole(old_raw));
+    // only a Job UPDATE at /validate pays for reading the templates as a whole.
+    if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, old_object.as_mut()) {
+        let (new_template, old_template) = whole_templates(body);
+        object.spec.template.whole = Some(new_template);
+        old.spec.template.whole = Some(old_template);
     }
     let review = job::Review {
         operation,
@@ -206,13 +205,11 @@ fn decide(endpoint: Endpoint, parsed: &ParsedReview<'_>, config: &job::Config) -
     Decision::Reviewed(kind, object.display_name().to_string(), verdict)
 }
 
-fn read_object(
-    kind: Kind,
-    at: &str,
-    raw: Option<&serde_json::value::RawValue>,
-) -> Result<job::JobObject, String> {
-    let Some(raw) = raw else {
-        return Err(format!("{at} is required for {}", "CREATE and UPDATE"));
+fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObject, String> {
+    let raw = match object {
+        ObjectIn::Parsed(job) => return Ok(job),
+        ObjectIn::Raw(raw) => raw,
+        ObjectIn::Absent => return Err(format!("{at} is required for CREATE and UPDATE")),
     };
     job::JobObject::from_json(kind, raw.get()).map_err(|e| {
         if e.path.is_empty() || e.path == "." {
@@ -221,4 +218,40 @@ fn read_object(
             format!("{at}.{}: {}", e.path, e.message)
         }
     })
+}
+
+/// `spec.template` of `request.object` and `request.oldObject` as JSON values (`null` when
+/// absent): a second read of the body, skipping everything else.
+fn whole_templates(body: &[u8]) -> (serde_json::Value, serde_json::Value) {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        request: Request,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Request {
+        #[serde(default)]
+        object: Option<Object>,
+        #[serde(default)]
+        old_object: Option<Object>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Object {
+        #[serde(default)]
+        spec: Option<Spec>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Spec {
+        #[serde(default)]
+        template: serde_json::Value,
+    }
+    let template = |o: Option<Object>| {
+        o.and_then(|o| o.spec)
+            .map(|s| s.template)
+            .unwrap_or_default()
+    };
+    match serde_json::from_slice::<Body>(body) {
+        Ok(b) => (template(b.request.object), template(b.request.old_object)),
+        Err(_) => Default::default(),
+    }
 }

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::job::{Kind, Operation};
+use crate::job::model::JobSeed;
+use crate::job::{JobObject, Kind, Operation};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
@@ -27,19 +28,102 @@ pub struct ParsedReview<'a> {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub dry_run: bool,
-    pub object: Option<&'a RawValue>,
-    pub old_object: Option<&'a RawValue>,
+    pub object: ObjectIn<'a>,
+    pub old_object: ObjectIn<'a>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ReviewIn<'a> {
+struct ReviewIn<'a, R> {
     #[serde(default, borrow)]
     api_version: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    request: Option<RequestIn<'a>>,
+    request: Option<R>,
+}
+
+/// The request's object: read in the same pass when the request's `kind` came first (as
+/// kube-apiserver writes it), else kept raw and read afterwards.
+#[derive(Debug)]
+pub enum ObjectIn<'a> {
+    Absent,
+    Raw(&'a RawValue),
+    Parsed(JobObject),
+}
+
+/// The single-pass request: Job objects are read as they stream by.
+#[derive(Default)]
+struct FastRequestIn<'a> {
+    uid: Option<String>,
+    kind: Option<(Cow<'a, str>, Cow<'a, str>, Cow<'a, str>)>,
+    operation: Option<Cow<'a, str>>,
+    namespace: Option<String>,
+    name: Option<String>,
+    dry_run: Option<bool>,
+    object: Option<ObjectIn<'a>>,
+    old_object: Option<ObjectIn<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for FastRequestIn<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(FastRequestVisitor(std::marker::PhantomData))
+    }
+}
+
+struct FastRequestVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for FastRequestVisitor<'a> {
+    type Value = FastRequestIn<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an AdmissionRequest object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = FastRequestIn::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "uid" => out.uid = map.next_value()?,
+                "kind" => {
+                    let gvk: Option<GroupVersionKind<'de>> = map.next_value()?;
+                    out.kind = gvk.map(|g| (g.group, g.version, g.kind));
+                }
+                "operation" => out.operation = map.next_value()?,
+                "namespace" => out.namespace = map.next_value()?,
+                "name" => out.name = map.next_value()?,
+                "dryRun" => out.dry_run = map.next_value()?,
+                "object" | "oldObject" => {
+                    let object = match out.kind.as_ref().and_then(|(g, v, k)| job_kind(g, v, k)) {
+                        Some(kind) => match map.next_value_seed(JobSeed(kind))? {
+                            Some(job) => ObjectIn::Parsed(job),
+                            None => ObjectIn::Absent,
+                        },
+                        None => match map.next_value::<Option<&'de RawValue>>()? {
+                            Some(raw) if raw.get() != "null" => ObjectIn::Raw(raw),
+                            _ => ObjectIn::Absent,
+                        },
+                    };
+                    if key == "object" {
+                        out.object = Some(object);
+                    } else {
+                        out.old_object = Some(object);
+                    }
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn job_kind(group: &str, version: &str, kind: &str) -> Option<Kind> {
+    if group == "batch" && version == "v1" {
+        Kind::from_kind(kind)
+    } else {
+        None
+    }
 }
 
 #[derive(Deserialize)]
@@ -73,12 +157,75 @@ struct GroupVersionKind<'a> {
     kind: Cow<'a, str>,
 }
 
-/// Reads the envelope of an AdmissionReview v1 request.
+/// Reads an AdmissionReview v1 request in one pass. When anything in it cannot be read, reads it
+/// again the slow way, with the objects kept raw, so the answer can say what and where.
 pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
-    let unanswerable = |m: String| ReviewError::Unanswerable(m);
-    let review: ReviewIn<'_> = serde_json::from_slice(body)
-        .map_err(|e| unanswerable(format!("request body is not an AdmissionReview: {e}")))?;
-    match review.api_version.as_deref() {
+    if let Ok(review) = serde_json::from_slice::<ReviewIn<'_, FastRequestIn<'_>>>(body) {
+        let (api_version, kind) = (review.api_version, review.kind);
+        let request = review.request.map(|r| {
+            let (group, version, kind) = r.kind.unwrap_or_default();
+            Envelope {
+                uid: r.uid,
+                job_kind: job_kind(&group, &version, &kind),
+                operation: r.operation,
+                namespace: r.namespace,
+                name: r.name,
+                dry_run: r.dry_run,
+                object: r.object.unwrap_or(ObjectIn::Absent),
+                old_object: r.old_object.unwrap_or(ObjectIn::Absent),
+            }
+        });
+        return finish(api_version.as_deref(), kind.as_deref(), request);
+    }
+    let review: ReviewIn<'_, RequestIn<'_>> = serde_json::from_slice(body).map_err(|e| {
+        ReviewError::Unanswerable(format!("request body is not an AdmissionReview: {e}"))
+    })?;
+    let request = review.request.map(|r| Envelope {
+        uid: r.uid,
+        job_kind: r
+            .kind
+            .as_ref()
+            .and_then(|g| job_kind(&g.group, &g.version, &g.kind)),
+        operation: r.operation,
+        namespace: r.namespace,
+        name: r.name,
+        dry_run: r.dry_run,
+        object: raw_object(r.object),
+        old_object: raw_object(r.old_object),
+    });
+    finish(
+        review.api_version.as_deref(),
+        review.kind.as_deref(),
+        request,
+    )
+}
+
+fn raw_object(raw: Option<&RawValue>) -> ObjectIn<'_> {
+    match raw {
+        Some(raw) if raw.get() != "null" => ObjectIn::Raw(raw),
+        _ => ObjectIn::Absent,
+    }
+}
+
+/// The request fields both readings produce.
+struct Envelope<'a> {
+    uid: Option<String>,
+    job_kind: Option<Kind>,
+    operation: Option<Cow<'a, str>>,
+    namespace: Option<String>,
+    name: Option<String>,
+    dry_run: Option<bool>,
+    object: ObjectIn<'a>,
+    old_object: ObjectIn<'a>,
+}
+
+fn finish<'a>(
+    api_version: Option<&str>,
+    kind: Option<&str>,
+    request: Option<Envelope<'a>>,
+) -> Result<ParsedReview<'a>, ReviewError> {
+    let unanswerable = ReviewError::Unanswerable;
+    match api_version {
         Some(API_VERSION) => {}
         Some(other) => {
             return Err(unanswerable(format!(
@@ -91,7 +238,7 @@ pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
             )));
         }
     }
-    match review.kind.as_deref() {
+    match kind {
         Some(KIND) => {}
         Some(other) => {
             return Err(unanswerable(format!(
@@ -100,27 +247,20 @@ pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
         }
         None => return Err(unanswerable(format!("kind is required: expected {KIND:?}"))),
     }
-    let request = review
-        .request
-        .ok_or_else(|| unanswerable("request is required".into()))?;
+    let request = request.ok_or_else(|| unanswerable("request is required".into()))?;
     let uid = match request.uid {
         Some(uid) if !uid.is_empty() => uid,
         _ => return Err(unanswerable("request.uid is required".into())),
     };
-    let job_kind = request
-        .kind
-        .as_ref()
-        .filter(|gvk| gvk.group == "batch" && gvk.version == "v1")
-        .and_then(|gvk| Kind::from_kind(&gvk.kind));
     Ok(ParsedReview {
         uid,
-        job_kind,
+        job_kind: request.job_kind,
         operation: request.operation.as_deref().and_then(Operation::parse),
         namespace: request.namespace,
         name: request.name,
         dry_run: request.dry_run.unwrap_or(false),
-        object: request.object.filter(|raw| raw.get() != "null"),
-        old_object: request.old_object.filter(|raw| raw.get() != "null"),
+        object: request.object,
+        old_object: request.old_object,
     })
 }
 
@@ -164,6 +304,25 @@ mod tests {
             ),
             "request.uid is required"
         );
+    }
+
+    #[test]
+    fn job_objects_are_read_in_the_same_pass_when_kind_comes_first() {
+        let first = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","object":{"spec":{"backoffLimit":1}}}}"#;
+        assert!(matches!(
+            parse(first.as_bytes()).unwrap().object,
+            ObjectIn::Parsed(_)
+        ));
+        let last = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":{"spec":{"backoffLimit":1}},"kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE"}}"#;
+        assert!(matches!(
+            parse(last.as_bytes()).unwrap().object,
+            ObjectIn::Raw(_)
+        ));
+        // An unreadable object still yields the envelope (the object raw), so the answer can say why.
+        let bad = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","object":{"spec":{"backoffLimit":"x"}}}}"#;
+        let parsed = parse(bad.as_bytes()).unwrap();
+        assert_eq!(parsed.uid, "u");
+        assert!(matches!(parsed.object, ObjectIn::Raw(_)));
     }
 
     #[test]

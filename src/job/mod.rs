@@ -5,6 +5,7 @@ pub mod config;
 pub mod defaults;
 pub mod field;
 pub mod model;
+pub mod patch;
 pub mod policy;
 
 pub use field::{BadValue, ErrorType, FieldError};
@@ -74,7 +75,9 @@ impl Verdict {
 mod mutate;
 pub mod validate;
 
-pub use mutate::{RecoveryScope, mutate};
+pub use mutate::{
+    FAILURE_RECOVERY, FAILURE_RECOVERY_DISABLED, FAILURE_RECOVERY_ENABLED, RecoveryScope, mutate,
+};
 pub use policy::{Level, Policies, PolicyName};
 pub use validate::validate;
 

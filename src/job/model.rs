@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 
 /// A field whose absence, explicit `null` and value mean different things
 /// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
@@ -101,6 +102,9 @@ pub struct JobObject {
     pub metadata: ObjectMeta,
     /// For a CronJob, `spec.jobTemplate.metadata` (the metadata its Jobs are created with).
     pub job_template_metadata: Option<ObjectMeta>,
+    /// For a CronJob, the JSON text of `spec.jobTemplate` as received, so that an UPDATE can tell
+    /// whether the template changed (mutation re-reviews a CronJob only then).
+    pub job_template_json: Option<String>,
     pub spec: JobSpec,
     /// A Job's `status.startTime` is set: the Job has started (false for CronJobs).
     pub started: bool,
@@ -324,6 +328,19 @@ struct CronJobSpec {
     job_template: JobTemplateSpec,
 }
 
+/// `spec.jobTemplate` of a CronJob, left as text.
+#[derive(Deserialize)]
+struct CronJobTemplateText<'a> {
+    #[serde(default, borrow)]
+    spec: Option<CronJobSpecText<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CronJobSpecText<'a> {
+    #[serde(default, borrow, rename = "jobTemplate")]
+    job_template: Option<&'a RawValue>,
+}
+
 #[derive(Default, Deserialize)]
 struct JobTemplateSpec {
     #[serde(default)]
@@ -338,6 +355,16 @@ struct JobTemplateSpec {
 pub struct ParseError {
     pub path: String,
     pub message: String,
+}
+
+/// serde_json's message without " at line 1 column 112": the position inside an embedded object
+/// means nothing to the reader; the field path says where.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) if e.line() > 0 => text[..i].to_string(),
+        _ => text,
+    }
 }
 
 fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {
@@ -385,6 +412,15 @@ impl JobObject {
             Kind::CronJob => Self::locate::<CronJobDoc>(json),
         })?;
         check_kind(kind, found.as_deref())?;
+        let mut object = object;
+        if kind == Kind::CronJob {
+            // Skims the text again for the template's span; it borrows, so nothing is rebuilt.
+            object.job_template_json = serde_json::from_str::<CronJobTemplateText<'_>>(json)
+                .ok()
+                .and_then(|t| t.spec)
+                .and_then(|s| s.job_template)
+                .map(|raw| raw.get().to_string());
+        }
         Ok(object)
     }
 
@@ -393,17 +429,25 @@ impl JobObject {
         if !value.is_object() {
             return Err(not_an_object(kind, value.to_string().chars().next()));
         }
+        let job_template_json = match kind {
+            Kind::CronJob => value
+                .pointer("/spec/jobTemplate")
+                .filter(|t| !t.is_null())
+                .map(|t| t.to_string()),
+            Kind::Job => None,
+        };
         let result = match kind {
             Kind::Job => serde_path_to_error::deserialize::<_, JobDoc>(value)
                 .map(|d| (d.kind.clone(), JobObject::from_job(d))),
             Kind::CronJob => serde_path_to_error::deserialize::<_, CronJobDoc>(value)
                 .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
         };
-        let (found, object) = result.map_err(|e| ParseError {
+        let (found, mut object) = result.map_err(|e| ParseError {
             path: e.path().to_string(),
-            message: e.inner().to_string(),
+            message: without_position(e.inner()),
         })?;
         check_kind(kind, found.as_deref())?;
+        object.job_template_json = job_template_json;
         Ok(object)
     }
 
@@ -416,7 +460,7 @@ impl JobObject {
             },
             Err(e) => ParseError {
                 path: e.path().to_string(),
-                message: e.inner().to_string(),
+                message: without_position(e.inner()),
             },
         }
     }
@@ -426,6 +470,7 @@ impl JobObject {
             kind: Kind::Job,
             metadata: d.metadata,
             job_template_metadata: None,
+            job_template_json: None,
             spec: d.spec,
             started: d.status.start_time.is_some_and(|t| !t.is_empty()),
         }
@@ -436,6 +481,7 @@ impl JobObject {
             kind: Kind::CronJob,
             metadata: d.metadata,
             job_template_metadata: Some(d.spec.job_template.metadata),
+            job_template_json: None,
             spec: d.spec.job_template.spec,
             started: false,
         }
@@ -459,6 +505,54 @@ impl JobObject {
             (_, Some(g)) => g,
             _ => "",
         }
+    }
+}
+
+/// Reads a Job or CronJob straight out of an enclosing document (the AdmissionReview's
+/// `request.object`) in the same pass, so a review is parsed once. Accepts a JSON object or `null`
+/// (`None`). Errors carry no field path: callers fall back to [`JobObject::from_json`] for that.
+pub struct JobSeed(pub Kind);
+
+impl<'de> serde::de::DeserializeSeed<'de> for JobSeed {
+    type Value = Option<JobObject>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(JobSeedVisitor(self.0))
+    }
+}
+
+struct JobSeedVisitor(Kind);
+
+impl<'de> serde::de::Visitor<'de> for JobSeedVisitor {
+    type Value = Option<JobObject>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a {} object or null", self.0.as_str())
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let de = serde::de::value::MapAccessDeserializer::new(map);
+        let (found, object) = match self.0 {
+            Kind::Job => {
+                JobDoc::deserialize(de).map(|d| (d.kind.clone(), JobObject::from_job(d)))?
+            }
+            Kind::CronJob => CronJobDoc::deserialize(de)
+                .map(|d| (d.kind.clone(), JobObject::from_cron_job(d)))?,
+        };
+        check_kind(self.0, found.as_deref()).map_err(serde::de::Error::custom)?;
+        Ok(Some(object))
     }
 }
 
@@ -493,6 +587,26 @@ mod tests {
     }
 
     #[test]
+    fn a_cron_job_keeps_its_job_template_text_from_json_and_from_value() {
+        let text = r#"{"spec":{"schedule":"@daily","jobTemplate": {"spec":{"backoffLimit":3}}}}"#;
+        let cj = JobObject::from_json(Kind::CronJob, text).unwrap();
+        assert_eq!(
+            cj.job_template_json.as_deref(),
+            Some(r#"{"spec":{"backoffLimit":3}}"#)
+        );
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let cj = JobObject::from_value(Kind::CronJob, value).unwrap();
+        assert_eq!(
+            cj.job_template_json.as_deref(),
+            Some(r#"{"spec":{"backoffLimit":3}}"#)
+        );
+        let job = JobObject::from_json(Kind::Job, r#"{"spec":{}}"#).unwrap();
+        assert_eq!(job.job_template_json, None);
+        let cj = JobObject::from_json(Kind::CronJob, r#"{"spec":{}}"#).unwrap();
+        assert_eq!(cj.job_template_json, None);
+    }
+
+    #[test]
     fn a_wrongly_typed_field_is_reported_with_its_path() {
         let err = JobObject::from_json(
             Kind::Job,
@@ -513,6 +627,25 @@ mod tests {
         assert_eq!(err.to_string(), r#"kind: expected Job, got "Pod""#);
         let err = JobObject::from_json(Kind::Job, "[1]").unwrap_err();
         assert_eq!(err.to_string(), "expected a Job object, got an array");
+    }
+
+    #[test]
+    fn the_seed_reads_objects_and_null_and_refuses_other_shapes() {
+        use serde::de::DeserializeSeed;
+        let read = |json: &str| {
+            JobSeed(Kind::Job).deserialize(&mut serde_json::Deserializer::from_str(json))
+        };
+        let job = read(r#"{"kind":"Job","spec":{"backoffLimit":2}}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(job.spec.backoff_limit, Some(2));
+        assert!(read("null").unwrap().is_none());
+        assert!(read("[1]").is_err());
+        assert!(read(r#"{"kind":"Pod"}"#).is_err());
+        assert_eq!(
+            job,
+            JobObject::from_json(Kind::Job, r#"{"kind":"Job","spec":{"backoffLimit":2}}"#).unwrap()
+        );
     }
 
     #[test]

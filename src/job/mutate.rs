@@ -1,7 +1,43 @@
-//! `/mutate`: KEP-3939 defaulting and failure-recovery opt-in, as a minimal JSON Patch.
-//! (The rules arrive with the mutation issue; until then nothing is patched.)
+//! `/mutate` and `/mutate/recovery`: KEP-3939 defaulting and the failure-recovery opt-in
+//! (Kueue KEP-6757), as a minimal, idempotent RFC 6902 patch.
+//!
+//! Decisions beyond the issue text, and why:
+//! - **CronJobs** are reviewed through `spec.jobTemplate`, and their opt-in annotation is read
+//!   from `spec.jobTemplate.metadata.annotations`: the CronJob controller copies exactly those
+//!   annotations to every Job it creates (`getJobFromTemplate2`: `copyAnnotations(&cj.Spec.JobTemplate)`),
+//!   and each of those Jobs is reviewed again at its own CREATE. So a template is mutated exactly
+//!   as its Jobs will be. The annotation on the CronJob's own metadata is *not* copied; honouring
+//!   it would make `"disabled"` there a promise the Jobs break, so it is ignored with a warning.
+//! - **UPDATE** is reviewed only for a CronJob whose `spec.jobTemplate` changed (compared as JSON
+//!   with `oldObject`): a template being written is reviewed like a new one, while schedule,
+//!   suspend or metadata edits leave it alone. A Job's UPDATE is never mutated.
+//! - **An explicit `"false"`** on any configured pod annotation is the pod template's own opt-out:
+//!   jobgate then adds none of the keys (adding the other key would let a newer Kueue override
+//!   the `"false"`) and does not switch `podReplacementPolicy` to `Failed` (without forced
+//!   termination, `Failed` makes a Job wait for pods stuck on a dead node). It says so in a warning.
+//! - **Any other existing value** (`"True"`, `""`) is left as written, with a warning: Kueue
+//!   compares the value with `"true"` exactly (`podOptedInToFailurePolicy`).
+//! - **`podFailurePolicy` with an explicit `TerminatingOrFailed`** is left unchanged, with a
+//!   warning: the apiserver rejects that combination (`validatePodReplacementPolicy` accepts only
+//!   `Failed` with a podFailurePolicy), and a webhook that rewrote it would make the same manifest
+//!   valid in an opted-in namespace and invalid everywhere else, hiding the user's mistake.
+//! - **An object without containers** is invalid (the apiserver rejects it) and its `spec` or
+//!   `template` may not exist for a patch to land in; it is not patched.
+//! - **Unknown values** of `jobgate.dev/failure-recovery` do not opt in (a misspelt `disabled`
+//!   must not force-terminate pods), with a warning.
 
-use super::{Config, Review, Verdict};
+use serde_json::{Map, Value};
+
+use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
+use super::field::go_quote;
+use super::model::{Field, JobObject, Kind};
+use super::patch::{add, pointer, replace};
+use super::{Config, Operation, Review, Verdict};
+
+/// The Job annotation that opts a Job in (`"enabled"`) or out (`"disabled"`) of failure recovery.
+pub const FAILURE_RECOVERY: &str = "jobgate.dev/failure-recovery";
+pub const FAILURE_RECOVERY_ENABLED: &str = "enabled";
+pub const FAILURE_RECOVERY_DISABLED: &str = "disabled";
 
 /// How a Job may opt into failure recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,6 +48,226 @@ pub enum RecoveryScope {
     Namespace,
 }
 
-pub fn mutate(_review: &Review<'_>, _config: &Config, _scope: RecoveryScope) -> Verdict {
-    Verdict::default()
+/// The value jobgate gives each recovery annotation on the pod template.
+const TRUE: &str = "true";
+
+pub fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Verdict {
+    let object = review.object;
+    if object.metadata.deletion_timestamp.is_some()
+        || !is_reviewed(review)
+        || object.spec.template.spec.containers.is_empty()
+    {
+        return Verdict::default();
+    }
+    let spec = &object.spec;
+    let spec_tokens = object.kind.spec_pointer();
+    let spec_path = object.kind.spec_path();
+    let mut warnings = Vec::new();
+    let mut annotation_ops = Vec::new();
+
+    // KEP-3939: the default applies only when the field is absent or null, never over "".
+    let mut policy = match &spec.pod_replacement_policy {
+        Field::Value(v) => v.as_str(),
+        Field::Absent | Field::Null => pod_replacement_policy_default(spec),
+    };
+
+    if opted_in(object, scope, &mut warnings) {
+        let keys = recovery_keys(config);
+        let template_value = |key: &str| spec.template.annotation(key);
+        let opted_out: Vec<&str> = keys
+            .iter()
+            .copied()
+            .filter(|k| template_value(k) == Some("false"))
+            .collect();
+        if !opted_out.is_empty() {
+            for key in opted_out {
+                warnings.push(format!(
+                    "jobgate: left {spec_path}.template.metadata.annotations[{key}]=\"false\" unchanged: \
+                     the pods opted out of forced termination, so failure recovery is not applied"
+                ));
+            }
+        } else {
+            let mut missing = Vec::new();
+            for key in keys {
+                match template_value(key) {
+                    None => missing.push(key),
+                    Some(TRUE) => {}
+                    Some(other) => warnings.push(format!(
+                        "jobgate: left {spec_path}.template.metadata.annotations[{key}]={} unchanged: \
+                         Kueue forcefully terminates only pods annotated \"true\"",
+                        go_quote(other)
+                    )),
+                }
+            }
+            add_template_annotations(object, &missing, &mut annotation_ops);
+            if policy == TERMINATING_OR_FAILED {
+                if spec.pod_failure_policy.is_set() {
+                    // Only an explicit value gets here: with a podFailurePolicy the default is Failed.
+                    warnings.push(format!(
+                        "jobgate: left {spec_path}.podReplacementPolicy=TerminatingOrFailed unchanged \
+                         although failure recovery is enabled: with {spec_path}.podFailurePolicy set, \
+                         the apiserver accepts only Failed"
+                    ));
+                } else {
+                    policy = FAILED;
+                    warnings.push(format!(
+                        "jobgate: set {spec_path}.podReplacementPolicy=Failed because failure recovery is enabled"
+                    ));
+                }
+            }
+        }
+    }
+
+    let mut patch = Vec::new();
+    let policy_path = || pointer(spec_tokens.iter().copied().chain(["podReplacementPolicy"]));
+    match &spec.pod_replacement_policy {
+        Field::Value(v) if v == policy => {}
+        Field::Value(_) => patch.push(replace(policy_path(), Value::from(policy))),
+        Field::Absent | Field::Null => patch.push(add(policy_path(), Value::from(policy))),
+    }
+    patch.extend(annotation_ops);
+    Verdict {
+        errors: Vec::new(),
+        warnings,
+        patch: json_patch::Patch(patch),
+    }
 }
+
+/// CREATE of a Job or CronJob; UPDATE of a CronJob whose `spec.jobTemplate` changed.
+fn is_reviewed(review: &Review<'_>) -> bool {
+    match (review.operation, review.object.kind) {
+        (Operation::Create, _) => true,
+        (Operation::Update, Kind::CronJob) => review
+            .old_object
+            .is_some_and(|old| job_template_changed(old, review.object)),
+        _ => false,
+    }
+}
+
+fn job_template_changed(old: &JobObject, new: &JobObject) -> bool {
+    match (&old.job_template_json, &new.job_template_json) {
+        (None, None) => false,
+        (Some(a), Some(b)) if a == b => false,
+        // Same text is the same template; different text may still be the same JSON.
+        (Some(a), Some(b)) => {
+            match (
+                serde_json::from_str::<Value>(a),
+                serde_json::from_str::<Value>(b),
+            ) {
+                (Ok(a), Ok(b)) => a != b,
+                _ => true,
+            }
+        }
+        _ => true,
+    }
+}
+
+/// Whether the Job opted into failure recovery at this scope; warns about annotations it ignores.
+fn opted_in(object: &JobObject, scope: RecoveryScope, warnings: &mut Vec<String>) -> bool {
+    let (value, at) = match object.kind {
+        Kind::Job => (object.metadata.annotation(FAILURE_RECOVERY), "metadata"),
+        Kind::CronJob => (
+            object
+                .job_template_metadata
+                .as_ref()
+                .and_then(|m| m.annotation(FAILURE_RECOVERY)),
+            "spec.jobTemplate.metadata",
+        ),
+    };
+    if object.kind == Kind::CronJob
+        && let Some(own) = object.metadata.annotation(FAILURE_RECOVERY)
+        && value != Some(own)
+    {
+        warnings.push(format!(
+            "jobgate: ignored metadata.annotations[{FAILURE_RECOVERY}]={} on the CronJob: \
+             its Jobs do not inherit it; set it in spec.jobTemplate.metadata.annotations",
+            go_quote(own)
+        ));
+    }
+    match value {
+        Some(FAILURE_RECOVERY_ENABLED) => true,
+        Some(FAILURE_RECOVERY_DISABLED) => false,
+        Some(other) => {
+            warnings.push(format!(
+                "jobgate: ignored {at}.annotations[{FAILURE_RECOVERY}]={}: expected \"enabled\" or \
+                 \"disabled\"; failure recovery is not enabled",
+                go_quote(other)
+            ));
+            false
+        }
+        None => scope == RecoveryScope::Namespace,
+    }
+}
+
+/// The configured keys, once each, in order (an empty key is no annotation).
+fn recovery_keys(config: &Config) -> Vec<&str> {
+    let mut keys: Vec<&str> = Vec::new();
+    for key in &config.recovery_annotation_keys {
+        if !key.is_empty() && !keys.contains(&key.as_str()) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+/// `add`s each missing key with "true": the whole `metadata` or `annotations` map when that is
+/// absent or null, else one member per key, so existing annotations are never replaced.
+fn add_template_annotations(
+    object: &JobObject,
+    missing: &[&str],
+    ops: &mut Vec<json_patch::PatchOperation>,
+) {
+    if missing.is_empty() {
+        return;
+    }
+    let template = object
+        .kind
+        .spec_pointer()
+        .iter()
+        .copied()
+        .chain(["template"]);
+    let map = || {
+        Value::Object(
+            missing
+                .iter()
+                .map(|k| (k.to_string(), Value::from(TRUE)))
+                .collect::<Map<_, _>>(),
+        )
+    };
+    match &object.spec.template.metadata {
+        Field::Absent | Field::Null => {
+            let mut metadata = Map::new();
+            metadata.insert("annotations".into(), map());
+            ops.push(add(
+                pointer(template.chain(["metadata"])),
+                Value::Object(metadata),
+            ));
+        }
+        Field::Value(meta) => match &meta.annotations {
+            Field::Absent | Field::Null => {
+                ops.push(add(
+                    pointer(template.chain(["metadata", "annotations"])),
+                    map(),
+                ));
+            }
+            Field::Value(_) => {
+                for key in missing {
+                    ops.push(add(
+                        pointer(
+                            template
+                                .clone()
+                                .chain(["metadata", "annotations"])
+                                .chain([*key]),
+                        ),
+                        Value::from(TRUE),
+                    ));
+                }
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod properties;
+#[cfg(test)]
+mod tests;

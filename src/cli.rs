@@ -1,0 +1,79 @@
+//! The command line: clap subcommands that wire the library's pieces together.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use jobgate::duration::parse_duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "jobgate",
+    version,
+    about = "Admission webhook and failure-recovery reconciler for Kubernetes batch Jobs"
+)]
+pub struct Cli {
+    /// Log output format.
+    #[arg(long, global = true, env = "JOBGATE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log filter: a level (error, warn, info, debug, trace) or tracing directives (`jobgate=debug,info`).
+    #[arg(long, global = true, env = "JOBGATE_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the admission webhooks over TLS (dev mode with a throw-away certificate when no
+    /// --tls-cert/--tls-key are given).
+    Serve(ServeArgs),
+    /// Check Job and CronJob manifests (files, directories, `-` for stdin) against kube-apiserver's
+    /// rules and jobgate's policies, as `POST /validate` would; exit 1 when any is denied, 2 on
+    /// unreadable input.
+    Check(jobgate::check::CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Webhook (HTTPS) listen address. In dev mode the host is always 127.0.0.1.
+    #[arg(long, env = "JOBGATE_ADDR", default_value = "0.0.0.0:8443")]
+    pub addr: SocketAddr,
+    /// Admin (plain HTTP) listen address for /livez, /readyz, /metrics. In dev mode the host is 127.0.0.1.
+    #[arg(long, env = "JOBGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    pub admin_addr: SocketAddr,
+    /// PEM certificate chain of the serving certificate.
+    #[arg(long, env = "JOBGATE_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of the serving certificate.
+    #[arg(long, env = "JOBGATE_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Where dev mode writes ca.crt, tls.crt and tls.key.
+    #[arg(long, env = "JOBGATE_DEV_CERTS_DIR", default_value = "certs/dev")]
+    pub dev_certs_dir: PathBuf,
+    /// Rule settings: --config, --policy, --recovery-annotation-key.
+    #[command(flatten)]
+    pub rules: jobgate::job::config::RuleArgs,
+    /// Time allowed for a TLS handshake.
+    #[arg(long, env = "JOBGATE_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: Duration,
+    /// Time allowed for an HTTP/1 request's headers to arrive.
+    #[arg(long, env = "JOBGATE_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Time allowed for a request body to arrive after its headers.
+    #[arg(long, env = "JOBGATE_BODY_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+    /// On SIGTERM, how long to keep serving with /readyz failing before closing the listener.
+    #[arg(long, env = "JOBGATE_SHUTDOWN_DELAY", default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+    /// On SIGTERM, how long in-flight reviews get to finish once the listener is closed.
+    #[arg(long, env = "JOBGATE_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+}

@@ -1,0 +1,335 @@
+//! Property test over generated Jobs and CronJobs: the patch applies to the JSON it was computed
+//! from, every operation changes something at an allowed path, and jobgate applied to its own
+//! output patches nothing (the apiserver may call it again: `reinvocationPolicy: IfNeeded`).
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::job::{Config, JobObject, Kind, Operation, Review};
+
+const KEYS: [&str; 3] = [
+    "kueue.x-k8s.io/safe-to-forcefully-terminate",
+    "kueue.x-k8s.io/safe-to-forcefully-delete",
+    "example.com/odd~key",
+];
+
+/// `None` = absent; `Some(Value::Null)` = explicit null.
+fn member(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(v) = value {
+        map.insert(key.to_string(), v);
+    }
+}
+
+fn opt_in_annotations() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        Just(Some(json!({"team": "a"}))),
+        Just(Some(json!({"jobgate.dev/failure-recovery": "enabled"}))),
+        Just(Some(json!({"jobgate.dev/failure-recovery": "disabled"}))),
+        Just(Some(json!({"jobgate.dev/failure-recovery": "Enabled"}))),
+    ]
+}
+
+fn policy() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        Just(Some(json!(""))),
+        Just(Some(json!("Failed"))),
+        Just(Some(json!("TerminatingOrFailed"))),
+        Just(Some(json!("Sometimes"))),
+    ]
+}
+
+fn pod_failure_policy() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        Just(Some(json!({}))),
+        Just(Some(json!({"rules": []}))),
+        Just(Some(
+            json!({"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]})
+        )),
+    ]
+}
+
+fn annotation_value() -> impl Strategy<Value = Option<&'static str>> {
+    prop_oneof![
+        4 => Just(None),
+        2 => Just(Some("true")),
+        1 => Just(Some("false")),
+        1 => Just(Some("True")),
+        1 => Just(Some("")),
+    ]
+}
+
+/// The pod template's `metadata`: absent, null, without annotations, null annotations, or a map.
+fn template_metadata() -> impl Strategy<Value = Option<Value>> {
+    let map = (
+        annotation_value(),
+        annotation_value(),
+        annotation_value(),
+        any::<bool>(),
+    )
+        .prop_map(|(a, b, c, other)| {
+            let mut m = Map::new();
+            for (key, value) in KEYS.iter().zip([a, b, c]) {
+                if let Some(v) = value {
+                    m.insert(key.to_string(), json!(v));
+                }
+            }
+            if other {
+                m.insert("sidecar.istio.io/inject".into(), json!("false"));
+            }
+            Some(json!({"labels": {"app": "x"}, "annotations": m}))
+        });
+    prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        Just(Some(json!({"labels": {"app": "x"}}))),
+        Just(Some(json!({"annotations": null}))),
+        map,
+    ]
+}
+
+fn job_spec() -> impl Strategy<Value = Value> {
+    (policy(), pod_failure_policy(), template_metadata()).prop_map(|(prp, pfp, meta)| {
+        let mut template = Map::new();
+        member(&mut template, "metadata", meta);
+        template.insert(
+            "spec".into(),
+            json!({"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}),
+        );
+        let mut spec = Map::new();
+        spec.insert("backoffLimit".into(), json!(2));
+        member(&mut spec, "podReplacementPolicy", prp);
+        member(&mut spec, "podFailurePolicy", pfp);
+        spec.insert("template".into(), Value::Object(template));
+        Value::Object(spec)
+    })
+}
+
+fn metadata(annotations: Option<Value>) -> Value {
+    let mut m = Map::new();
+    m.insert("generateName".into(), json!("gen-"));
+    member(&mut m, "annotations", annotations);
+    Value::Object(m)
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    object: Value,
+    /// For an UPDATE (CronJobs only), the old object.
+    old: Option<Value>,
+    scope: RecoveryScope,
+    keys: Vec<String>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let scope = prop_oneof![
+        Just(RecoveryScope::JobAnnotation),
+        Just(RecoveryScope::Namespace)
+    ];
+    let keys = prop::collection::vec(prop::sample::select(KEYS.to_vec()), 0..4)
+        .prop_map(|ks| ks.into_iter().map(String::from).collect::<Vec<_>>());
+    let job = (opt_in_annotations(), job_spec()).prop_map(|(a, spec)| {
+        (
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata(a), "spec": spec}),
+            None,
+        )
+    });
+    let cron_job = (
+        opt_in_annotations(),
+        opt_in_annotations(),
+        job_spec(),
+        prop_oneof![Just(None), Just(Some(false)), Just(Some(true))],
+    )
+        .prop_map(|(own, template, spec, update)| {
+            let object = json!({
+                "apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata(own),
+                "spec": {"schedule": "0 3 * * *", "jobTemplate": {"metadata": metadata(template), "spec": spec}}
+            });
+            // UPDATE with the template unchanged, or with an older template.
+            let old = update.map(|template_changed| {
+                let mut old = object.clone();
+                old["spec"]["schedule"] = json!("0 4 * * *");
+                if template_changed {
+                    old["spec"]["jobTemplate"]["spec"]["backoffLimit"] = json!(6);
+                }
+                old
+            });
+            (object, old)
+        });
+    (prop_oneof![job, cron_job], scope, keys).prop_map(|((object, old), scope, keys)| Case {
+        object,
+        old,
+        scope,
+        keys,
+    })
+}
+
+fn mutate_json(case: &Case, object: &Value) -> Verdict {
+    let kind = Kind::from_kind(object["kind"].as_str().unwrap_or("")).unwrap();
+    let parsed = JobObject::from_json(kind, &object.to_string()).unwrap();
+    let old = case
+        .old
+        .as_ref()
+        .map(|o| JobObject::from_json(kind, &o.to_string()).unwrap());
+    let review = Review {
+        operation: if old.is_some() {
+            Operation::Update
+        } else {
+            Operation::Create
+        },
+        object: &parsed,
+        old_object: old.as_ref(),
+    };
+    let config = Config {
+        recovery_annotation_keys: case.keys.clone(),
+        ..Config::default()
+    };
+    mutate(&review, &config, case.scope)
+}
+
+fn allowed_paths(case: &Case) -> Vec<String> {
+    let kind = Kind::from_kind(case.object["kind"].as_str().unwrap()).unwrap();
+    let spec: Vec<&str> = kind.spec_pointer().to_vec();
+    let at = |rest: &[&str]| {
+        crate::job::patch::pointer(spec.iter().copied().chain(rest.iter().copied()))
+            .as_str()
+            .to_string()
+    };
+    let mut paths = vec![
+        at(&["podReplacementPolicy"]),
+        at(&["template", "metadata"]),
+        at(&["template", "metadata", "annotations"]),
+    ];
+    for key in &case.keys {
+        paths.push(at(&["template", "metadata", "annotations", key]));
+    }
+    paths
+}
+
+/// The rules read straight off the JSON, as an oracle for the final podReplacementPolicy
+/// and pod-template annotations (`None` when jobgate must not patch at all).
+fn expected(case: &Case) -> Option<(Value, Value)> {
+    let kind = Kind::from_kind(case.object["kind"].as_str().unwrap()).unwrap();
+    let spec_ptr = crate::job::patch::pointer(kind.spec_pointer().iter().copied())
+        .as_str()
+        .to_string();
+    let spec = case.object.pointer(&spec_ptr)?;
+    if let Some(old) = &case.old
+        && old["spec"]["jobTemplate"] == case.object["spec"]["jobTemplate"]
+    {
+        return None;
+    }
+    let opt_in_meta = match kind {
+        Kind::Job => &case.object["metadata"],
+        Kind::CronJob => &case.object["spec"]["jobTemplate"]["metadata"],
+    };
+    let opted_in = match opt_in_meta["annotations"]["jobgate.dev/failure-recovery"].as_str() {
+        Some("enabled") => true,
+        None => case.scope == RecoveryScope::Namespace,
+        Some(_) => false,
+    };
+    let has_pfp = !spec["podFailurePolicy"].is_null();
+    let mut policy = match &spec["podReplacementPolicy"] {
+        Value::Null if has_pfp => json!("Failed"),
+        Value::Null => json!("TerminatingOrFailed"),
+        explicit => explicit.clone(),
+    };
+    let mut annotations = spec["template"]["metadata"]["annotations"].clone();
+    let pods_opted_out = case
+        .keys
+        .iter()
+        .any(|k| annotations[k.as_str()] == json!("false"));
+    if opted_in && !pods_opted_out {
+        for key in case.keys.iter().filter(|k| !k.is_empty()) {
+            if annotations.get(key.as_str()).is_none() {
+                if annotations.is_null() {
+                    annotations = json!({});
+                }
+                annotations[key.as_str()] = json!("true");
+            }
+        }
+        if policy == json!("TerminatingOrFailed") && !has_pfp {
+            policy = json!("Failed");
+        }
+    }
+    Some((policy, annotations))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn the_patch_applies_is_minimal_and_jobgate_on_its_own_output_patches_nothing(case in case()) {
+        let verdict = mutate_json(&case, &case.object);
+        prop_assert!(verdict.errors.is_empty());
+
+        // (c) It applies cleanly to the JSON it was computed from.
+        let mut patched = case.object.clone();
+        prop_assert!(json_patch::patch(&mut patched, &verdict.patch.0).is_ok(), "{:?}", verdict.patch);
+
+        // (b) Every operation is an add or replace at an allowed path, and changes the document;
+        // an add never lands on an existing non-null member (nothing the user wrote is replaced).
+        let allowed = allowed_paths(&case);
+        let mut doc = case.object.clone();
+        for op in &verdict.patch.0 {
+            let path = op.path().as_str().to_string();
+            prop_assert!(allowed.contains(&path), "{path} not in {allowed:?}");
+            let before = doc.pointer(&path).cloned();
+            match op {
+                json_patch::PatchOperation::Add(_) => {
+                    prop_assert!(before.is_none() || before == Some(Value::Null), "add over {before:?} at {path}")
+                }
+                json_patch::PatchOperation::Replace(_) => {
+                    prop_assert_eq!(before.as_ref().and_then(Value::as_str), Some("TerminatingOrFailed"))
+                }
+                other => prop_assert!(false, "unexpected op {other:?}"),
+            }
+            let snapshot = doc.clone();
+            prop_assert!(json_patch::patch(&mut doc, std::slice::from_ref(op)).is_ok());
+            prop_assert_ne!(&doc, &snapshot, "{} changed nothing", path);
+        }
+        prop_assert_eq!(&doc, &patched);
+
+        // Nothing outside the spec's policy and pod-template metadata moved.
+        let kind = Kind::from_kind(case.object["kind"].as_str().unwrap()).unwrap();
+        let spec_ptr = crate::job::patch::pointer(kind.spec_pointer().iter().copied()).as_str().to_string();
+        let mut a = case.object.clone();
+        let mut b = patched.clone();
+        for v in [&mut a, &mut b] {
+            if let Some(spec) = v.pointer_mut(&spec_ptr).and_then(Value::as_object_mut) {
+                spec.remove("podReplacementPolicy");
+                if let Some(t) = spec.get_mut("template").and_then(Value::as_object_mut) {
+                    t.remove("metadata");
+                }
+            }
+        }
+        prop_assert_eq!(a, b);
+        // Existing template annotations keep their values.
+        let annotations = format!("{spec_ptr}/template/metadata/annotations");
+        if let Some(Value::Object(before)) = case.object.pointer(&annotations) {
+            for (k, v) in before {
+                prop_assert_eq!(patched.pointer(&annotations).and_then(|a| a.get(k)), Some(v));
+            }
+        }
+
+        // The rules, as an independent reading of the JSON, agree with the result.
+        match expected(&case) {
+            None => prop_assert!(verdict.patch.0.is_empty()),
+            Some((policy, annotations)) => {
+                let spec = patched.pointer(&spec_ptr).unwrap_or(&Value::Null);
+                prop_assert_eq!(&spec["podReplacementPolicy"], &policy);
+                prop_assert_eq!(&spec["template"]["metadata"]["annotations"], &annotations);
+            }
+        }
+
+        // (a) Idempotence: jobgate on its own output yields no patch.
+        let again = mutate_json(&case, &patched);
+        prop_assert!(again.patch.0.is_empty(), "second patch {:?} on {}", again.patch, patched);
+    }
+}

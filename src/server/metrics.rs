@@ -1,0 +1,100 @@
+//! Prometheus metrics of the webhook server (`prometheus-client`, names prefixed `jobgate_`).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Reviews take microseconds; buckets start at 50 µs so a p99 can be read off them.
+pub const DURATION_BUCKETS: [f64; 14] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub endpoint: &'static str,
+    pub kind: &'static str,
+    pub operation: &'static str,
+    pub allowed: &'static str,
+    pub patched: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndpointLabels {
+    pub endpoint: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RejectionLabels {
+    pub endpoint: &'static str,
+    /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415).
+    pub code: &'static str,
+}
+
+/// The webhook server's metrics; cheap to clone (all handles are shared).
+#[derive(Clone, Debug)]
+pub struct ServerMetrics {
+    pub requests: Family<RequestLabels, Counter>,
+    pub duration: Family<EndpointLabels, Histogram>,
+    pub in_flight: Gauge,
+    pub rejected: Family<RejectionLabels, Counter>,
+}
+
+impl ServerMetrics {
+    pub fn register(registry: &mut Registry) -> ServerMetrics {
+        let metrics = ServerMetrics {
+            requests: Family::default(),
+            duration: Family::new_with_constructor(|| Histogram::new(DURATION_BUCKETS)),
+            in_flight: Gauge::default(),
+            rejected: Family::default(),
+        };
+        registry.register(
+            "jobgate_admission_requests",
+            "AdmissionReview requests answered, by endpoint, kind, operation and outcome",
+            metrics.requests.clone(),
+        );
+        registry.register(
+            "jobgate_admission_duration_seconds",
+            "Time from request headers to response body, by endpoint",
+            metrics.duration.clone(),
+        );
+        registry.register(
+            "jobgate_admission_in_flight_requests",
+            "Reviews being processed now",
+            metrics.in_flight.clone(),
+        );
+        registry.register(
+            "jobgate_admission_rejected_requests",
+            "Requests answered with an HTTP error instead of a review, by endpoint and status code",
+            metrics.rejected.clone(),
+        );
+        metrics
+    }
+}
+
+fn bool_label(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+impl RequestLabels {
+    pub fn new(endpoint: &'static str, summary: &crate::admission::Summary) -> RequestLabels {
+        RequestLabels {
+            endpoint,
+            kind: summary.kind,
+            operation: summary.operation,
+            allowed: bool_label(summary.allowed),
+            patched: bool_label(summary.patched),
+        }
+    }
+}
+
+/// Renders a registry in the Prometheus text format.
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    if prometheus_client::encoding::text::encode(&mut out, registry).is_err() {
+        out.clear();
+    }
+    out
+}

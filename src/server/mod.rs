@@ -1,0 +1,201 @@
+//! Sockets, TLS, limits, timeouts, the admin port and graceful shutdown for `jobgate serve`.
+//! No business rule lives here.
+
+pub mod admin;
+pub mod metrics;
+pub mod tls;
+pub mod webhook;
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum_server::Handle;
+use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
+use hyper_util::rt::TokioTimer;
+use prometheus_client::registry::Registry;
+
+use crate::job;
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone)]
+pub enum TlsSource {
+    /// PEM files (`--tls-cert`, `--tls-key`).
+    Files { cert: PathBuf, key: PathBuf },
+    /// Dev mode: generate a throw-away CA and `localhost` certificate into this directory.
+    Dev { dir: PathBuf },
+}
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    pub tls: TlsSource,
+    pub rules: job::Config,
+    /// Time allowed for a TLS handshake.
+    pub handshake_timeout: Duration,
+    /// Time allowed for an HTTP/1 request's headers to arrive.
+    pub header_read_timeout: Duration,
+    /// Time allowed for a request body to arrive once the headers did.
+    pub body_timeout: Duration,
+    /// After readiness turns false on shutdown, how long to keep serving before closing listeners
+    /// (lets endpoints controllers and load balancers stop sending new requests).
+    pub shutdown_delay: Duration,
+    /// How long in-flight requests get to finish once listeners close.
+    pub shutdown_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("webhook server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// What `serve` tells its caller once it listens (the real ports, when 0 was asked).
+#[derive(Debug, Clone)]
+pub struct Listening {
+    pub addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    pub dev: Option<tls::DevCertificates>,
+}
+
+fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
+    let listener = TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    Ok(listener)
+}
+
+/// Serves until `shutdown` resolves, then drains: readiness false, `shutdown_delay`, listeners
+/// closed, in-flight reviews given `shutdown_timeout` to finish. `on_listening` is called once
+/// both ports listen.
+pub async fn serve(
+    options: ServeOptions,
+    on_listening: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    tls::install_crypto_provider();
+    let (tls_config, dev) = match &options.tls {
+        TlsSource::Files { cert, key } => (tls::load_server_config(cert, key)?, None),
+        TlsSource::Dev { dir } => {
+            let files = tls::DevCertificates::generate(dir)?;
+            (
+                tls::load_server_config(&files.tls_cert, &files.tls_key)?,
+                Some(files),
+            )
+        }
+    };
+    let listener = bind(options.addr)?;
+    let admin_listener = bind(options.admin_addr)?;
+    let listening = Listening {
+        addr: listener.local_addr().map_err(ServeError::Serve)?,
+        admin_addr: admin_listener.local_addr().map_err(ServeError::Serve)?,
+        dev,
+    };
+
+    let mut registry = Registry::default();
+    let metrics = metrics::ServerMetrics::register(&mut registry);
+    let readiness = admin::Readiness::default();
+    let admin_state = admin::AdminState {
+        readiness: readiness.clone(),
+        registry: Arc::new(registry),
+    };
+
+    let (admin_stop_tx, admin_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let admin_listener =
+        tokio::net::TcpListener::from_std(admin_listener).map_err(ServeError::Serve)?;
+    let admin_task = tokio::spawn(async move {
+        let app = admin::router(admin_state);
+        axum::serve(admin_listener, app)
+            .with_graceful_shutdown(async {
+                let _ = admin_stop_rx.await;
+            })
+            .await
+    });
+
+    let app = webhook::router(webhook::WebhookState {
+        config: Arc::new(options.rules.clone()),
+        metrics,
+        body_timeout: options.body_timeout,
+        max_body_bytes: webhook::MAX_BODY_BYTES,
+    });
+    let handle: Handle<SocketAddr> = Handle::new();
+    let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(tls_config))
+        .handshake_timeout(options.handshake_timeout);
+    let mut server = axum_server::from_tcp(listener)
+        .map_err(ServeError::Serve)?
+        .acceptor(acceptor)
+        .handle(handle.clone());
+    server
+        .http_builder()
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout)
+        .keep_alive(true);
+    server
+        .http_builder()
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .max_concurrent_streams(250);
+    let server_task = tokio::spawn(server.serve(app.into_make_service()));
+
+    if handle.listening().await.is_some() {
+        readiness.set(true);
+        on_listening(&listening);
+        tracing::info!(addr = %listening.addr, admin_addr = %listening.admin_addr, "serving");
+    }
+
+    tokio::select! {
+        _ = shutdown => {}
+        result = wait(server_task) => {
+            // The server stopped on its own: an accept-loop failure.
+            readiness.set(false);
+            let _ = admin_stop_tx.send(());
+            return result;
+        }
+    }
+    tracing::info!(delay = ?options.shutdown_delay, timeout = ?options.shutdown_timeout, "shutting down");
+    readiness.set(false);
+    tokio::time::sleep(options.shutdown_delay).await;
+    handle.graceful_shutdown(Some(options.shutdown_timeout));
+    // graceful_shutdown closes the listener now and connections after the timeout at the latest;
+    // the extra second bounds the wait even if a connection task is slow to notice.
+    let drained = async {
+        while handle.connection_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    if tokio::time::timeout(options.shutdown_timeout + Duration::from_secs(1), drained)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            connections = handle.connection_count(),
+            "connections still open after the shutdown timeout"
+        );
+    }
+    let _ = admin_stop_tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(1), admin_task).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait(task: tokio::task::JoinHandle<std::io::Result<()>>) -> Result<(), ServeError> {
+    match task.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(ServeError::Serve(e)),
+        Err(e) => Err(ServeError::Serve(std::io::Error::other(e))),
+    }
+}

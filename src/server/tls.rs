@@ -1,0 +1,242 @@
+//! TLS for the webhook port: PEM loading, rustls configuration (TLS 1.2+, ALPN h2 and http/1.1),
+//! and dev mode's throw-away CA and `localhost` serving certificate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: no PEM certificate found", path.display())]
+    NoCertificate { path: PathBuf },
+    #[error("{}: not a PEM certificate chain: {message}", path.display())]
+    BadCertificate { path: PathBuf, message: String },
+    #[error("{}: not a PEM private key (PKCS#8, PKCS#1 or SEC1): {message}", path.display())]
+    BadKey { path: PathBuf, message: String },
+    #[error("{} and {} do not match: {message}", cert.display(), key.display())]
+    Mismatch {
+        cert: PathBuf,
+        key: PathBuf,
+        message: String,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot generate the dev certificate: {0}")]
+    Generate(String),
+}
+
+/// Installs rustls' `ring` provider as the process default. Call once at start-up; later calls
+/// are no-ops (a second, different provider would make rustls panic when building configs).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Reads a PEM certificate chain and private key and builds the server configuration.
+pub fn load_server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsError> {
+    let cert_pem = std::fs::read(cert).map_err(|source| TlsError::Read {
+        path: cert.into(),
+        source,
+    })?;
+    let key_pem = std::fs::read(key).map_err(|source| TlsError::Read {
+        path: key.into(),
+        source,
+    })?;
+    server_config_from_pem(&cert_pem, &key_pem, cert, key)
+}
+
+/// Builds the server configuration from PEM bytes; `cert`/`key` name the sources in errors.
+pub fn server_config_from_pem(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    cert: &Path,
+    key: &Path,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::BadCertificate {
+            path: cert.into(),
+            message: e.to_string(),
+        })?;
+    if chain.is_empty() {
+        return Err(TlsError::NoCertificate { path: cert.into() });
+    }
+    let private_key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::BadKey {
+        path: key.into(),
+        message: e.to_string(),
+    })?;
+    let mut config = ServerConfig::builder_with_protocol_versions(&[
+        &rustls::version::TLS13,
+        &rustls::version::TLS12,
+    ])
+    .with_no_client_auth()
+    .with_single_cert(chain, private_key)
+    .map_err(|e| TlsError::Mismatch {
+        cert: cert.into(),
+        key: key.into(),
+        message: e.to_string(),
+    })?;
+    // kube-apiserver speaks HTTP/1.1 with keep-alive; curl and most tools prefer h2.
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Dev mode's files: a throw-away CA and a serving certificate for `localhost` and `127.0.0.1`.
+#[derive(Debug, Clone)]
+pub struct DevCertificates {
+    pub dir: PathBuf,
+    pub ca_cert: PathBuf,
+    pub tls_cert: PathBuf,
+    pub tls_key: PathBuf,
+}
+
+impl DevCertificates {
+    /// Generates a new CA and `localhost` certificate and writes `ca.crt`, `tls.crt`, `tls.key`
+    /// to `dir` (created if missing; the key is written with mode 0600).
+    pub fn generate(dir: &Path) -> Result<DevCertificates, TlsError> {
+        let bundle = generate_bundle(
+            "jobgate dev CA (throw-away)",
+            &["localhost".into(), "127.0.0.1".into()],
+        )?;
+        std::fs::create_dir_all(dir).map_err(|source| TlsError::Write {
+            path: dir.into(),
+            source,
+        })?;
+        let files = DevCertificates {
+            dir: dir.into(),
+            ca_cert: dir.join("ca.crt"),
+            tls_cert: dir.join("tls.crt"),
+            tls_key: dir.join("tls.key"),
+        };
+        write_file(&files.ca_cert, bundle.ca_cert_pem.as_bytes(), 0o644)?;
+        write_file(&files.tls_cert, bundle.cert_pem.as_bytes(), 0o644)?;
+        write_file(&files.tls_key, bundle.key_pem.as_bytes(), 0o600)?;
+        Ok(files)
+    }
+}
+
+/// A CA certificate and a serving certificate and key it signed, all PEM.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub ca_cert_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// Generates a CA and a serving certificate for `sans` (DNS names or IP addresses).
+pub fn generate_bundle(ca_common_name: &str, sans: &[String]) -> Result<Bundle, TlsError> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
+        IsCa, KeyPair, KeyUsagePurpose,
+    };
+    let err = |e: rcgen::Error| TlsError::Generate(e.to_string());
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, ca_common_name);
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca =
+        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(err)?).map_err(err)?;
+
+    let mut leaf_params = CertificateParams::new(sans.to_vec()).map_err(err)?;
+    if let Some(first) = sans.first() {
+        leaf_params
+            .distinguished_name
+            .push(DnType::CommonName, first.as_str());
+    }
+    leaf_params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let leaf_key = KeyPair::generate().map_err(err)?;
+    let leaf = leaf_params.signed_by(&leaf_key, &ca).map_err(err)?;
+    Ok(Bundle {
+        ca_cert_pem: ca.pem(),
+        cert_pem: leaf.pem(),
+        key_pem: leaf_key.serialize_pem(),
+    })
+}
+
+fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), TlsError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(path)?;
+        f.write_all(contents)
+    };
+    write().map_err(|source| TlsError::Write {
+        path: path.into(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dev_certificates_load_into_a_server_config_with_alpn() {
+        install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let files = DevCertificates::generate(dir.path()).unwrap();
+        let config = load_server_config(&files.tls_cert, &files.tls_key).unwrap();
+        assert_eq!(
+            config.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let files = DevCertificates::generate(dir.path()).unwrap();
+        let missing = dir.path().join("nope.crt");
+        let e = load_server_config(&missing, &files.tls_key)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("cannot read {}", missing.display())),
+            "{e}"
+        );
+        // A key that is not the certificate's.
+        let other = generate_bundle("other", &["localhost".into()]).unwrap();
+        let other_key = dir.path().join("other.key");
+        std::fs::write(&other_key, other.key_pem).unwrap();
+        let e = load_server_config(&files.tls_cert, &other_key)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("do not match"), "{e}");
+        assert!(e.contains("other.key"), "{e}");
+        // A certificate file that holds no certificate.
+        let e = load_server_config(&files.tls_key, &files.tls_key)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no PEM certificate found"), "{e}");
+        let e = load_server_config(&files.tls_cert, &files.tls_cert)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a PEM private key"), "{e}");
+    }
+}

@@ -1,0 +1,133 @@
+//! `jobgate check` as a user runs it: the built binary on files, a directory and stdin.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
+const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+
+const GOOD_JOB: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: pi\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: pi\n        image: perl\n";
+
+fn opted_in_job() -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: train\nspec:\n  template:\n    metadata:\n      annotations:\n        {KEY}: \"true\"\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: main\n        image: trainer\n"
+    )
+}
+
+const BAD_VALUES: &str = r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"codes"},"spec":{"podFailurePolicy":{"rules":[{"action":"FailJob","onExitCodes":{"operator":"In","values":[3,1]}}]},"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"main","image":"busybox"}]}}}}"#;
+
+fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("check")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for key in [
+        "JOBGATE_CONFIG",
+        "JOBGATE_POLICY",
+        "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        "JOBGATE_OUTPUT",
+    ] {
+        cmd.env_remove(key);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("run jobgate");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn files_directories_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.yaml"), GOOD_JOB).unwrap();
+    std::fs::create_dir(dir.path().join("ml")).unwrap();
+    std::fs::write(dir.path().join("ml/codes.json"), BAD_VALUES).unwrap();
+    let d = dir.path().to_str().unwrap();
+
+    let out = check(&[d, "-"], &opted_in_job(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "-:1 Job/train: Warning: jobgate: spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n\
+             -:1 Job/train: Warning: jobgate: spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n\
+             {d}/ml/codes.json:1 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n"
+        )
+    );
+    assert_eq!(
+        text(&out.stderr),
+        "jobgate check: 3 checked, 1 denied, 1 with warnings, 0 skipped, 0 unreadable\n"
+    );
+
+    let good = dir.path().join("good.yaml");
+    let out = check(&[good.to_str().unwrap()], "", &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "");
+}
+
+#[test]
+fn unreadable_input_exits_two() {
+    let out = check(&["/nonexistent/jobs.yaml"], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("/nonexistent/jobs.yaml: error: No such file or directory"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn policies_from_env_and_config_file_and_json_output() {
+    let out = check(
+        &["--output", "json"],
+        &opted_in_job(),
+        &[(
+            "JOBGATE_POLICY",
+            "recovery-needs-failed=deny,recovery-counts-toward-backoff=off",
+        )],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objects"][0]["allowed"], false);
+    assert_eq!(
+        v["objects"][0]["errors"][0]["field"],
+        "spec.podReplacementPolicy"
+    );
+    assert_eq!(v["objects"][0]["warnings"], serde_json::json!([]));
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("jobgate.yaml");
+    std::fs::write(
+        &config,
+        "policies:\n  recovery-needs-failed: off\n  recovery-counts-toward-backoff: off\n",
+    )
+    .unwrap();
+    let out = check(
+        &["--config", config.to_str().unwrap()],
+        &opted_in_job(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "");
+
+    std::fs::write(&config, "policies:\n  no-such-policy: off\n").unwrap();
+    let out = check(&["--config", config.to_str().unwrap()], GOOD_JOB, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown policy \"no-such-policy\""),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,0 +1,163 @@
+//! Starting the real `jobgate` binary for integration tests, and talking to it with curl.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Jobgate {
+    pub child: Child,
+    pub port: u16,
+    pub admin_port: u16,
+    pub dir: tempfile::TempDir,
+    pub ca: PathBuf,
+    pub stdout_lines: Vec<String>,
+}
+
+impl Jobgate {
+    /// Starts `jobgate serve` in dev mode on free ports, in a temporary working directory.
+    pub fn start(extra: &[&str]) -> Jobgate {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--admin-addr",
+                "127.0.0.1:0",
+            ])
+            .args(extra)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn jobgate");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = Vec::new();
+        let (mut port, mut admin_port) = (0, 0);
+        let mut reader = BufReader::new(stdout);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            if let Some(rest) = line.strip_prefix("jobgate: serving webhooks on https://127.0.0.1:")
+            {
+                let (p, rest) = rest.split_once(' ').expect("port");
+                port = p.parse().expect("port number");
+                let a = rest
+                    .trim()
+                    .trim_start_matches("(admin http://127.0.0.1:")
+                    .trim_end_matches(')');
+                admin_port = a.parse().expect("admin port number");
+            }
+            lines.push(line.trim_end().to_string());
+            if lines.iter().any(|l| l.starts_with("  curl ")) {
+                break;
+            }
+        }
+        assert!(
+            port != 0,
+            "jobgate did not report its port; stdout: {lines:?}"
+        );
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        let ca = dir.path().join("certs/dev/ca.crt");
+        Jobgate {
+            child,
+            port,
+            admin_port,
+            dir,
+            ca,
+            stdout_lines: lines,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("https://localhost:{}{}", self.port, path)
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.admin_port, path)
+    }
+
+    /// Sends SIGTERM and waits for the exit status (at most `within`).
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Jobgate {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP exchange as curl saw it.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub http_version: String,
+    pub body: String,
+    /// curl's own complaints (empty when the exchange worked).
+    pub stderr: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// Runs curl with `args` plus a trailer that reports status and HTTP version.
+pub fn curl(args: &[&str]) -> Reply {
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "20",
+            "-w",
+            "\n%{http_code} %{http_version}",
+        ])
+        .args(args)
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (body, trailer) = text.rsplit_once('\n').unwrap_or(("", &text));
+    let (status, version) = trailer.split_once(' ').unwrap_or(("0", ""));
+    Reply {
+        status: status.parse().unwrap_or(0),
+        http_version: version.to_string(),
+        body: body.to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+    }
+}
+
+/// POSTs a file as JSON to jobgate over TLS, verifying the dev CA.
+pub fn post_file(jg: &Jobgate, path: &str, file: &Path, http: &str) -> Reply {
+    let data = format!("@{}", file.display());
+    let ca = jg.ca.display().to_string();
+    curl(&[
+        http,
+        "--cacert",
+        &ca,
+        "-H",
+        "Content-Type: application/json",
+        "--data-binary",
+        &data,
+        &jg.url(path),
+    ])
+}
