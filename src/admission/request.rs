@@ -93,7 +93,10 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for FastRequestVisitor<'a> {
                 "name" => out.name = map.next_value()?,
                 "dryRun" => out.dry_run = map.next_value()?,
                 "object" | "oldObject" => {
-                    let object = match out.kind.as_ref().and_then(|(g, v, k)| job_kind(g, v, k)) {
+                    // CronJobs keep their raw text (mutation compares `spec.jobTemplate`
+                    // texts on UPDATE), so only Jobs are read in this pass.
+                    let kind = out.kind.as_ref().and_then(|(g, v, k)| job_kind(g, v, k));
+                    let object = match kind.filter(|k| *k == Kind::Job) {
                         Some(kind) => match map.next_value_seed(JobSeed(kind))? {
                             Some(job) => ObjectIn::Parsed(job),
                             None => ObjectIn::Absent,
