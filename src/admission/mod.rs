@@ -189,8 +189,8 @@ fn decide(
     // only a Job UPDATE at /validate pays for reading the templates as a whole.
     if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, old_object.as_mut()) {
         let (new_template, old_template) = whole_templates(body);
-        object.spec.template.whole = Some(new_template);
-        old.spec.template.whole = Some(old_template);
+        object.spec.template.whole = Some(Box::new(new_template));
+        old.spec.template.whole = Some(Box::new(old_template));
     }
     let review = job::Review {
         operation,
@@ -207,7 +207,7 @@ fn decide(
 
 fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObject, String> {
     let raw = match object {
-        ObjectIn::Parsed(job) => return Ok(job),
+        ObjectIn::Parsed(job) => return Ok(*job),
         ObjectIn::Raw(raw) => raw,
         ObjectIn::Absent => return Err(format!("{at} is required for CREATE and UPDATE")),
     };

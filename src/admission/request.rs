@@ -48,7 +48,7 @@ struct ReviewIn<'a, R> {
 pub enum ObjectIn<'a> {
     Absent,
     Raw(&'a RawValue),
-    Parsed(JobObject),
+    Parsed(Box<JobObject>),
 }
 
 /// The single-pass request: Job objects are read as they stream by.
@@ -98,7 +98,7 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for FastRequestVisitor<'a> {
                     let kind = out.kind.as_ref().and_then(|(g, v, k)| job_kind(g, v, k));
                     let object = match kind.filter(|k| *k == Kind::Job) {
                         Some(kind) => match map.next_value_seed(JobSeed(kind))? {
-                            Some(job) => ObjectIn::Parsed(job),
+                            Some(job) => ObjectIn::Parsed(Box::new(job)),
                             None => ObjectIn::Absent,
                         },
                         None => match map.next_value::<Option<&'de RawValue>>()? {

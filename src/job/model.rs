@@ -251,7 +251,7 @@ pub struct PodTemplateSpec {
     /// The whole template as received, kept only where a Job UPDATE needs it (kube-apiserver's
     /// `spec.template` immutability compares every field); `None` on the fast CREATE path.
     #[serde(skip)]
-    pub whole: Option<serde_json::Value>,
+    pub whole: Option<Box<serde_json::Value>>,
 }
 
 impl PodTemplateSpec {
@@ -495,7 +495,7 @@ impl JobObject {
             at = at.and_then(|v| v.get(token));
         }
         let template = at.and_then(|spec| spec.get("template"));
-        self.spec.template.whole = Some(template.cloned().unwrap_or(serde_json::Value::Null));
+        self.spec.template.whole = Some(Box::new(template.cloned().unwrap_or_default()));
     }
 
     /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.
