@@ -843,3 +843,69 @@ fn test_validate_job_upstream_error_cases() {
         );
     }
 }
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("FailJob".to_string()),
+            Just("FailIndex".to_string()),
+            Just("In".to_string()),
+            Just("True".to_string()),
+            "[a-zA-Z0-9./_ -]{0,70}",
+            any::<String>(),
+        ]
+    }
+
+    fn indexes() -> impl Strategy<Value = String> {
+        prop_oneof!["[0-9,-]{0,12}", "[-+0-9a-z,]{0,20}", any::<String>()]
+    }
+
+    prop_compose! {
+        fn rule()(action in word(), op in word(), name in proptest::option::of(word()),
+                  values in proptest::collection::vec(any::<i32>(), 0..6),
+                  conditions in proptest::collection::vec((word(), word()), 0..3),
+                  with_codes in any::<bool>()) -> Value {
+            let mut r = json!({"action": action, "onPodConditions":
+                conditions.iter().map(|(t, s)| json!({"type": t, "status": s})).collect::<Vec<_>>()});
+            if with_codes {
+                r["onExitCodes"] = json!({"containerName": name, "operator": op, "values": values});
+            }
+            r
+        }
+    }
+
+    proptest! {
+        /// Whatever the field values, validation answers with errors on `spec.` paths and never
+        /// panics (a panic in a webhook is an outage).
+        #[test]
+        fn validation_of_arbitrary_values_never_panics(
+            rules in proptest::collection::vec(rule(), 0..4),
+            mode in proptest::option::of(word()),
+            completions in proptest::option::of(any::<i32>()),
+            parallelism in proptest::option::of(any::<i32>()),
+            blpi in proptest::option::of(any::<i32>()),
+            mfi in proptest::option::of(any::<i32>()),
+            replacement in proptest::option::of(word()),
+            restart in word(),
+            success in proptest::option::of(proptest::collection::vec(
+                (proptest::option::of(indexes()), proptest::option::of(any::<i32>())), 0..3)),
+        ) {
+            let mut spec = json!({
+                "podFailurePolicy": {"rules": rules}, "completionMode": mode, "completions": completions,
+                "parallelism": parallelism, "backoffLimitPerIndex": blpi, "maxFailedIndexes": mfi,
+                "podReplacementPolicy": replacement, "template": {"spec": {"restartPolicy": restart}},
+            });
+            if let Some(rules) = success {
+                spec["successPolicy"] = json!({"rules": rules.iter().map(|(i, c)|
+                    json!({"succeededIndexes": i, "succeededCount": c})).collect::<Vec<_>>()});
+            }
+            for e in validate_object(&job_with(spec)) {
+                prop_assert!(e.path.starts_with("spec."), "{}", e);
+            }
+        }
+    }
+}
