@@ -324,12 +324,13 @@ fn check_review(location: &str, doc: Value, config: &Config, report: &mut Report
     else {
         report.ignored.push(Ignored {
             location: location.to_string(),
-            api_version: format!(
-                "{} {}",
+            api_version: str_at(&doc, "apiVersion").to_string(),
+            kind: format!(
+                "AdmissionReview ({} {}/{} {kind})",
                 str_at(request, "operation"),
+                str_at(&gvk, "group"),
                 str_at(&gvk, "version")
             ),
-            kind: format!("AdmissionReview of {kind}"),
             name,
         });
         return;

@@ -260,3 +260,16 @@ fn thousands_of_documents_are_checked_quickly() {
     // Generous even for a debug build on a busy machine.
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
+
+#[test]
+fn admission_reviews_of_deletes_and_other_kinds_are_skipped_with_a_note() {
+    let review = serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "operation": "DELETE",
+            "name": "j", "oldObject": {"kind": "Job"}}});
+    let (code, out, err) = run_on(&args(&[], OutputFormat::Text), &review.to_string());
+    assert_eq!((code, out.as_str()), (EXIT_OK, ""));
+    assert!(
+        err.starts_with("-:1: note: skipped AdmissionReview (DELETE batch/v1 Job)/j (admission.k8s.io/v1): jobgate checks batch/v1 Jobs and CronJobs\n"),
+        "{err}"
+    );
+}
