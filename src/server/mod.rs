@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod metrics;
+pub mod reload;
 pub mod tls;
 pub mod webhook;
 
