@@ -49,6 +49,12 @@ pub struct CertsArgs {
     #[arg(long, env = "JOBGATE_CERTS_VALIDITY_DAYS", default_value_t = 365,
           value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub validity_days: u32,
+    /// Keep trusting the CA of the previous run: the caBundle patch holds the new CA and the
+    /// `ca.crt` found in `--out` before it is replaced. For rotation without a window in which
+    /// kube-apiserver trusts only the new CA while pods still serve the old certificate (kubelet
+    /// updates mounted Secrets up to a minute or two after an apply). Drop it at the next run.
+    #[arg(long, env = "JOBGATE_CERTS_KEEP_PREVIOUS_CA")]
+    pub keep_previous_ca: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +65,8 @@ pub enum CertsError {
     NotADnsLabel { flag: &'static str, value: String },
     #[error("cannot generate the certificates: {0}")]
     Generate(String),
+    #[error("--keep-previous-ca: {} is not a PEM certificate ({message})", path.display())]
+    PreviousCa { path: PathBuf, message: String },
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -136,9 +144,9 @@ pub fn generate(
 }
 
 /// The kustomize strategic-merge patch that sets `caBundle` on every entry of both webhook
-/// configurations in `deploy/base` (entries are merged by `name`).
-pub fn ca_bundle_patch(ca_cert_pem: &str) -> String {
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_cert_pem);
+/// configurations in `deploy/base` (entries are merged by `name`) to the concatenated PEM CAs.
+pub fn ca_bundle_patch(ca_certs_pem: &str) -> String {
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_certs_pem);
     let entries = |names: &[&str]| -> String {
         names
             .iter()
@@ -200,7 +208,19 @@ pub fn write(args: &CertsArgs, now: SystemTime) -> Result<Written, CertsError> {
     let sans = service_dns_names(&args.service, &args.namespace);
     let ca_common_name = format!("jobgate CA for {}.{}.svc", args.service, args.namespace);
     let validity = Duration::from_secs(u64::from(args.validity_days) * 86_400);
+    let previous_ca = if args.keep_previous_ca {
+        previous_ca(&args.out.join(CA_CERT_FILE))?
+    } else {
+        None
+    };
     let bundle = generate(&ca_common_name, &sans, validity, now)?;
+    let mut trusted = bundle.ca_cert_pem.clone();
+    if let Some(previous) = previous_ca {
+        if !trusted.ends_with('\n') {
+            trusted.push('\n');
+        }
+        trusted.push_str(&previous);
+    }
 
     std::fs::create_dir_all(&args.out).map_err(|source| CertsError::Write {
         path: args.out.clone(),
@@ -219,10 +239,39 @@ pub fn write(args: &CertsArgs, now: SystemTime) -> Result<Written, CertsError> {
     write_atomically(&written.ca_cert, bundle.ca_cert_pem.as_bytes(), 0o644)?;
     write_atomically(
         &written.ca_bundle_patch,
-        ca_bundle_patch(&bundle.ca_cert_pem).as_bytes(),
+        ca_bundle_patch(&trusted).as_bytes(),
         0o644,
     )?;
     Ok(written)
+}
+
+/// The CA certificates in `path`, if it exists; an error if it exists but holds none.
+fn previous_ca(path: &Path) -> Result<Option<String>, CertsError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let pem = match std::fs::read_to_string(path) {
+        Ok(pem) => pem,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CertsError::PreviousCa {
+                path: path.into(),
+                message: e.to_string(),
+            });
+        }
+    };
+    let certs: Result<Vec<CertificateDer<'_>>, _> =
+        CertificateDer::pem_slice_iter(pem.as_bytes()).collect();
+    match certs {
+        Ok(certs) if !certs.is_empty() => Ok(Some(pem)),
+        Ok(_) => Err(CertsError::PreviousCa {
+            path: path.into(),
+            message: "no certificate".into(),
+        }),
+        Err(e) => Err(CertsError::PreviousCa {
+            path: path.into(),
+            message: e.to_string(),
+        }),
+    }
 }
 
 /// `jobgate certs`.
@@ -310,6 +359,7 @@ mod tests {
             namespace: "jobgate-system".into(),
             out: dir.path().join("out"),
             validity_days: 1,
+            keep_previous_ca: false,
         };
         let e = write(&args, SystemTime::now()).unwrap_err().to_string();
         assert!(
@@ -363,5 +413,54 @@ mod tests {
         };
         assert_eq!(names(&docs[0]), MUTATING_WEBHOOK_NAMES);
         assert_eq!(names(&docs[1]), VALIDATING_WEBHOOK_NAMES);
+    }
+
+    fn ca_bundle_of(patch: &str) -> Vec<u8> {
+        let first_line = patch
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("caBundle: "))
+            .unwrap();
+        base64::engine::general_purpose::STANDARD
+            .decode(first_line)
+            .unwrap()
+    }
+
+    #[test]
+    fn keep_previous_ca_trusts_the_old_and_the_new_ca_then_only_the_newer_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = CertsArgs {
+            service: "jobgate".into(),
+            namespace: "jobgate-system".into(),
+            out: dir.path().to_path_buf(),
+            validity_days: 1,
+            keep_previous_ca: true,
+        };
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        // First run: nothing to keep.
+        let w = write(&args, SystemTime::now()).unwrap();
+        let first_ca = read(&w.ca_cert);
+        assert_eq!(ca_bundle_of(&read(&w.ca_bundle_patch)), first_ca.as_bytes());
+        // Rotation: new CA first, then the previous one.
+        write(&args, SystemTime::now()).unwrap();
+        let second_ca = read(&w.ca_cert);
+        assert_ne!(first_ca, second_ca);
+        assert_eq!(
+            ca_bundle_of(&read(&w.ca_bundle_patch)),
+            format!("{second_ca}{first_ca}").as_bytes()
+        );
+        // Without the flag only the new CA is trusted.
+        args.keep_previous_ca = false;
+        write(&args, SystemTime::now()).unwrap();
+        assert_eq!(
+            ca_bundle_of(&read(&w.ca_bundle_patch)),
+            read(&w.ca_cert).as_bytes()
+        );
+        // A ca.crt that is not a certificate is an error, and nothing is replaced.
+        args.keep_previous_ca = true;
+        std::fs::write(&w.ca_cert, "garbage").unwrap();
+        let key_before = read(&w.tls_key);
+        let e = write(&args, SystemTime::now()).unwrap_err().to_string();
+        assert!(e.contains("is not a PEM certificate"), "{e}");
+        assert_eq!(read(&w.tls_key), key_before);
     }
 }

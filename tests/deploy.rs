@@ -257,6 +257,7 @@ impl Workspace {
             namespace: NAMESPACE.into(),
             out: dir.path().join("deploy/overlays/self-signed/certs"),
             validity_days: 30,
+            keep_previous_ca: false,
         };
         certs::write(&args, SystemTime::now()).expect("jobgate certs");
         Workspace { dir }
@@ -1093,6 +1094,7 @@ fn certs_output_chains_to_its_ca_for_every_service_name_and_nothing_else() {
         namespace: NAMESPACE.into(),
         out: dir.path().join("out"),
         validity_days: 90,
+        keep_previous_ca: false,
     };
     let now = SystemTime::now();
     let written = certs::write(&args, now).unwrap();
@@ -1172,6 +1174,7 @@ fn certs_output_verifies_with_openssl() {
         namespace: NAMESPACE.into(),
         out: dir.path().to_path_buf(),
         validity_days: 365,
+        keep_previous_ca: false,
     };
     let w = certs::write(&args, SystemTime::now()).unwrap();
     let (ca, crt, key) = (
