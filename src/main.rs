@@ -25,6 +25,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Certs(args) => jobgate::certs::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -75,6 +76,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             recovery_annotation_keys: args.recovery_annotation_keys,
         },
         handshake_timeout: args.tls_handshake_timeout,
+        tls_reload_interval: args.tls_reload_interval,
         header_read_timeout: args.header_read_timeout,
         body_timeout: args.body_timeout,
         shutdown_delay: args.shutdown_delay,

@@ -356,3 +356,99 @@ async fn symlink_swap_rotates_new_connections_keeps_old_ones_and_drops_no_reques
     reloader_task.abort();
     handle.shutdown();
 }
+
+/// `jobgate serve --tls-cert --tls-key` as deployed: the binary itself picks up a rotated pair
+/// and reports it on the admin port's /metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobgate_serve_reloads_a_rotated_mounted_secret_and_counts_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    tls::install_crypto_provider();
+    let (a, b) = (bundle("CA a"), bundle("CA b"));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut volume = SecretVolume::new(tmp.path(), &a.cert_pem, &a.key_pem);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+        .arg("--tls-cert")
+        .arg(volume.cert())
+        .arg("--tls-key")
+        .arg(volume.key())
+        .args(["--tls-reload-interval", "100ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn jobgate");
+    let stdout = child.stdout.take().unwrap();
+    let banner = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find(|l| l.starts_with("jobgate: serving webhooks on https://"))
+    })
+    .await
+    .unwrap()
+    .expect("jobgate reports where it listens");
+    // "jobgate: serving webhooks on https://127.0.0.1:P (admin http://127.0.0.1:Q)"
+    let mut addrs = banner
+        .split(|c: char| c == ' ' || c == '(' || c == ')')
+        .filter_map(|w| w.rsplit("//").next()?.parse::<std::net::SocketAddr>().ok());
+    let (addr, admin) = (addrs.next().unwrap(), addrs.next().unwrap());
+
+    let client = Client::new(addr, &[&a, &b]);
+    let mut keep_alive = client.connect(true).await.unwrap();
+    assert_eq!(keep_alive.leaf, leaf_der(&a));
+
+    volume.update(&b.cert_pem, &b.key_pem);
+    until(
+        "jobgate serve to present certificate b",
+        async || matches!(client.connect(false).await, Ok(c) if c.leaf == leaf_der(&b)),
+    )
+    .await;
+
+    // The h2 keep-alive connection made before the rotation still gets answers (404: jobgate
+    // serves only the webhook paths; the point is an HTTP answer on the old TLS session).
+    let response = match &mut keep_alive.sender {
+        Sender::Http2(s) => s
+            .send_request(
+                hyper::Request::get("https://localhost/livez")
+                    .body(Empty::<Bytes>::new())
+                    .unwrap(),
+            )
+            .await
+            .expect("the pre-rotation connection still works"),
+        Sender::Http1(_) => unreachable!("connected with h2"),
+    };
+    assert!(response.status().is_client_error(), "{}", response.status());
+
+    let tcp = tokio::net::TcpStream::connect(admin).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let metrics = sender
+        .send_request(
+            hyper::Request::get("/metrics")
+                .header(hyper::header::HOST, "localhost")
+                .body(Empty::<Bytes>::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap()
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes();
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics.contains("jobgate_tls_reloads_total{result=\"success\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("jobgate_tls_reload_failing 0"),
+        "{metrics}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

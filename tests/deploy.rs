@@ -1202,3 +1202,61 @@ fn certs_output_verifies_with_openssl() {
     let ca_text = openssl(&["x509", "-noout", "-text", "-in", ca]).unwrap();
     assert!(ca_text.contains("CA:TRUE"), "{ca_text}");
 }
+
+/// The command as a user runs it: flags, files, and what it prints.
+#[test]
+fn jobgate_certs_command_writes_the_four_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let run = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args([
+            "certs",
+            "--service",
+            SERVICE,
+            "--namespace",
+            NAMESPACE,
+            "--out",
+        ])
+        .arg(&out)
+        .args(["--validity-days", "7"])
+        .output()
+        .expect("run jobgate certs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout.contains("jobgate.jobgate-system.svc.cluster.local"),
+        "{stdout}"
+    );
+    for file in [
+        certs::CA_CERT_FILE,
+        certs::TLS_CERT_FILE,
+        certs::TLS_KEY_FILE,
+        certs::CA_BUNDLE_PATCH_FILE,
+    ] {
+        assert!(
+            stdout.contains(&out.join(file).display().to_string()),
+            "{stdout}"
+        );
+    }
+    jobgate::server::tls::install_crypto_provider();
+    jobgate::server::tls::load_server_config(&out.join("tls.crt"), &out.join("tls.key")).unwrap();
+
+    // Names that are not Service/Namespace names are refused before anything is written.
+    let bad = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args(["certs", "--namespace", "Jobgate_System", "--out"])
+        .arg(dir.path().join("bad"))
+        .output()
+        .expect("run jobgate certs");
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr)
+            .contains("--namespace \"Jobgate_System\" is not a DNS label"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    assert!(!dir.path().join("bad").exists());
+}
