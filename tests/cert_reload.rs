@@ -278,7 +278,7 @@ async fn symlink_swap_rotates_new_connections_keeps_old_ones_and_drops_no_reques
             let mut n = 0usize;
             while !stop.load(Ordering::SeqCst) {
                 n += 1;
-                let http2 = n % 2 == 0;
+                let http2 = n.is_multiple_of(2);
                 match client.connect(http2).await {
                     Ok(mut c) => {
                         seen.lock().unwrap().push(c.leaf.clone());
@@ -391,7 +391,7 @@ async fn jobgate_serve_reloads_a_rotated_mounted_secret_and_counts_it() {
     .expect("jobgate reports where it listens");
     // "jobgate: serving webhooks on https://127.0.0.1:P (admin http://127.0.0.1:Q)"
     let mut addrs = banner
-        .split(|c: char| c == ' ' || c == '(' || c == ')')
+        .split([' ', '(', ')'])
         .filter_map(|w| w.rsplit("//").next()?.parse::<std::net::SocketAddr>().ok());
     let (addr, admin) = (addrs.next().unwrap(), addrs.next().unwrap());
 

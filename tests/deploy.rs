@@ -34,29 +34,31 @@ const TLS_SECRET: &str = "jobgate-tls";
 const RECOVERY_LABEL: &str = "jobgate.dev/failure-recovery";
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// (API group, resource, verb) the reconciler's calls need, cluster-wide.
-///
-/// Kept here until src/reconciler exports its own list (the `recovery` helper is writing it);
-/// then this test compares the ClusterRole against that constant instead.
-/// - pods get/list/watch: the pod watch; delete: deleting a pod stuck on an unreachable node;
-/// - pods/status patch: the DisruptionTarget condition before the delete;
+/// (API group, resource, verbs) the reconciler's API calls need, in the shape of the list
+/// src/reconciler exports (`jobgate::reconciler::RBAC`, being written on the `recovery` branch):
+/// when it lands, replace this constant by that one. Resources in [`NAMESPACED_RESOURCES`] must
+/// be granted by the Role in jobgate-system, everything else by the ClusterRole.
+/// - pods get/list/watch: the pod watch; delete: a pod stuck on an unreachable node;
+/// - pods/status patch: the pod's phase and condition before the delete;
 /// - nodes get/list/watch: node readiness and taints;
 /// - jobs get/list/watch: the Job of a pod; patch: the annotation recording what was done;
-/// - events.k8s.io events create/patch: kube-runtime's events Recorder (patch for a series).
-const RECONCILER_CLUSTER_PERMISSIONS: &[(&str, &str, &[&str])] = &[
+/// - events.k8s.io events create/patch: events about what was done (patch: a series);
+/// - leases get/create/update/patch: leader election.
+const RECONCILER_RBAC: &[(&str, &str, &[&str])] = &[
     ("", "pods", &["get", "list", "watch", "delete"]),
     ("", "pods/status", &["patch"]),
     ("", "nodes", &["get", "list", "watch"]),
     ("batch", "jobs", &["get", "list", "watch", "patch"]),
     ("events.k8s.io", "events", &["create", "patch"]),
+    (
+        "coordination.k8s.io",
+        "leases",
+        &["get", "create", "update", "patch"],
+    ),
 ];
 
-/// (API group, resource, verb) of leader election, in jobgate's namespace only.
-const RECONCILER_NAMESPACE_PERMISSIONS: &[(&str, &str, &[&str])] = &[(
-    "coordination.k8s.io",
-    "leases",
-    &["get", "create", "update", "patch"],
-)];
+/// (API group, resource) granted only in jobgate's own namespace.
+const NAMESPACED_RESOURCES: &[(&str, &str)] = &[("coordination.k8s.io", "leases")];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -110,12 +112,12 @@ fn render(kubectl: &str, dir: &Path) -> Vec<Value> {
 /// kustomize wraps a generated Secret's base64 `data` at 76 columns; kube-apiserver's decoder
 /// (Go's encoding/base64) skips the newlines, k8s-openapi's does not, so drop them here.
 fn unwrap_secret_data(mut doc: Value) -> Value {
-    if doc.get("kind").and_then(Value::as_str) == Some("Secret") {
-        if let Some(data) = doc.get_mut("data").and_then(Value::as_object_mut) {
-            for value in data.values_mut() {
-                if let Some(s) = value.as_str() {
-                    *value = Value::String(s.replace(['\n', '\r'], ""));
-                }
+    if doc.get("kind").and_then(Value::as_str) == Some("Secret")
+        && let Some(data) = doc.get_mut("data").and_then(Value::as_object_mut)
+    {
+        for value in data.values_mut() {
+            if let Some(s) = value.as_str() {
+                *value = Value::String(s.replace(['\n', '\r'], ""));
             }
         }
     }
@@ -639,14 +641,24 @@ fn expand(rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
     out
 }
 
-fn permissions(list: &[(&str, &str, &[&str])]) -> BTreeSet<(String, String, String)> {
-    list.iter()
-        .flat_map(|(g, r, verbs)| {
-            verbs
-                .iter()
-                .map(move |v| (g.to_string(), r.to_string(), v.to_string()))
-        })
-        .collect()
+/// `RECONCILER_RBAC` expanded, split into (cluster-wide, in jobgate-system).
+#[allow(clippy::type_complexity)]
+fn permissions() -> (
+    BTreeSet<(String, String, String)>,
+    BTreeSet<(String, String, String)>,
+) {
+    let (mut cluster, mut namespaced) = (BTreeSet::new(), BTreeSet::new());
+    for (group, resource, verbs) in RECONCILER_RBAC {
+        let target = if NAMESPACED_RESOURCES.contains(&(*group, *resource)) {
+            &mut namespaced
+        } else {
+            &mut cluster
+        };
+        for verb in *verbs {
+            target.insert((group.to_string(), resource.to_string(), verb.to_string()));
+        }
+    }
+    (cluster, namespaced)
 }
 
 fn check_rbac(r: &Rendered) {
@@ -655,7 +667,7 @@ fn check_rbac(r: &Rendered) {
     assert_eq!(cluster_roles.len(), 1, "{overlay}: one ClusterRole");
     assert_eq!(
         expand(cluster_roles[0].rules.as_deref().unwrap_or_default()),
-        permissions(RECONCILER_CLUSTER_PERMISSIONS),
+        permissions().0,
         "{overlay}: the ClusterRole grants exactly what the reconciler calls"
     );
     let roles = r.all::<Role>();
@@ -663,7 +675,7 @@ fn check_rbac(r: &Rendered) {
     assert_eq!(roles[0].metadata.namespace.as_deref(), Some(NAMESPACE));
     assert_eq!(
         expand(roles[0].rules.as_deref().unwrap_or_default()),
-        permissions(RECONCILER_NAMESPACE_PERMISSIONS),
+        permissions().1,
         "{overlay}: the Role is leader election only"
     );
     // Neither certificate mode needs Secret access: the certificate is a mounted volume.

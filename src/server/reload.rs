@@ -92,8 +92,8 @@ pub struct CertReloader {
     key: PathBuf,
     /// The contents behind the served configuration.
     served: Contents,
-    /// The last contents that failed to load, so one bad pair is reported once.
-    rejected: Option<Contents>,
+    /// The last state of the files that failed to load, so one bad pair is reported once.
+    rejected: Option<Rejected>,
     metrics: ReloadMetrics,
 }
 
@@ -101,6 +101,15 @@ pub struct CertReloader {
 struct Contents {
     cert: Vec<u8>,
     key: Vec<u8>,
+}
+
+/// What was on disk when a reload failed.
+#[derive(Debug, PartialEq, Eq)]
+enum Rejected {
+    /// A pair that could be read but not loaded.
+    Pair(Contents),
+    /// Files that could not be read, by error message (a missing file, permissions).
+    Unreadable(String),
 }
 
 impl CertReloader {
@@ -125,52 +134,40 @@ impl CertReloader {
 
     /// Reads the files once; reloads `config` if they hold a new, good pair.
     pub fn poll(&mut self, config: &RustlsConfig) -> Poll {
-        let outcome = match read(&self.cert, &self.key) {
-            // A missing or unreadable file is a failure like a bad one, reported once per error
-            // message (kubelet's swap is atomic, so this is not a transient state of a rotation).
-            Err(e) => self.reject(
-                Contents {
-                    cert: e.to_string().into_bytes(),
-                    key: Vec::new(),
-                },
-                e,
-            ),
-            Ok(contents) if contents == self.served => {
-                self.recovered();
-                Poll::Unchanged
-            }
-            Ok(contents) if self.rejected.as_ref() == Some(&contents) => Poll::Unchanged,
-            Ok(contents) => {
-                match tls::server_config_from_pem(
-                    &contents.cert,
-                    &contents.key,
-                    &self.cert,
-                    &self.key,
-                ) {
-                    Ok(new) => {
-                        config.reload_from_config(new);
-                        self.served = contents;
-                        self.recovered();
-                        self.metrics
-                            .reloads
-                            .get_or_create(&ReloadLabels { result: "success" })
-                            .inc();
-                        tracing::info!(cert = %self.cert.display(), "serving a new TLS certificate");
-                        Poll::Reloaded
-                    }
-                    Err(e) => self.reject(contents, e),
-                }
-            }
+        let contents = match read(&self.cert, &self.key) {
+            Ok(contents) => contents,
+            // kubelet's swap is atomic, so an unreadable file is not a moment of a rotation.
+            Err(e) => return self.reject(Rejected::Unreadable(e.to_string()), e),
         };
-        outcome
+        if contents == self.served {
+            self.recovered();
+            return Poll::Unchanged;
+        }
+        if matches!(&self.rejected, Some(Rejected::Pair(bad)) if *bad == contents) {
+            return Poll::Unchanged;
+        }
+        match tls::server_config_from_pem(&contents.cert, &contents.key, &self.cert, &self.key) {
+            Ok(new) => {
+                config.reload_from_config(new);
+                self.served = contents;
+                self.recovered();
+                self.metrics
+                    .reloads
+                    .get_or_create(&ReloadLabels { result: "success" })
+                    .inc();
+                tracing::info!(cert = %self.cert.display(), "serving a new TLS certificate");
+                Poll::Reloaded
+            }
+            Err(e) => self.reject(Rejected::Pair(contents), e),
+        }
     }
 
-    fn reject(&mut self, contents: Contents, error: TlsError) -> Poll {
-        if self.rejected.as_ref() == Some(&contents) {
+    fn reject(&mut self, rejected: Rejected, error: TlsError) -> Poll {
+        if self.rejected.as_ref() == Some(&rejected) {
             return Poll::Unchanged;
         }
         tracing::error!(error = %error, "new TLS certificate rejected; still serving the previous one");
-        self.rejected = Some(contents);
+        self.rejected = Some(rejected);
         self.metrics.failing.set(1);
         self.metrics
             .reloads
