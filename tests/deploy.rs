@@ -34,26 +34,27 @@ const TLS_SECRET: &str = "jobgate-tls";
 const RECOVERY_LABEL: &str = "jobgate.dev/failure-recovery";
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// (API group, resource, verbs) the reconciler's API calls need, in the shape of the list
-/// src/reconciler exports (`jobgate::reconciler::RBAC`, being written on the `recovery` branch):
-/// when it lands, replace this constant by that one. Resources in [`NAMESPACED_RESOURCES`] must
-/// be granted by the Role in jobgate-system, everything else by the ClusterRole.
-/// - pods get/list/watch: the pod watch; delete: a pod stuck on an unreachable node;
-/// - pods/status patch: the pod's phase and condition before the delete;
-/// - nodes get/list/watch: node readiness and taints;
-/// - jobs get/list/watch: the Job of a pod; patch: the annotation recording what was done;
-/// - events.k8s.io events create/patch: events about what was done (patch: a series);
-/// - leases get/create/update/patch: leader election.
+/// (API group, resource, verbs) the reconciler's API calls need: a copy of
+/// `jobgate::reconciler::RBAC` as the `recovery` and `backoff` branches define it (not on this
+/// branch yet). When it lands, use that constant here instead of this copy. Resources in
+/// [`NAMESPACED_RESOURCES`] must be granted by the Role in jobgate-system, everything else by the
+/// ClusterRole.
 const RECONCILER_RBAC: &[(&str, &str, &[&str])] = &[
+    // metadata-only list/watch of all pods, GET of one pod, forceful delete
     ("", "pods", &["get", "list", "watch", "delete"]),
+    // phase Failed + recovery condition (strategic merge patch)
     ("", "pods/status", &["patch"]),
+    // node taints: watch for the cache, GET to confirm before acting
     ("", "nodes", &["get", "list", "watch"]),
-    ("batch", "jobs", &["get", "list", "watch", "patch"]),
-    ("events.k8s.io", "events", &["create", "patch"]),
+    // Warning / dry-run Normal events
+    ("events.k8s.io", "events", &["create"]),
+    // per-Job recovery state annotation and --on-recovery-limit=suspend
+    ("batch", "jobs", &["get", "patch"]),
+    // leader election
     (
         "coordination.k8s.io",
         "leases",
-        &["get", "create", "update", "patch"],
+        &["get", "create", "update"],
     ),
 ];
 
@@ -858,12 +859,13 @@ fn check_workload(r: &Rendered) {
         }
         // Both from one image.
         assert_eq!(c.image, pod.containers[0].image);
-        assert!(
-            c.image
-                .as_deref()
-                .is_some_and(|i| i.starts_with("ghcr.io/jobgate/jobgate:")),
-            "{:?}",
-            c.image
+        assert_eq!(
+            c.image.as_deref(),
+            Some(concat!(
+                "ghcr.io/jobgate/jobgate:",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{overlay}: the image of this release"
         );
     }
 
