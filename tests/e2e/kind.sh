@@ -127,10 +127,24 @@ dry_run_create() {
 # A JSON Pointer as a jq path array.
 pointer_path='$p | ltrimstr("/") | split("/") | map(gsub("~1"; "/") | gsub("~0"; "~") | (tonumber? // .))'
 
+# A validate fixture creating a Job that jobgate admits: the probe for "does the webhook answer".
+probe_fixture() {
+  local request
+  for request in tests/fixtures/validate/*.request.json; do
+    if jq -e '.request.operation == "CREATE" and .request.kind.kind == "Job"' "$request" >/dev/null &&
+      jq -e '.response.allowed' "${request%.request.json}.response.json" >/dev/null; then
+      echo "$request"
+      return
+    fi
+  done
+  echo "kind.sh: no validate fixture creates a Job that is allowed" >&2
+  exit 1
+}
+probe=$(probe_fixture)
+
 wait_for_webhook() {
   # The webhook answers once the Service has endpoints and kube-apiserver trusts the certificate.
-  local probe deadline=$((SECONDS + 120))
-  probe=$(ls tests/fixtures/validate/*.request.json | head -1)
+  local deadline=$((SECONDS + 120))
   until dry_run_create "$probe" "$TEST_NS"; [ "$status" -eq 0 ] || ! grep -q 'failed calling webhook' <<<"$err"; do
     [ $SECONDS -lt $deadline ] || { echo "webhook not answering: $err" >&2; exit 1; }
     sleep 2
@@ -209,7 +223,6 @@ if [ "$OVERLAY" = self-signed ]; then
   jobgate_certs --keep-previous-ca --out "$work/deploy/overlays/self-signed/certs"
   kubectl apply -k "$work/e2e" >/dev/null
   deadline=$((SECONDS + 240))
-  probe=$(ls tests/fixtures/validate/*.request.json | head -1)
   failures=0
   # kubelet refreshes mounted Secrets on its sync period (about a minute); admission must keep
   # working all along (the caBundle trusts the old and the new CA).
@@ -229,7 +242,6 @@ if [ "$CHECK_OUTAGE" = 1 ]; then
   step "failure policies with jobgate down"
   kubectl -n "$NS" scale deployment/jobgate --replicas=0
   kubectl -n "$NS" wait --for=delete pod -l app.kubernetes.io/name=jobgate --timeout=120s || true
-  probe=$(ls tests/fixtures/validate/*.request.json | head -1)
   dry_run_create "$probe" "$TEST_NS"
   if [ "$status" -ne 0 ] && grep -q 'failed calling webhook "validate.jobgate.dev"' <<<"$err"; then
     ok "validation (Fail) refuses Jobs while jobgate is down"
