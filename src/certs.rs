@@ -127,10 +127,8 @@ pub fn generate(
             .distinguished_name
             .push(DnType::CommonName, first.as_str());
     }
-    leaf_params.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
+    // ECDSA keys sign; keyEncipherment is for RSA key transport (RFC 5480 section 3).
+    leaf_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     leaf_params.not_before = not_before.into();
     leaf_params.not_after = not_after.into();

@@ -1213,6 +1213,20 @@ fn certs_output_verifies_with_openssl() {
     let cert_pubkey = openssl(&["x509", "-noout", "-pubkey", "-in", crt]).unwrap();
     let key_pubkey = openssl(&["pkey", "-pubout", "-in", key]).unwrap();
     assert_eq!(cert_pubkey, key_pubkey, "tls.key is the key of tls.crt");
+    let leaf_text = openssl(&["x509", "-noout", "-text", "-in", crt]).unwrap();
+    let usage_after = |header: &str| -> Option<String> {
+        let mut lines = leaf_text.lines();
+        lines.find(|l| l.trim().starts_with(header))?;
+        lines.next().map(|l| l.trim().to_string())
+    };
+    assert_eq!(
+        usage_after("X509v3 Key Usage").as_deref(),
+        Some("Digital Signature")
+    );
+    assert_eq!(
+        usage_after("X509v3 Extended Key Usage").as_deref(),
+        Some("TLS Web Server Authentication")
+    );
     let ca_text = openssl(&["x509", "-noout", "-text", "-in", ca]).unwrap();
     assert!(ca_text.contains("CA:TRUE"), "{ca_text}");
 }
