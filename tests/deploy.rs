@@ -930,6 +930,10 @@ fn check_workload(r: &Rendered) {
     let pdb = r.one::<PodDisruptionBudget>(SERVICE);
     let pdb_spec = pdb.spec.expect("pdb spec");
     assert_eq!(pdb_spec.max_unavailable, Some(IntOrString::Int(1)));
+    assert_eq!(
+        pdb_spec.unhealthy_pod_eviction_policy.as_deref(),
+        Some("AlwaysAllow")
+    );
     assert!(selector_matches(
         &pdb_spec.selector.expect("pdb selector"),
         &template_labels
