@@ -35,6 +35,9 @@ pub enum Command {
     /// Serve the admission webhooks over TLS (dev mode with a throw-away certificate when no
     /// --tls-cert/--tls-key are given).
     Serve(ServeArgs),
+    /// Write a CA, a serving certificate and key for the webhook Service, and the kustomize
+    /// caBundle patch, for deploy/overlays/self-signed.
+    Certs(jobgate::certs::CertsArgs),
     /// Check Job and CronJob manifests (files, directories, `-` for stdin) against kube-apiserver's
     /// rules and jobgate's policies, as `POST /validate` would; exit 1 when any is denied, 2 on
     /// unreadable input.
@@ -64,6 +67,9 @@ pub struct ServeArgs {
     /// Time allowed for a TLS handshake.
     #[arg(long, env = "JOBGATE_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,
+    /// How often --tls-cert/--tls-key are read again to pick up a rotated certificate.
+    #[arg(long, env = "JOBGATE_TLS_RELOAD_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub tls_reload_interval: Duration,
     /// Time allowed for an HTTP/1 request's headers to arrive.
     #[arg(long, env = "JOBGATE_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Check(_) => Ok(()),
+        Command::Certs(args) => jobgate::certs::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -78,6 +79,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tls,
         rules: args.rules.load()?,
         handshake_timeout: args.tls_handshake_timeout,
+        tls_reload_interval: args.tls_reload_interval,
         header_read_timeout: args.header_read_timeout,
         body_timeout: args.body_timeout,
         shutdown_delay: args.shutdown_delay,

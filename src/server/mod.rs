@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod metrics;
+pub mod reload;
 pub mod tls;
 pub mod webhook;
 
@@ -36,6 +37,8 @@ pub struct ServeOptions {
     pub rules: job::Config,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
+    /// How often `TlsSource::Files` are read again for a rotated certificate (`reload`).
+    pub tls_reload_interval: Duration,
     /// Time allowed for an HTTP/1 request's headers to arrive.
     pub header_read_timeout: Duration,
     /// Time allowed for a request body to arrive once the headers did.
@@ -85,13 +88,19 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     tls::install_crypto_provider();
-    let (tls_config, dev) = match &options.tls {
-        TlsSource::Files { cert, key } => (tls::load_server_config(cert, key)?, None),
+    let mut registry = Registry::default();
+    let reload_metrics = reload::ReloadMetrics::register(&mut registry);
+    let (tls_config, dev, reloader) = match &options.tls {
+        TlsSource::Files { cert, key } => {
+            let (reloader, config) = reload::CertReloader::load(cert, key, reload_metrics)?;
+            (config, None, Some(reloader))
+        }
         TlsSource::Dev { dir } => {
             let files = tls::DevCertificates::generate(dir)?;
             (
                 tls::load_server_config(&files.tls_cert, &files.tls_key)?,
                 Some(files),
+                None,
             )
         }
     };
@@ -103,7 +112,6 @@ pub async fn serve(
         dev,
     };
 
-    let mut registry = Registry::default();
     let metrics = metrics::ServerMetrics::register(&mut registry);
     let readiness = admin::Readiness::default();
     let admin_state = admin::AdminState {
@@ -130,8 +138,14 @@ pub async fn serve(
         max_body_bytes: webhook::MAX_BODY_BYTES,
     });
     let handle: Handle<SocketAddr> = Handle::new();
-    let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(tls_config))
-        .handshake_timeout(options.handshake_timeout);
+    let rustls_config = RustlsConfig::from_config(tls_config);
+    // Aborted when this function returns, however it returns.
+    let _reload_task = reloader.map(|r| {
+        AbortOnDrop(tokio::spawn(
+            r.run(rustls_config.clone(), options.tls_reload_interval),
+        ))
+    });
+    let acceptor = RustlsAcceptor::new(rustls_config).handshake_timeout(options.handshake_timeout);
     let mut server = axum_server::from_tcp(listener)
         .map_err(ServeError::Serve)?
         .acceptor(acceptor)
@@ -190,6 +204,14 @@ pub async fn serve(
     let _ = tokio::time::timeout(Duration::from_secs(1), admin_task).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 async fn wait(task: tokio::task::JoinHandle<std::io::Result<()>>) -> Result<(), ServeError> {

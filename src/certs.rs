@@ -1,0 +1,464 @@
+//! `jobgate certs`: a CA and a serving certificate for the webhook Service, written where
+//! `deploy/overlays/self-signed` reads them, with the kustomize patch that puts the CA in the
+//! webhook configurations' `caBundle`.
+//!
+//! [`generate`] is the generic piece (any common name, any SANs, a validity, the current time as a
+//! parameter); [`run`] is the command.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+
+use crate::server::tls::Bundle;
+
+/// The name of both webhook configurations in `deploy/base`.
+pub const WEBHOOK_CONFIGURATION_NAME: &str = "jobgate";
+/// The entries of the MutatingWebhookConfiguration in `deploy/base`, in order.
+pub const MUTATING_WEBHOOK_NAMES: [&str; 2] = ["mutate.jobgate.dev", "mutate-recovery.jobgate.dev"];
+/// The entries of the ValidatingWebhookConfiguration in `deploy/base`.
+pub const VALIDATING_WEBHOOK_NAMES: [&str; 1] = ["validate.jobgate.dev"];
+
+/// The files `jobgate certs` writes into `--out`.
+pub const CA_CERT_FILE: &str = "ca.crt";
+pub const TLS_CERT_FILE: &str = "tls.crt";
+pub const TLS_KEY_FILE: &str = "tls.key";
+pub const CA_BUNDLE_PATCH_FILE: &str = "cabundle-patch.yaml";
+
+/// Certificates are valid from this long before they are made, for clocks a little behind.
+pub const CLOCK_SKEW_ALLOWANCE: Duration = Duration::from_secs(3600);
+
+/// Generate the webhook's CA, serving certificate and key, and the caBundle kustomize patch.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CertsArgs {
+    /// Name of the Service in front of the webhook.
+    #[arg(long, env = "JOBGATE_CERTS_SERVICE", default_value = "jobgate")]
+    pub service: String,
+    /// Namespace of the Service.
+    #[arg(
+        long,
+        env = "JOBGATE_CERTS_NAMESPACE",
+        default_value = "jobgate-system"
+    )]
+    pub namespace: String,
+    /// Directory to write ca.crt, tls.crt, tls.key (mode 0600) and cabundle-patch.yaml to
+    /// (created if missing; existing files are replaced).
+    #[arg(long, env = "JOBGATE_CERTS_OUT")]
+    pub out: PathBuf,
+    /// Validity of the CA and the serving certificate, in days.
+    #[arg(long, env = "JOBGATE_CERTS_VALIDITY_DAYS", default_value_t = 365,
+          value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub validity_days: u32,
+    /// Keep trusting the CA of the previous run: the caBundle patch holds the new CA and the
+    /// `ca.crt` found in `--out` before it is replaced. For rotation without a window in which
+    /// kube-apiserver trusts only the new CA while pods still serve the old certificate (kubelet
+    /// updates mounted Secrets up to a minute or two after an apply). Drop it at the next run.
+    #[arg(long, env = "JOBGATE_CERTS_KEEP_PREVIOUS_CA")]
+    pub keep_previous_ca: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CertsError {
+    #[error(
+        "--{flag} {value:?} is not a DNS label (RFC 1123: 1-63 of a-z, 0-9, '-', alphanumeric at both ends)"
+    )]
+    NotADnsLabel { flag: &'static str, value: String },
+    #[error("cannot generate the certificates: {0}")]
+    Generate(String),
+    #[error("--keep-previous-ca: {} is not a PEM certificate ({message})", path.display())]
+    PreviousCa { path: PathBuf, message: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The names kube-apiserver may use for a Service: `<svc>`, `<svc>.<ns>`, `<svc>.<ns>.svc` (what
+/// it actually dials for a webhook `clientConfig.service`) and `<svc>.<ns>.svc.cluster.local`.
+pub fn service_dns_names(service: &str, namespace: &str) -> Vec<String> {
+    vec![
+        service.to_string(),
+        format!("{service}.{namespace}"),
+        format!("{service}.{namespace}.svc"),
+        format!("{service}.{namespace}.svc.cluster.local"),
+    ]
+}
+
+/// Generates a CA named `ca_common_name` and a serving certificate it signs for `sans` (DNS names
+/// or IP addresses; the first is also the subject's common name), both valid from
+/// `now - CLOCK_SKEW_ALLOWANCE` to `now + validity`. Keys are ECDSA P-256; the key is PKCS#8 PEM.
+pub fn generate(
+    ca_common_name: &str,
+    sans: &[String],
+    validity: Duration,
+    now: SystemTime,
+) -> Result<Bundle, CertsError> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
+        IsCa, KeyPair, KeyUsagePurpose,
+    };
+    let err = |e: rcgen::Error| CertsError::Generate(e.to_string());
+    let not_before = now
+        .checked_sub(CLOCK_SKEW_ALLOWANCE)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let not_after = now
+        .checked_add(validity)
+        .ok_or_else(|| CertsError::Generate(format!("validity {validity:?} is too long")))?;
+
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, ca_common_name);
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    ca_params.not_before = not_before.into();
+    ca_params.not_after = not_after.into();
+    let ca =
+        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(err)?).map_err(err)?;
+
+    let mut leaf_params = CertificateParams::new(sans.to_vec()).map_err(err)?;
+    if let Some(first) = sans.first() {
+        leaf_params
+            .distinguished_name
+            .push(DnType::CommonName, first.as_str());
+    }
+    // ECDSA keys sign; keyEncipherment is for RSA key transport (RFC 5480 section 3).
+    leaf_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    leaf_params.not_before = not_before.into();
+    leaf_params.not_after = not_after.into();
+    let leaf_key = KeyPair::generate().map_err(err)?;
+    let leaf = leaf_params.signed_by(&leaf_key, &ca).map_err(err)?;
+    Ok(Bundle {
+        ca_cert_pem: ca.pem(),
+        cert_pem: leaf.pem(),
+        key_pem: leaf_key.serialize_pem(),
+    })
+}
+
+/// The kustomize strategic-merge patch that sets `caBundle` on every entry of both webhook
+/// configurations in `deploy/base` (entries are merged by `name`) to the concatenated PEM CAs.
+pub fn ca_bundle_patch(ca_certs_pem: &str) -> String {
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_certs_pem);
+    let entries = |names: &[&str]| -> String {
+        names
+            .iter()
+            .map(|name| {
+                format!("  - name: {name}\n    clientConfig:\n      caBundle: {ca_bundle}\n")
+            })
+            .collect()
+    };
+    format!(
+        "# Written by `jobgate certs`: the CA that signed tls.crt, as the webhooks' caBundle.\n\
+         apiVersion: admissionregistration.k8s.io/v1\n\
+         kind: MutatingWebhookConfiguration\n\
+         metadata:\n  name: {WEBHOOK_CONFIGURATION_NAME}\n\
+         webhooks:\n{}\
+         ---\n\
+         apiVersion: admissionregistration.k8s.io/v1\n\
+         kind: ValidatingWebhookConfiguration\n\
+         metadata:\n  name: {WEBHOOK_CONFIGURATION_NAME}\n\
+         webhooks:\n{}",
+        entries(&MUTATING_WEBHOOK_NAMES),
+        entries(&VALIDATING_WEBHOOK_NAMES),
+    )
+}
+
+/// RFC 1123 label, as Kubernetes requires of Service and Namespace names.
+fn is_dns_label(s: &str) -> bool {
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let bytes = s.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(&first), Some(&last)) => {
+            bytes.len() <= 63
+                && alnum(first)
+                && alnum(last)
+                && bytes.iter().all(|&c| alnum(c) || c == b'-')
+        }
+        _ => false,
+    }
+}
+
+/// What [`write`] wrote, for the command's output.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub ca_cert: PathBuf,
+    pub tls_cert: PathBuf,
+    pub tls_key: PathBuf,
+    pub ca_bundle_patch: PathBuf,
+}
+
+/// Generates the bundle for `args` at time `now` and writes the four files.
+pub fn write(args: &CertsArgs, now: SystemTime) -> Result<Written, CertsError> {
+    for (flag, value) in [("service", &args.service), ("namespace", &args.namespace)] {
+        if !is_dns_label(value) {
+            return Err(CertsError::NotADnsLabel {
+                flag,
+                value: value.clone(),
+            });
+        }
+    }
+    let sans = service_dns_names(&args.service, &args.namespace);
+    let ca_common_name = format!("jobgate CA for {}.{}.svc", args.service, args.namespace);
+    let validity = Duration::from_secs(u64::from(args.validity_days) * 86_400);
+    let previous_ca = if args.keep_previous_ca {
+        previous_ca(&args.out.join(CA_CERT_FILE))?
+    } else {
+        None
+    };
+    let bundle = generate(&ca_common_name, &sans, validity, now)?;
+    let mut trusted = bundle.ca_cert_pem.clone();
+    if let Some(previous) = previous_ca {
+        if !trusted.ends_with('\n') {
+            trusted.push('\n');
+        }
+        trusted.push_str(&previous);
+    }
+
+    std::fs::create_dir_all(&args.out).map_err(|source| CertsError::Write {
+        path: args.out.clone(),
+        source,
+    })?;
+    let written = Written {
+        ca_cert: args.out.join(CA_CERT_FILE),
+        tls_cert: args.out.join(TLS_CERT_FILE),
+        tls_key: args.out.join(TLS_KEY_FILE),
+        ca_bundle_patch: args.out.join(CA_BUNDLE_PATCH_FILE),
+    };
+    // The key first: a failure later leaves a directory that the overlay will not render from,
+    // never a new certificate next to an old key.
+    write_atomically(&written.tls_key, bundle.key_pem.as_bytes(), 0o600)?;
+    write_atomically(&written.tls_cert, bundle.cert_pem.as_bytes(), 0o644)?;
+    write_atomically(&written.ca_cert, bundle.ca_cert_pem.as_bytes(), 0o644)?;
+    write_atomically(
+        &written.ca_bundle_patch,
+        ca_bundle_patch(&trusted).as_bytes(),
+        0o644,
+    )?;
+    Ok(written)
+}
+
+/// The CA certificates in `path`, if it exists; an error if it exists but holds none.
+fn previous_ca(path: &Path) -> Result<Option<String>, CertsError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let pem = match std::fs::read_to_string(path) {
+        Ok(pem) => pem,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CertsError::PreviousCa {
+                path: path.into(),
+                message: e.to_string(),
+            });
+        }
+    };
+    let certs: Result<Vec<CertificateDer<'_>>, _> =
+        CertificateDer::pem_slice_iter(pem.as_bytes()).collect();
+    match certs {
+        Ok(certs) if !certs.is_empty() => Ok(Some(pem)),
+        Ok(_) => Err(CertsError::PreviousCa {
+            path: path.into(),
+            message: "no certificate".into(),
+        }),
+        Err(e) => Err(CertsError::PreviousCa {
+            path: path.into(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// `jobgate certs`.
+pub fn run(args: &CertsArgs) -> anyhow::Result<()> {
+    let written = write(args, SystemTime::now())?;
+    println!(
+        "jobgate certs: CA and serving certificate for {} valid for {} days:",
+        service_dns_names(&args.service, &args.namespace).join(", "),
+        args.validity_days
+    );
+    for path in [
+        &written.ca_cert,
+        &written.tls_cert,
+        &written.tls_key,
+        &written.ca_bundle_patch,
+    ] {
+        println!("  {}", path.display());
+    }
+    println!("never commit tls.key; install with: kubectl apply -k deploy/overlays/self-signed");
+    Ok(())
+}
+
+/// Writes `contents` to a temporary file next to `path`, then renames it over `path`, so a reader
+/// sees the old file or the new one, never half of one.
+fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> Result<(), CertsError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{file_name}.tmp"));
+    let result = (|| -> std::io::Result<()> {
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        CertsError::Write {
+            path: path.into(),
+            source,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_dns_names_are_the_four_forms_kube_apiserver_may_dial() {
+        assert_eq!(
+            service_dns_names("jobgate", "jobgate-system"),
+            [
+                "jobgate",
+                "jobgate.jobgate-system",
+                "jobgate.jobgate-system.svc",
+                "jobgate.jobgate-system.svc.cluster.local"
+            ]
+        );
+    }
+
+    #[test]
+    fn dns_labels_follow_rfc_1123() {
+        for ok in ["jobgate", "jobgate-system", "a", "0x", &"a".repeat(63)] {
+            assert!(is_dns_label(ok), "{ok}");
+        }
+        for bad in ["", "-a", "a-", "Jobgate", "a.b", "a_b", &"a".repeat(64)] {
+            assert!(!is_dns_label(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn write_refuses_a_service_that_is_not_a_dns_label() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = CertsArgs {
+            service: "Job_Gate".into(),
+            namespace: "jobgate-system".into(),
+            out: dir.path().join("out"),
+            validity_days: 1,
+            keep_previous_ca: false,
+        };
+        let e = write(&args, SystemTime::now()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--service \"Job_Gate\" is not a DNS label"),
+            "{e}"
+        );
+        assert!(!args.out.exists());
+    }
+
+    #[test]
+    fn generated_pair_loads_into_a_rustls_server_config() {
+        crate::server::tls::install_crypto_provider();
+        let bundle = generate(
+            "test CA",
+            &service_dns_names("jobgate", "jobgate-system"),
+            Duration::from_secs(86_400),
+            SystemTime::now(),
+        )
+        .unwrap();
+        assert!(bundle.key_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+        crate::server::tls::server_config_from_pem(
+            bundle.cert_pem.as_bytes(),
+            bundle.key_pem.as_bytes(),
+            Path::new("tls.crt"),
+            Path::new("tls.key"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn ca_bundle_patch_names_every_webhook_entry_with_the_base64_ca() {
+        let patch = ca_bundle_patch("-----BEGIN CERTIFICATE-----\nAB\n-----END CERTIFICATE-----\n");
+        let b64 = base64::engine::general_purpose::STANDARD
+            .encode("-----BEGIN CERTIFICATE-----\nAB\n-----END CERTIFICATE-----\n");
+        let docs: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&patch)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0]["kind"], "MutatingWebhookConfiguration");
+        assert_eq!(docs[1]["kind"], "ValidatingWebhookConfiguration");
+        let names = |doc: &serde_json::Value| -> Vec<String> {
+            doc["webhooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| {
+                    assert_eq!(w["clientConfig"]["caBundle"], b64.as_str());
+                    w["name"].as_str().unwrap().to_string()
+                })
+                .collect()
+        };
+        assert_eq!(names(&docs[0]), MUTATING_WEBHOOK_NAMES);
+        assert_eq!(names(&docs[1]), VALIDATING_WEBHOOK_NAMES);
+    }
+
+    fn ca_bundle_of(patch: &str) -> Vec<u8> {
+        let first_line = patch
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("caBundle: "))
+            .unwrap();
+        base64::engine::general_purpose::STANDARD
+            .decode(first_line)
+            .unwrap()
+    }
+
+    #[test]
+    fn keep_previous_ca_trusts_the_old_and_the_new_ca_then_only_the_newer_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = CertsArgs {
+            service: "jobgate".into(),
+            namespace: "jobgate-system".into(),
+            out: dir.path().to_path_buf(),
+            validity_days: 1,
+            keep_previous_ca: true,
+        };
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        // First run: nothing to keep.
+        let w = write(&args, SystemTime::now()).unwrap();
+        let first_ca = read(&w.ca_cert);
+        assert_eq!(ca_bundle_of(&read(&w.ca_bundle_patch)), first_ca.as_bytes());
+        // Rotation: new CA first, then the previous one.
+        write(&args, SystemTime::now()).unwrap();
+        let second_ca = read(&w.ca_cert);
+        assert_ne!(first_ca, second_ca);
+        assert_eq!(
+            ca_bundle_of(&read(&w.ca_bundle_patch)),
+            format!("{second_ca}{first_ca}").as_bytes()
+        );
+        // Without the flag only the new CA is trusted.
+        args.keep_previous_ca = false;
+        write(&args, SystemTime::now()).unwrap();
+        assert_eq!(
+            ca_bundle_of(&read(&w.ca_bundle_patch)),
+            read(&w.ca_cert).as_bytes()
+        );
+        // A ca.crt that is not a certificate is an error, and nothing is replaced.
+        args.keep_previous_ca = true;
+        std::fs::write(&w.ca_cert, "garbage").unwrap();
+        let key_before = read(&w.tls_key);
+        let e = write(&args, SystemTime::now()).unwrap_err().to_string();
+        assert!(e.contains("is not a PEM certificate"), "{e}");
+        assert_eq!(read(&w.tls_key), key_before);
+    }
+}

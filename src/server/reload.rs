@@ -1,0 +1,301 @@
+//! Serving-certificate rotation without a restart.
+//!
+//! The certificate and key are files of a mounted Secret. kubelet updates such a volume
+//! atomically: it writes the new files into a fresh `..<timestamp>` directory and renames a
+//! `..data` symlink onto it; `tls.crt` and `tls.key` are symlinks through `..data`. Polling the
+//! two paths therefore sees either the old pair or the new pair, and every few seconds is soon
+//! enough for certificates renewed weeks before they expire.
+//!
+//! On a change the new pair is parsed and checked (a chain, a key, the key matching the
+//! certificate) before `RustlsConfig::reload_from_config` swaps it in. New TLS handshakes use the
+//! new configuration; established connections keep theirs, so no in-flight request is dropped.
+//! A bad new pair keeps the old configuration, is logged once, and shows in
+//! `jobgate_tls_reloads_total{result="failure"}` and `jobgate_tls_reload_failing`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum_server::tls_rustls::RustlsConfig;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use rustls::ServerConfig;
+
+use super::tls::{self, TlsError};
+
+/// How often the files are read when nothing else is configured.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReloadLabels {
+    /// `success` or `failure`.
+    pub result: &'static str,
+}
+
+/// Metrics of certificate reloads; cheap to clone (handles are shared).
+#[derive(Clone, Debug, Default)]
+pub struct ReloadMetrics {
+    /// Reload attempts after a change of the files, by result. A bad pair counts once however
+    /// long it stays on disk.
+    pub reloads: Family<ReloadLabels, Counter>,
+    /// 1 while the files on disk are a bad pair and the previous certificate is still served.
+    pub failing: Gauge,
+}
+
+impl ReloadMetrics {
+    pub fn register(registry: &mut Registry) -> ReloadMetrics {
+        let metrics = ReloadMetrics::default();
+        registry.register(
+            "jobgate_tls_reloads",
+            "Serving certificate reloads after the files changed, by result",
+            metrics.reloads.clone(),
+        );
+        registry.register(
+            "jobgate_tls_reload_failing",
+            "1 while the certificate files on disk cannot be loaded and the previous certificate is served",
+            metrics.failing.clone(),
+        );
+        metrics
+    }
+
+    pub fn successes(&self) -> u64 {
+        self.reloads
+            .get_or_create(&ReloadLabels { result: "success" })
+            .get()
+    }
+
+    pub fn failures(&self) -> u64 {
+        self.reloads
+            .get_or_create(&ReloadLabels { result: "failure" })
+            .get()
+    }
+}
+
+/// What one poll did.
+#[derive(Debug)]
+pub enum Poll {
+    /// The files hold what is served (or the bad pair already reported).
+    Unchanged,
+    /// A new pair is served from now on.
+    Reloaded,
+    /// A new pair could not be loaded; the previous one is still served.
+    Rejected(TlsError),
+}
+
+/// Watches a certificate/key pair and swaps a [`RustlsConfig`] to it when it changes.
+#[derive(Debug)]
+pub struct CertReloader {
+    cert: PathBuf,
+    key: PathBuf,
+    /// The contents behind the served configuration.
+    served: Contents,
+    /// The last state of the files that failed to load, so one bad pair is reported once.
+    rejected: Option<Rejected>,
+    metrics: ReloadMetrics,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Contents {
+    cert: Vec<u8>,
+    key: Vec<u8>,
+}
+
+/// What was on disk when a reload failed.
+#[derive(Debug, PartialEq, Eq)]
+enum Rejected {
+    /// A pair that could be read but not loaded.
+    Pair(Contents),
+    /// Files that could not be read, by error message (a missing file, permissions).
+    Unreadable(String),
+}
+
+impl CertReloader {
+    /// Loads the pair for the first time; the returned configuration is what the server starts
+    /// with (`RustlsConfig::from_config`) and what later polls compare against.
+    pub fn load(
+        cert: &Path,
+        key: &Path,
+        metrics: ReloadMetrics,
+    ) -> Result<(CertReloader, Arc<ServerConfig>), TlsError> {
+        let contents = read(cert, key)?;
+        let config = tls::server_config_from_pem(&contents.cert, &contents.key, cert, key)?;
+        let reloader = CertReloader {
+            cert: cert.into(),
+            key: key.into(),
+            served: contents,
+            rejected: None,
+            metrics,
+        };
+        Ok((reloader, config))
+    }
+
+    /// Reads the files once; reloads `config` if they hold a new, good pair.
+    pub fn poll(&mut self, config: &RustlsConfig) -> Poll {
+        let contents = match read(&self.cert, &self.key) {
+            Ok(contents) => contents,
+            // kubelet's swap is atomic, so an unreadable file is not a moment of a rotation.
+            Err(e) => return self.reject(Rejected::Unreadable(e.to_string()), e),
+        };
+        if contents == self.served {
+            self.recovered();
+            return Poll::Unchanged;
+        }
+        if matches!(&self.rejected, Some(Rejected::Pair(bad)) if *bad == contents) {
+            return Poll::Unchanged;
+        }
+        match tls::server_config_from_pem(&contents.cert, &contents.key, &self.cert, &self.key) {
+            Ok(new) => {
+                config.reload_from_config(new);
+                self.served = contents;
+                self.recovered();
+                self.metrics
+                    .reloads
+                    .get_or_create(&ReloadLabels { result: "success" })
+                    .inc();
+                tracing::info!(cert = %self.cert.display(), "serving a new TLS certificate");
+                Poll::Reloaded
+            }
+            Err(e) => self.reject(Rejected::Pair(contents), e),
+        }
+    }
+
+    fn reject(&mut self, rejected: Rejected, error: TlsError) -> Poll {
+        if self.rejected.as_ref() == Some(&rejected) {
+            return Poll::Unchanged;
+        }
+        tracing::error!(error = %error, "new TLS certificate rejected; still serving the previous one");
+        self.rejected = Some(rejected);
+        self.metrics.failing.set(1);
+        self.metrics
+            .reloads
+            .get_or_create(&ReloadLabels { result: "failure" })
+            .inc();
+        Poll::Rejected(error)
+    }
+
+    /// The files are back to what is served (or to a new good pair): not failing any more.
+    fn recovered(&mut self) {
+        self.rejected = None;
+        self.metrics.failing.set(0);
+    }
+
+    /// Polls every `interval` forever; spawn it and abort the task on shutdown. Reading two small
+    /// files from a tmpfs volume does not need a blocking-pool thread.
+    pub async fn run(mut self, config: RustlsConfig, interval: Duration) {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
+            ticker.tick().await;
+            self.poll(&config);
+        }
+    }
+}
+
+fn read(cert: &Path, key: &Path) -> Result<Contents, TlsError> {
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|source| TlsError::Read {
+            path: path.into(),
+            source,
+        })
+    };
+    Ok(Contents {
+        cert: read(cert)?,
+        key: read(key)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certs;
+    use std::time::SystemTime;
+
+    fn bundle(name: &str) -> tls::Bundle {
+        certs::generate(
+            name,
+            &["localhost".into()],
+            Duration::from_secs(3600),
+            SystemTime::now(),
+        )
+        .unwrap()
+    }
+
+    fn write_pair(dir: &Path, b: &tls::Bundle) {
+        std::fs::write(dir.join("tls.crt"), &b.cert_pem).unwrap();
+        std::fs::write(dir.join("tls.key"), &b.key_pem).unwrap();
+    }
+
+    fn served_cert(config: &RustlsConfig) -> Arc<ServerConfig> {
+        config.get_inner()
+    }
+
+    #[test]
+    fn a_new_pair_is_served_a_bad_one_keeps_the_old_and_is_counted_once() {
+        tls::install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (bundle("a"), bundle("b"));
+        write_pair(dir.path(), &a);
+        let metrics = ReloadMetrics::default();
+        let (mut reloader, initial) = CertReloader::load(
+            &dir.path().join("tls.crt"),
+            &dir.path().join("tls.key"),
+            metrics.clone(),
+        )
+        .unwrap();
+        let config = RustlsConfig::from_config(initial.clone());
+
+        assert!(matches!(reloader.poll(&config), Poll::Unchanged));
+        assert!(Arc::ptr_eq(&served_cert(&config), &initial));
+
+        write_pair(dir.path(), &b);
+        assert!(matches!(reloader.poll(&config), Poll::Reloaded));
+        let after_b = served_cert(&config);
+        assert!(!Arc::ptr_eq(&after_b, &initial));
+        assert_eq!((metrics.successes(), metrics.failures()), (1, 0));
+
+        // a's certificate with b's key: rejected, b still served, counted once over many polls.
+        std::fs::write(dir.path().join("tls.crt"), &a.cert_pem).unwrap();
+        match reloader.poll(&config) {
+            Poll::Rejected(e) => assert!(e.to_string().contains("do not match"), "{e}"),
+            other => panic!("expected Rejected, got {other:?}"),
+        }
+        assert!(matches!(reloader.poll(&config), Poll::Unchanged));
+        assert!(Arc::ptr_eq(&served_cert(&config), &after_b));
+        assert_eq!((metrics.successes(), metrics.failures()), (1, 1));
+        assert_eq!(metrics.failing.get(), 1);
+
+        // A missing key file: a different failure, reported.
+        std::fs::remove_file(dir.path().join("tls.key")).unwrap();
+        assert!(matches!(
+            reloader.poll(&config),
+            Poll::Rejected(TlsError::Read { .. })
+        ));
+        assert_eq!(metrics.failures(), 2);
+
+        // Fixed: the good pair a is served and the failure gauge clears.
+        write_pair(dir.path(), &a);
+        assert!(matches!(reloader.poll(&config), Poll::Reloaded));
+        assert_eq!((metrics.successes(), metrics.failures()), (2, 2));
+        assert_eq!(metrics.failing.get(), 0);
+    }
+
+    #[test]
+    fn metrics_render_with_the_jobgate_prefix() {
+        let mut registry = Registry::default();
+        let metrics = ReloadMetrics::register(&mut registry);
+        metrics
+            .reloads
+            .get_or_create(&ReloadLabels { result: "failure" })
+            .inc();
+        let text = crate::server::metrics::encode(&registry);
+        assert!(
+            text.contains("jobgate_tls_reloads_total{result=\"failure\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("jobgate_tls_reload_failing 0"), "{text}");
+    }
+}
