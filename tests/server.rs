@@ -464,8 +464,11 @@ fn unreadable_or_mismatched_certificates_fail_start_up_naming_the_file() {
         "{stderr}"
     );
 
-    let a = jobgate::server::tls::generate_bundle("a", &["localhost".into()]).unwrap();
-    let b = jobgate::server::tls::generate_bundle("b", &["localhost".into()]).unwrap();
+    let generate = |name: &str| {
+        let (validity, now) = (Duration::from_secs(3600), std::time::SystemTime::now());
+        jobgate::certs::generate(name, &["localhost".into()], validity, now).unwrap()
+    };
+    let (a, b) = (generate("a"), generate("b"));
     let (cert, key) = (dir.path().join("a.crt"), dir.path().join("b.key"));
     std::fs::write(&cert, a.cert_pem).unwrap();
     std::fs::write(&key, b.key_pem).unwrap();

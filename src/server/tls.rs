@@ -104,10 +104,7 @@ impl DevCertificates {
     /// Generates a new CA and `localhost` certificate and writes `ca.crt`, `tls.crt`, `tls.key`
     /// to `dir` (created if missing; the key is written with mode 0600).
     pub fn generate(dir: &Path) -> Result<DevCertificates, TlsError> {
-        let bundle = generate_bundle(
-            "jobgate dev CA (throw-away)",
-            &["localhost".into(), "127.0.0.1".into()],
-        )?;
+        let bundle = generate_dev_bundle()?;
         std::fs::create_dir_all(dir).map_err(|source| TlsError::Write {
             path: dir.into(),
             source,
@@ -133,44 +130,18 @@ pub struct Bundle {
     pub key_pem: String,
 }
 
-/// Generates a CA and a serving certificate for `sans` (DNS names or IP addresses).
-pub fn generate_bundle(ca_common_name: &str, sans: &[String]) -> Result<Bundle, TlsError> {
-    use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
-        IsCa, KeyPair, KeyUsagePurpose,
-    };
-    let err = |e: rcgen::Error| TlsError::Generate(e.to_string());
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, ca_common_name);
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca =
-        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(err)?).map_err(err)?;
+/// Dev mode's CA and certificate: a year is plenty for a throw-away.
+const DEV_VALIDITY: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 
-    let mut leaf_params = CertificateParams::new(sans.to_vec()).map_err(err)?;
-    if let Some(first) = sans.first() {
-        leaf_params
-            .distinguished_name
-            .push(DnType::CommonName, first.as_str());
-    }
-    leaf_params.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let leaf_key = KeyPair::generate().map_err(err)?;
-    let leaf = leaf_params.signed_by(&leaf_key, &ca).map_err(err)?;
-    Ok(Bundle {
-        ca_cert_pem: ca.pem(),
-        cert_pem: leaf.pem(),
-        key_pem: leaf_key.serialize_pem(),
-    })
+fn generate_dev_bundle() -> Result<Bundle, TlsError> {
+    let sans = ["localhost".to_string(), "127.0.0.1".to_string()];
+    crate::certs::generate(
+        "jobgate dev CA (throw-away)",
+        &sans,
+        DEV_VALIDITY,
+        std::time::SystemTime::now(),
+    )
+    .map_err(|e| TlsError::Generate(e.to_string()))
 }
 
 fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), TlsError> {
@@ -221,7 +192,7 @@ mod tests {
             "{e}"
         );
         // A key that is not the certificate's.
-        let other = generate_bundle("other", &["localhost".into()]).unwrap();
+        let other = generate_dev_bundle().unwrap();
         let other_key = dir.path().join("other.key");
         std::fs::write(&other_key, other.key_pem).unwrap();
         let e = load_server_config(&files.tls_cert, &other_key)
