@@ -4,4 +4,5 @@
 pub mod admission;
 pub mod duration;
 pub mod job;
+pub mod recovery;
 pub mod server;
