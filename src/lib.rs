@@ -4,5 +4,6 @@
 pub mod admission;
 pub mod duration;
 pub mod job;
+pub mod reconciler;
 pub mod recovery;
 pub mod server;

@@ -1,0 +1,1 @@
+//! Scripted API conversations against a mocked kube::Client (tower-test).
