@@ -1,1 +1,760 @@
-//! Scripted API conversations against a mocked kube::Client (tower-test).
+//! Scripted API conversations against a mocked `kube::Client` (tower-test): every request the
+//! reconciler and the elector send is checked in order (method, path, body), and answered with
+//! the scripted status and body. An unexpected extra request makes the scenario time out.
+
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt;
+use hyper::{Request, Response};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::client::Body;
+use kube::runtime::controller::Action;
+use kube::runtime::watcher::Event;
+use serde_json::{Value, json};
+use tower_test::mock::Handle;
+
+use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
+use super::metrics::{NodeLabels, RecoveryMetrics};
+use super::watch::PodKey;
+use super::*;
+use crate::recovery::{NodeFacts, Taint, UNREACHABLE_TAINT_KEY};
+
+const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+const NOW: &str = "2026-11-21T20:00:00Z";
+const MESSAGE: &str = "Pod forcefully terminated after 90s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-terminate` annotation)";
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("timestamp")
+}
+
+/// One request/response of a script.
+struct Exchange {
+    method: &'static str,
+    path: String,
+    /// Checks on the request (query string, content type, JSON body).
+    check: Box<dyn FnOnce(&str, Option<&str>, &Value) + Send>,
+    status: u16,
+    response: Value,
+}
+
+fn exchange(method: &'static str, path: &str, status: u16, response: Value) -> Exchange {
+    Exchange {
+        method,
+        path: path.to_string(),
+        check: Box::new(|_, _, _| {}),
+        status,
+        response,
+    }
+}
+
+impl Exchange {
+    fn checking(mut self, check: impl FnOnce(&str, Option<&str>, &Value) + Send + 'static) -> Self {
+        self.check = Box::new(check);
+        self
+    }
+}
+
+fn status_body(code: u16, reason: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": format!("scripted {reason}"), "reason": reason, "code": code})
+}
+
+/// Answers `script` in order; panics (failing the test) on any mismatch.
+async fn serve(mut handle: Handle<Request<Body>, Response<Body>>, script: Vec<Exchange>) {
+    for (i, step) in script.into_iter().enumerate() {
+        let Some((request, send)) = handle.next_request().await else {
+            panic!(
+                "step {i}: client went away before {} {}",
+                step.method, step.path
+            );
+        };
+        let method = request.method().to_string();
+        let path = request.uri().path().to_string();
+        let query = request.uri().query().unwrap_or("").to_string();
+        let content_type = request
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
+        let bytes = request
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let body: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        assert_eq!(
+            (method.as_str(), path.as_str()),
+            (step.method, step.path.as_str()),
+            "step {i}: unexpected request (body {body})"
+        );
+        (step.check)(&query, content_type.as_deref(), &body);
+        let response = Response::builder()
+            .status(step.status)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                serde_json::to_vec(&step.response).expect("json"),
+            ))
+            .expect("response");
+        send.send_response(response);
+    }
+}
+
+fn mock() -> (Client, Handle<Request<Body>, Response<Body>>) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    (Client::new(service, "default"), handle)
+}
+
+fn node(name: &str, unreachable: bool) -> NodeFacts {
+    NodeFacts {
+        name: name.into(),
+        taints: if unreachable {
+            vec![Taint {
+                key: UNREACHABLE_TAINT_KEY.into(),
+                effect: "NoExecute".into(),
+            }]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn context(client: Client, options: Options, leadership: Leadership, now: &str) -> Context {
+    let now = ts(now);
+    let ctx = Context::new(
+        client,
+        recovery::Config::default(),
+        Options {
+            identity: "jobgate-test".into(),
+            ..options
+        },
+        leadership,
+        RecoveryMetrics::default(),
+    )
+    .with_clock(move || now);
+    {
+        let mut nodes = lock(&ctx.nodes);
+        nodes.apply(Event::Init);
+        nodes.apply(Event::InitApply(node("node-a", true)));
+        nodes.apply(Event::InitApply(node("node-b", false)));
+        nodes.apply(Event::InitDone);
+    }
+    ctx
+}
+
+fn pod_json(rv: &str, phase: &str, conditions: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "pod", "namespace": "ns", "uid": "uid-1", "resourceVersion": rv,
+            "annotations": {KEY: "true"},
+            "deletionTimestamp": "2026-11-21T19:57:00Z",
+            "deletionGracePeriodSeconds": 30
+        },
+        "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": phase, "conditions": conditions}
+    })
+}
+
+fn running_pod(rv: &str) -> Value {
+    pod_json(rv, "Running", json!([]))
+}
+
+fn node_json(name: &str, unreachable: bool) -> Value {
+    let taints = if unreachable {
+        json!([{"key": UNREACHABLE_TAINT_KEY, "effect": "NoExecute", "timeAdded": "2026-11-21T19:56:00Z"}])
+    } else {
+        json!([])
+    };
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {"taints": taints}})
+}
+
+const POD_PATH: &str = "/api/v1/namespaces/ns/pods/pod";
+const STATUS_PATH: &str = "/api/v1/namespaces/ns/pods/pod/status";
+const NODE_PATH: &str = "/api/v1/nodes/node-a";
+const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+
+fn get_pod(response: Value) -> Exchange {
+    exchange("GET", POD_PATH, 200, response)
+}
+
+fn get_node_a(unreachable: bool) -> Exchange {
+    exchange("GET", NODE_PATH, 200, node_json("node-a", unreachable))
+}
+
+fn expected_patch(rv: &str) -> Value {
+    json!({
+        "metadata": {"resourceVersion": rv},
+        "status": {
+            "phase": "Failed",
+            "conditions": [{
+                "type": "KueueFailureRecovery",
+                "status": "True",
+                "reason": "KueueForcefullyTerminated",
+                "message": MESSAGE,
+                "lastTransitionTime": NOW,
+            }]
+        }
+    })
+}
+
+fn patch_status(rv: &str, status: u16, response: Value) -> Exchange {
+    let expected = expected_patch(rv);
+    exchange("PATCH", STATUS_PATH, status, response).checking(move |query, content_type, body| {
+        assert_eq!(content_type, Some("application/strategic-merge-patch+json"));
+        assert!(query.contains("fieldManager=jobgate-reconciler"), "{query}");
+        assert_eq!(body, &expected);
+    })
+}
+
+fn warning_event(regarding_rv: &'static str) -> Exchange {
+    exchange("POST", EVENTS_PATH, 201, json!({})).checking(move |_, _, body| {
+        assert_eq!(body["type"], "Warning");
+        assert_eq!(body["reason"], "KueueForcefullyTerminated");
+        assert_eq!(body["action"], "ForcefulTermination");
+        assert_eq!(body["note"], MESSAGE);
+        assert_eq!(body["reportingController"], "jobgate.dev/reconciler");
+        assert_eq!(body["reportingInstance"], "jobgate-test");
+        assert_eq!(body["eventTime"], "2026-11-21T20:00:00.000000Z");
+        assert_eq!(
+            body["regarding"],
+            json!({"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "pod",
+                   "uid": "uid-1", "resourceVersion": regarding_rv})
+        );
+        assert_eq!(body["metadata"]["namespace"], "ns");
+        assert!(
+            body["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("pod."))
+        );
+    })
+}
+
+fn delete_pod(status: u16, response: Value) -> Exchange {
+    exchange("DELETE", POD_PATH, status, response).checking(|_, _, body| {
+        assert_eq!(body["gracePeriodSeconds"], 0, "{body}");
+        assert_eq!(body["preconditions"], json!({"uid": "uid-1"}), "{body}");
+    })
+}
+
+async fn run_scenario(
+    ctx: &Context,
+    handle: Handle<Request<Body>, Response<Body>>,
+    script: Vec<Exchange>,
+) -> Result<Action, ReconcileError> {
+    let server = tokio::spawn(serve(handle, script));
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        reconcile_pod(ctx, &PodKey::new("ns", "pod")),
+    )
+    .await
+    .expect("reconcile made an unscripted request (timed out waiting for a response)");
+    server.await.expect("script failed");
+    result
+}
+
+fn terminated(ctx: &Context, node: &str) -> u64 {
+    ctx.metrics
+        .terminated
+        .get_or_create(&NodeLabels { node: node.into() })
+        .get()
+}
+
+// Issue 5 "Action, in this order": patch status with resourceVersion, then the Warning event
+// (after the patch succeeded), then delete with grace period 0 (kueue#9649).
+#[tokio::test]
+async fn recovers_pod_patch_then_event_then_delete() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+    assert_eq!(ctx.metrics.pending.get(), 0);
+}
+
+// "Conflict or API error: retry with backoff; never act on stale data": a 409 re-reads the pod
+// and patches with the new resourceVersion.
+#[tokio::test]
+async fn conflict_rereads_the_pod_and_patches_with_the_new_resource_version() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 409, status_body(409, "Conflict")),
+        get_pod(running_pod("105")),
+        get_node_a(true),
+        patch_status("105", 200, pod_json("106", "Failed", json!([]))),
+        warning_event("106"),
+        delete_pod(200, running_pod("107")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+}
+
+#[tokio::test]
+async fn persistent_conflicts_end_in_an_error_for_the_backoff() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut script = vec![];
+    for _ in 0..CONFLICT_ATTEMPTS {
+        script.push(get_pod(running_pod("100")));
+        script.push(get_node_a(true));
+        script.push(patch_status("100", 409, status_body(409, "Conflict")));
+    }
+    let err = run_scenario(&ctx, handle, script)
+        .await
+        .expect_err("conflicts");
+    assert!(matches!(err, ReconcileError::Conflicts(4)), "{err}");
+    let key = PodKey::new("ns", "pod");
+    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(1));
+    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(2));
+    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(4));
+    assert_eq!(ctx.metrics.errors.get(), 3);
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+}
+
+#[tokio::test]
+async fn server_error_on_patch_is_an_error_and_nothing_else_happens() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 500, status_body(500, "InternalError")),
+    ];
+    let err = run_scenario(&ctx, handle, script).await.expect_err("500");
+    assert!(matches!(err, ReconcileError::Kube(_)), "{err}");
+}
+
+#[tokio::test]
+async fn delete_not_found_is_done() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(404, status_body(404, "NotFound")),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+}
+
+// The UID precondition fails with 409 when a same-named successor replaced the pod.
+#[tokio::test]
+async fn delete_uid_precondition_conflict_is_done() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(409, status_body(409, "Conflict")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+}
+
+#[tokio::test]
+async fn pod_gone_is_forgotten_without_further_calls() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    ctx.update_tracked(&PodKey::new("ns", "pod"), |t| {
+        t.waiting = Some(Waiting::Node("node-a".into()))
+    });
+    assert_eq!(ctx.metrics.pending.get(), 1);
+    let script = vec![exchange("GET", POD_PATH, 404, status_body(404, "NotFound"))];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert!(lock(&ctx.tracked).is_empty());
+    assert_eq!(ctx.metrics.pending.get(), 0);
+}
+
+#[tokio::test]
+async fn no_delete_records_but_keeps_the_pod() {
+    let (client, handle) = mock();
+    let options = Options {
+        no_delete: true,
+        ..Options::default()
+    };
+    let ctx = context(client, options, Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+}
+
+// A retry after a partial run (status recorded, delete failed): no second patch, no second
+// event, just the delete.
+#[tokio::test]
+async fn retry_after_partial_run_only_deletes() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let recorded = pod_json(
+        "101",
+        "Failed",
+        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": "KueueForcefullyTerminated",
+                "message": MESSAGE, "lastTransitionTime": "2026-11-21T19:59:00Z"}]),
+    );
+    let script = vec![
+        get_pod(recorded),
+        get_node_a(true),
+        delete_pod(200, json!({})),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(
+        terminated(&ctx, "node-a"),
+        0,
+        "counted once, on the first run"
+    );
+}
+
+#[tokio::test]
+async fn dry_run_emits_one_normal_event_and_changes_nothing() {
+    let (client, handle) = mock();
+    let options = Options {
+        dry_run: true,
+        ..Options::default()
+    };
+    let ctx = context(client, options, Leadership::always(), NOW);
+    let dry_event = exchange("POST", EVENTS_PATH, 201, json!({})).checking(|_, _, body| {
+        assert_eq!(body["type"], "Normal");
+        assert_eq!(body["reason"], "WouldForcefullyTerminate");
+        assert_eq!(body["action"], "ForcefulTermination");
+        assert_eq!(
+            body["note"],
+            "Dry run: would forcefully terminate pod after 90s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-terminate` annotation)"
+        );
+    });
+    let script = vec![get_pod(running_pod("100")), get_node_a(true), dry_event];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    // The same pod again: still no change, and no second event.
+    let (client2, handle2) = mock();
+    let ctx2 = Context {
+        client: client2,
+        ..ctx
+    };
+    let script = vec![get_pod(running_pod("100")), get_node_a(true)];
+    run_scenario(&ctx2, handle2, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(terminated(&ctx2, "node-a"), 0);
+}
+
+// "only the leader acts": a follower makes no API call at all.
+#[tokio::test]
+async fn follower_makes_no_calls() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::default(), NOW);
+    let action = run_scenario(&ctx, handle, vec![]).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+}
+
+// The cache said unreachable, the fresh read says the node is back: do not act.
+#[tokio::test]
+async fn fresh_node_read_overrides_a_stale_cache() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![get_pod(running_pod("100")), get_node_a(false)];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+    assert_eq!(
+        lock(&ctx.tracked).get(&PodKey::new("ns", "pod")),
+        Some(&Tracked {
+            node: Some("node-a".into()),
+            waiting: Some(Waiting::Node("node-a".into()))
+        })
+    );
+    assert_eq!(ctx.metrics.pending.get(), 1);
+}
+
+// "The deadline is checked before the node": requeue at exactly the deadline, no node read.
+#[tokio::test]
+async fn before_the_deadline_requeues_at_the_deadline_without_reading_the_node() {
+    let (client, handle) = mock();
+    let ctx = context(
+        client,
+        Options::default(),
+        Leadership::always(),
+        "2026-11-21T19:57:30Z",
+    );
+    let script = vec![get_pod(running_pod("100"))];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(Duration::from_secs(30)));
+    assert_eq!(ctx.metrics.pending.get(), 1);
+}
+
+// Pods on a node that is reachable in the cache are not recovered, and the node is not read.
+#[tokio::test]
+async fn reachable_node_in_cache_waits_without_acting() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut on_b = running_pod("100");
+    on_b["spec"]["nodeName"] = json!("node-b");
+    let action = run_scenario(&ctx, handle, vec![get_pod(on_b)])
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+}
+
+// A pod whose node edge fires is found through the node recorded at its last GET.
+#[tokio::test]
+async fn node_edge_finds_pods_by_recorded_node() {
+    let (client, _handle) = mock();
+    let ctx = Context::new(
+        client,
+        recovery::Config::default(),
+        Options::default(),
+        Leadership::always(),
+        RecoveryMetrics::default(),
+    );
+    let a = PodKey::new("ns", "a");
+    let b = PodKey::new("ns", "b");
+    let unknown = PodKey::new("ns", "c");
+    ctx.update_tracked(&a, |t| t.node = Some("node-a".into()));
+    ctx.update_tracked(&b, |t| t.node = Some("node-b".into()));
+    let eligible = vec![a.clone(), b, unknown.clone()];
+    assert_eq!(ctx.pods_on_node("node-a", &eligible), vec![a, unknown]);
+}
+
+// ---- leader election ----
+
+const LEASE_PATH: &str =
+    "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases/jobgate-reconciler";
+const LEASES_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases";
+
+fn lease_config() -> LeaseConfig {
+    LeaseConfig::new("jobgate-reconciler".into(), "jobgate".into(), "me".into())
+}
+
+fn lease_json(holder: &str, rv: &str, transitions: i32) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "jobgate-reconciler", "namespace": "jobgate", "resourceVersion": rv},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                 "acquireTime": "2026-11-21T19:00:00.000000Z", "renewTime": "2026-11-21T19:59:58.000000Z",
+                 "leaseTransitions": transitions}
+    })
+}
+
+async fn lease_round(
+    script: Vec<Exchange>,
+    observed: &mut Observed,
+    instant: Instant,
+) -> Result<Round, kube::Error> {
+    let (client, handle) = mock();
+    let api: kube::Api<Lease> = kube::Api::namespaced(client, "jobgate");
+    let server = tokio::spawn(serve(handle, script));
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        lease::try_acquire_or_renew(&api, &lease_config(), observed, ts(NOW), instant),
+    )
+    .await
+    .expect("unscripted lease request");
+    server.await.expect("script failed");
+    result
+}
+
+#[tokio::test]
+async fn lease_is_created_when_missing() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 404, status_body(404, "NotFound")),
+        exchange("POST", LEASES_PATH, 201, lease_json("me", "1", 0)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["name"], "jobgate-reconciler");
+            assert_eq!(body["spec"]["holderIdentity"], "me");
+            assert_eq!(body["spec"]["leaseDurationSeconds"], 15);
+            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["renewTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["leaseTransitions"], 0);
+        }),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(round.expect("round"), Round::Leading);
+}
+
+#[tokio::test]
+async fn lease_create_race_lost_is_following() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 404, status_body(404, "NotFound")),
+        exchange("POST", LEASES_PATH, 409, status_body(409, "AlreadyExists")),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(round.expect("round"), Round::Following { holder: None });
+}
+
+#[tokio::test]
+async fn lease_renewal_keeps_acquire_time_and_sends_resource_version() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
+        exchange("PUT", LEASE_PATH, 200, lease_json("me", "8", 3)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["resourceVersion"], "7");
+            assert_eq!(body["spec"]["holderIdentity"], "me");
+            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T19:00:00.000000Z");
+            assert_eq!(body["spec"]["renewTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["leaseTransitions"], 3);
+        }),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(round.expect("round"), Round::Leading);
+}
+
+#[tokio::test]
+async fn live_lease_of_another_holder_is_not_taken_until_it_expires() {
+    let start = Instant::now();
+    let mut observed = Observed::default();
+    // First sight of the record: it counts as renewed now, whatever its renewTime says.
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "7", 3),
+    )];
+    let round = lease_round(script, &mut observed, start).await;
+    assert_eq!(
+        round.expect("round"),
+        Round::Following {
+            holder: Some("other".into())
+        }
+    );
+    // 14 s later, unchanged: still live.
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "7", 3),
+    )];
+    let round = lease_round(script, &mut observed, start + Duration::from_secs(14)).await;
+    assert!(matches!(round.expect("round"), Round::Following { .. }));
+    // 15 s after we first saw it unchanged: expired; take it with a transition.
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("other", "7", 3)),
+        exchange("PUT", LEASE_PATH, 200, lease_json("me", "8", 4)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["resourceVersion"], "7");
+            assert_eq!(body["spec"]["holderIdentity"], "me");
+            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["leaseTransitions"], 4);
+        }),
+    ];
+    let round = lease_round(script, &mut observed, start + Duration::from_secs(15)).await;
+    assert_eq!(round.expect("round"), Round::Leading);
+}
+
+#[tokio::test]
+async fn renewed_lease_of_another_holder_restarts_the_wait() {
+    let start = Instant::now();
+    let mut observed = Observed::default();
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "7", 3),
+    )];
+    lease_round(script, &mut observed, start)
+        .await
+        .expect("round");
+    // The holder renewed (new resourceVersion) at 14 s: at 20 s it is still live.
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "9", 3),
+    )];
+    lease_round(script, &mut observed, start + Duration::from_secs(14))
+        .await
+        .expect("round");
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "9", 3),
+    )];
+    let round = lease_round(script, &mut observed, start + Duration::from_secs(20)).await;
+    assert!(matches!(round.expect("round"), Round::Following { .. }));
+}
+
+#[tokio::test]
+async fn lease_update_conflict_is_following() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
+        exchange("PUT", LEASE_PATH, 409, status_body(409, "Conflict")),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(
+        round.expect("round"),
+        Round::Following {
+            holder: Some("me".into())
+        }
+    );
+}
+
+#[tokio::test]
+async fn lease_is_released_on_shutdown() {
+    let (client, handle) = mock();
+    let api: kube::Api<Lease> = kube::Api::namespaced(client, "jobgate");
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
+        exchange("PUT", LEASE_PATH, 200, lease_json("", "8", 3)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["resourceVersion"], "7");
+            assert!(body["spec"].get("holderIdentity").is_none(), "{body}");
+            assert_eq!(body["spec"]["leaseDurationSeconds"], 1);
+        }),
+    ];
+    let server = tokio::spawn(serve(handle, script));
+    lease::release(&api, &lease_config(), ts(NOW))
+        .await
+        .expect("release");
+    server.await.expect("script failed");
+}
+
+#[test]
+fn leadership_expires_and_clears() {
+    let metrics = RecoveryMetrics::default();
+    let l = Leadership::new(metrics.clone());
+    assert!(!l.is_leader());
+    assert_eq!(metrics.leader.get(), 0);
+    let always = Leadership::always();
+    assert!(always.is_leader());
+}
+
+#[test]
+fn rbac_covers_every_call_the_reconciler_makes() {
+    let has = |group: &str, resource: &str, verb: &str| {
+        RBAC.iter()
+            .any(|(g, r, vs)| *g == group && *r == resource && vs.contains(&verb))
+    };
+    for (g, r, v) in [
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "pods", "get"),
+        ("", "pods", "delete"),
+        ("", "pods/status", "patch"),
+        ("", "nodes", "get"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("events.k8s.io", "events", "create"),
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "create"),
+        ("coordination.k8s.io", "leases", "update"),
+    ] {
+        assert!(has(g, r, v), "{g}/{r} {v}");
+    }
+}
