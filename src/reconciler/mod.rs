@@ -524,6 +524,7 @@ pub async fn run_until(
 
     let pod_task = tokio::spawn(drive_pod_watch(
         Api::<PodMeta>::all(client.clone()),
+        watcher::Config::default(),
         writer,
         ctx.clone(),
         trigger_tx.clone(),
@@ -605,15 +606,19 @@ fn update_readiness(ctx: &Context, pods_synced: &AtomicBool, readiness: &Readine
     readiness.set(pods_synced.load(Ordering::SeqCst) && ctx.nodes_synced());
 }
 
-async fn drive_pod_watch(
+/// Drives the metadata-only pod watch: filters every event (see [`watch::filter_pod_event`]),
+/// keeps eligible pods in `writer`'s store, forgets the rest, and sends pods to reconcile to
+/// `triggers` (pods of a (re)list only once the list is complete and the store swapped in).
+pub async fn drive_pod_watch(
     api: Api<PodMeta>,
+    watch_config: watcher::Config,
     mut writer: Writer<PodMeta>,
     ctx: Arc<Context>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     pods_synced: Arc<AtomicBool>,
     readiness: Readiness,
 ) {
-    let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+    let mut stream = std::pin::pin!(watcher(api, watch_config).default_backoff());
     let mut listing = false;
     let mut listed: Vec<PodKey> = Vec::new();
     while let Some(event) = stream.next().await {
@@ -656,7 +661,9 @@ async fn drive_pod_watch(
     }
 }
 
-async fn drive_node_watch(
+/// Drives the node watch: keeps name and taints per node in `ctx.nodes`, and on each rising
+/// edge of the unreachable taint sends the tracked pods on that node to `triggers`.
+pub async fn drive_node_watch(
     api: Api<Node>,
     ctx: Arc<Context>,
     store: Store<PodMeta>,

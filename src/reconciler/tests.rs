@@ -758,3 +758,177 @@ fn rbac_covers_every_call_the_reconciler_makes() {
         assert!(has(g, r, v), "{g}/{r} {v}");
     }
 }
+
+// ---- the watches, end to end over the mocked API ----
+
+/// Answers list requests with `pages` in order (the caller sets `continue` tokens), then holds
+/// the watch request open forever, like an idle apiserver.
+async fn serve_list_then_idle(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    pages: Vec<Value>,
+) {
+    let mut pages = pages.into_iter();
+    let mut held = vec![];
+    while let Some((request, send)) = handle.next_request().await {
+        let query = request.uri().query().unwrap_or("").to_string();
+        if query.contains("watch=true") {
+            held.push(send);
+            continue;
+        }
+        let page = pages.next().expect("an unexpected extra list request");
+        send.send_response(
+            Response::builder()
+                .status(200)
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(&page).expect("json")))
+                .expect("response"),
+        );
+    }
+}
+
+fn meta_item(name: &str, annotations: Value, deleting: bool) -> Value {
+    let mut item = json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"), "resourceVersion": "1",
+                     "annotations": annotations,
+                     "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}]}
+    });
+    if deleting {
+        item["metadata"]["deletionTimestamp"] = json!("2026-11-21T19:57:00Z");
+    }
+    item
+}
+
+fn list_page(kind: &str, items: Vec<Value>, cont: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": "1000", "continue": cont}, "items": items})
+}
+
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() {
+    let (client, handle) = mock();
+    let ctx = Arc::new(context(
+        client.clone(),
+        Options::default(),
+        Leadership::always(),
+        NOW,
+    ));
+    let pages = vec![
+        list_page(
+            "PartialObjectMetadataList",
+            vec![
+                meta_item("eligible-1", json!({KEY: "true"}), true),
+                meta_item("not-deleting", json!({KEY: "true"}), false),
+            ],
+            "page-2",
+        ),
+        list_page(
+            "PartialObjectMetadataList",
+            vec![
+                meta_item("wrong-value", json!({KEY: "True"}), true),
+                meta_item(
+                    "eligible-2",
+                    json!({"kueue.x-k8s.io/safe-to-forcefully-delete": "true", "big": "x"}),
+                    true,
+                ),
+            ],
+            "",
+        ),
+    ];
+    let server = tokio::spawn(serve_list_then_idle(handle, pages));
+    let writer: Writer<PodMeta> = Writer::default();
+    let store = writer.as_reader();
+    let (tx, mut rx) = futures::channel::mpsc::unbounded();
+    let synced = Arc::new(AtomicBool::new(false));
+    let readiness = Readiness::default();
+    let driver = tokio::spawn(drive_pod_watch(
+        Api::<PodMeta>::all(client),
+        watcher::Config::default().page_size(2),
+        writer,
+        ctx.clone(),
+        tx,
+        synced.clone(),
+        readiness.clone(),
+    ));
+    wait_until("the pod list", || synced.load(Ordering::SeqCst)).await;
+    let mut stored: Vec<String> = store
+        .state()
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect();
+    stored.sort();
+    assert_eq!(stored, vec!["eligible-1", "eligible-2"]);
+    for p in store.state() {
+        assert_eq!(p.metadata.managed_fields, None, "managedFields stripped");
+        assert_eq!(p.metadata.annotations.as_ref().map(|a| a.len()), Some(1));
+    }
+    let mut triggered = vec![rx.next().await.expect("t1"), rx.next().await.expect("t2")];
+    triggered.sort();
+    assert_eq!(
+        triggered,
+        vec![
+            PodKey::new("ns", "eligible-1"),
+            PodKey::new("ns", "eligible-2")
+        ]
+    );
+    // Nodes were synced by `context`, pods now: ready.
+    assert!(readiness.is_ready());
+    driver.abort();
+    server.abort();
+}
+
+#[tokio::test]
+async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
+    let (client, handle) = mock();
+    // A fresh context whose node cache is not synced yet.
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        recovery::Config::default(),
+        Options::default(),
+        Leadership::always(),
+        RecoveryMetrics::default(),
+    ));
+    let on_a = PodKey::new("ns", "on-a");
+    let on_b = PodKey::new("ns", "on-b");
+    ctx.update_tracked(&on_a, |t| t.node = Some("node-a".into()));
+    ctx.update_tracked(&on_b, |t| t.node = Some("node-b".into()));
+    let mut writer: Writer<PodMeta> = Writer::default();
+    for name in ["on-a", "on-b"] {
+        let p: PodMeta =
+            serde_json::from_value(meta_item(name, json!({KEY: "true"}), true)).expect("meta");
+        writer.apply_watcher_event(&Event::Apply(p));
+    }
+    let pages = vec![list_page(
+        "NodeList",
+        vec![node_json("node-a", true), node_json("node-b", false)],
+        "",
+    )];
+    let server = tokio::spawn(serve_list_then_idle(handle, pages));
+    let (tx, mut rx) = futures::channel::mpsc::unbounded();
+    let synced = Arc::new(AtomicBool::new(true));
+    let readiness = Readiness::default();
+    let driver = tokio::spawn(drive_node_watch(
+        Api::<Node>::all(client),
+        ctx.clone(),
+        writer.as_reader(),
+        tx,
+        synced,
+        readiness.clone(),
+    ));
+    // node-a is unreachable in the initial list: its pod is re-checked (restart safety).
+    assert_eq!(rx.next().await, Some(on_a));
+    wait_until("readiness", || readiness.is_ready()).await;
+    assert!(ctx.nodes_synced());
+    assert!(rx.try_recv().is_err(), "node-b is reachable: nothing else");
+    driver.abort();
+    server.abort();
+}
