@@ -248,10 +248,17 @@ pub async fn reconcile_pod(ctx: &Context, key: &PodKey) -> Result<Action, Reconc
         match decision {
             Decision::Ignore(reason) => {
                 tracing::debug!(pod = %key, reason = reason.as_str(), "ignored");
-                ctx.update_tracked(key, |t| {
-                    t.node = node;
-                    t.waiting = None;
-                });
+                match reason {
+                    // No longer eligible: the watch drops it too; keep no state behind.
+                    recovery::Ignored::NotOptedIn | recovery::Ignored::NotTerminating => {
+                        ctx.forget(key)
+                    }
+                    recovery::Ignored::NotScheduled | recovery::Ignored::NodeNotFound => ctx
+                        .update_tracked(key, |t| {
+                            t.node = node;
+                            t.waiting = None;
+                        }),
+                }
                 return Ok(Action::await_change());
             }
             Decision::RequeueAt(at) => {

@@ -932,3 +932,45 @@ async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
     driver.abort();
     server.abort();
 }
+
+// A pod whose opt-in was removed since it was triggered leaves no state behind.
+#[tokio::test]
+async fn pod_no_longer_opted_in_is_forgotten() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut pod = running_pod("100");
+    pod["metadata"]["annotations"][KEY] = json!("false");
+    let action = run_scenario(&ctx, handle, vec![get_pod(pod)])
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert!(lock(&ctx.tracked).is_empty());
+}
+
+// A missing node: nothing to do, no error (Kueue: client.IgnoreNotFound).
+#[tokio::test]
+async fn node_missing_from_cache_is_ignored_without_error() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut pod = running_pod("100");
+    pod["spec"]["nodeName"] = json!("node-gone");
+    let action = run_scenario(&ctx, handle, vec![get_pod(pod)])
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(ctx.metrics.pending.get(), 0);
+}
+
+// The cache says unreachable but the node was deleted since: the fresh read decides.
+#[tokio::test]
+async fn node_deleted_since_the_cache_is_ignored() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 404, status_body(404, "NotFound")),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+}
