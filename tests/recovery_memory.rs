@@ -94,11 +94,7 @@ async fn serve_pods(
     total: usize,
     eligible: usize,
 ) {
-    let every = if eligible == 0 {
-        usize::MAX
-    } else {
-        total / eligible
-    };
+    let every = total.checked_div(eligible).unwrap_or(usize::MAX);
     let mut held = vec![];
     while let Some((request, send)) = handle.next_request().await {
         let query = request.uri().query().unwrap_or("").to_string();

@@ -277,9 +277,7 @@ pub async fn run_elector(
     }
     let leading = leadership.is_leader();
     leadership.clear();
-    if leading {
-        if let Err(e) = release(&api, &config, Timestamp::now()).await {
-            tracing::warn!(lease = %config.name, error = %e, "could not release the lease");
-        }
+    if leading && let Err(e) = release(&api, &config, Timestamp::now()).await {
+        tracing::warn!(lease = %config.name, error = %e, "could not release the lease");
     }
 }

@@ -587,10 +587,10 @@ pub async fn run_until(
         kube::runtime::Config::default().concurrency(8),
     )
     .for_each(|result| {
-        if let Err(e) = result {
-            if !matches!(e, kube::runtime::controller::Error::ObjectNotFound(_)) {
-                tracing::debug!(error = %e, "reconcile");
-            }
+        if let Err(e) = result
+            && !matches!(e, kube::runtime::controller::Error::ObjectNotFound(_))
+        {
+            tracing::debug!(error = %e, "reconcile");
         }
         std::future::ready(())
     });

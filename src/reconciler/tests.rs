@@ -29,12 +29,15 @@ fn ts(s: &str) -> Timestamp {
     s.parse().expect("timestamp")
 }
 
+/// Checks on a request: query string, content type, JSON body.
+type RequestCheck = Box<dyn FnOnce(&str, Option<&str>, &Value) + Send>;
+
 /// One request/response of a script.
 struct Exchange {
     method: &'static str,
     path: String,
     /// Checks on the request (query string, content type, JSON body).
-    check: Box<dyn FnOnce(&str, Option<&str>, &Value) + Send>,
+    check: RequestCheck,
     status: u16,
     response: Value,
 }
