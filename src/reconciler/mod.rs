@@ -486,6 +486,16 @@ pub async fn run_until(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let client = client_from(&args).await?;
+    run_with_client(client, args, shutdown, |_| {}).await
+}
+
+/// [`run_until`] with a given client; `on_listening` gets the bound admin address.
+pub async fn run_with_client(
+    client: Client,
+    args: ReconcileArgs,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    on_listening: impl FnOnce(std::net::SocketAddr),
+) -> anyhow::Result<()> {
     let identity = args
         .leader_election_id
         .clone()
@@ -504,7 +514,9 @@ pub async fn run_until(
     let listener = tokio::net::TcpListener::bind(args.admin_addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on admin address {}: {e}", args.admin_addr))?;
-    tracing::info!(admin = %args.admin_addr, identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
+    let admin_addr = listener.local_addr()?;
+    on_listening(admin_addr);
+    tracing::info!(admin = %admin_addr, identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
     let router = crate::server::admin::router(admin.state());
     let admin_task = tokio::spawn(async move { axum::serve(listener, router).await });
 

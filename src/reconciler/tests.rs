@@ -977,3 +977,181 @@ async fn node_deleted_since_the_cache_is_ignored() {
     assert_eq!(action, Action::await_change());
     assert_eq!(terminated(&ctx, "node-a"), 0);
 }
+
+// ---- the whole sidecar over a mocked apiserver ----
+
+/// A stateful fake apiserver for `run_with_client`: a Lease, one eligible pod on an unreachable
+/// node and one pod without opt-in; records every request.
+async fn fake_apiserver(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    log: Arc<Mutex<Vec<String>>>,
+    deletion_timestamp: String,
+) {
+    let mut lease: Option<Value> = None;
+    let mut deleted = false;
+    let mut held = vec![];
+    let eligible_pod = |rv: &str, phase: &str| {
+        let mut p = running_pod(rv);
+        p["metadata"]["deletionTimestamp"] = json!(deletion_timestamp.clone());
+        p["status"]["phase"] = json!(phase);
+        p
+    };
+    while let Some((request, send)) = handle.next_request().await {
+        let method = request.method().to_string();
+        let path = request.uri().path().to_string();
+        let query = request.uri().query().unwrap_or("").to_string();
+        let bytes = request
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if query.contains("watch=true") {
+            held.push(send);
+            continue;
+        }
+        lock(&log).push(format!("{method} {path}"));
+        let (status, response) = match (method.as_str(), path.as_str()) {
+            ("GET", LEASE_PATH) => match &lease {
+                Some(l) => (200, l.clone()),
+                None => (404, status_body(404, "NotFound")),
+            },
+            ("POST", LEASES_PATH) | ("PUT", LEASE_PATH) => {
+                let mut l = body.clone();
+                let rv = lease
+                    .as_ref()
+                    .and_then(|l| l["metadata"]["resourceVersion"].as_str())
+                    .and_then(|rv| rv.parse::<u64>().ok())
+                    .unwrap_or(0);
+                l["metadata"]["resourceVersion"] = json!((rv + 1).to_string());
+                lease = Some(l.clone());
+                (if method == "POST" { 201 } else { 200 }, l)
+            }
+            ("GET", "/api/v1/pods") => {
+                let mut item = meta_item("pod", json!({KEY: "true"}), true);
+                item["metadata"]["deletionTimestamp"] = json!(deletion_timestamp.clone());
+                let items = if deleted {
+                    vec![]
+                } else {
+                    vec![item, meta_item("bystander", json!({}), true)]
+                };
+                (200, list_page("PartialObjectMetadataList", items, ""))
+            }
+            ("GET", "/api/v1/nodes") => (
+                200,
+                list_page("NodeList", vec![node_json("node-a", true)], ""),
+            ),
+            ("GET", NODE_PATH) => (200, node_json("node-a", true)),
+            ("GET", POD_PATH) if !deleted => (200, eligible_pod("100", "Running")),
+            ("GET", POD_PATH) => (404, status_body(404, "NotFound")),
+            ("PATCH", STATUS_PATH) => (200, eligible_pod("101", "Failed")),
+            ("POST", EVENTS_PATH) => (201, body.clone()),
+            ("DELETE", POD_PATH) => {
+                deleted = true;
+                (200, eligible_pod("102", "Failed"))
+            }
+            _ => (404, status_body(404, "NotFound")),
+        };
+        send.send_response(
+            Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(&response).expect("json")))
+                .expect("response"),
+        );
+    }
+}
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("write");
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.expect("read");
+    out
+}
+
+#[tokio::test]
+async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ReconcileArgs,
+    }
+    let args = Cli::try_parse_from([
+        "jobgate",
+        "--lease-namespace=jobgate",
+        "--leader-election-id=replica-1",
+        "--admin-addr=127.0.0.1:0",
+    ])
+    .expect("args")
+    .args;
+    let (client, handle) = mock();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let deletion = Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
+        .expect("ts");
+    let server = tokio::spawn(fake_apiserver(
+        handle,
+        log.clone(),
+        recovery::rfc3339_seconds(deletion),
+    ));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let sidecar = tokio::spawn(run_with_client(
+        client,
+        args,
+        async move {
+            let _ = stop_rx.await;
+        },
+        move |addr| {
+            let _ = addr_tx.send(addr);
+        },
+    ));
+    let admin = addr_rx.await.expect("admin address");
+    wait_until("the pod deleted", || {
+        lock(&log)
+            .iter()
+            .any(|r| r == &format!("DELETE {POD_PATH}"))
+    })
+    .await;
+    assert!(http_get(admin, "/readyz").await.starts_with("HTTP/1.1 200"));
+    let metrics = http_get(admin, "/metrics").await;
+    assert!(
+        metrics.contains("jobgate_recovery_pods_terminated_total{node=\"node-a\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("jobgate_recovery_leader 1"), "{metrics}");
+    stop_tx.send(()).expect("stop");
+    sidecar.await.expect("join").expect("run");
+
+    let log = lock(&log).clone();
+    let position = |r: &str| {
+        log.iter()
+            .position(|l| l == r)
+            .unwrap_or_else(|| panic!("{r} missing in {log:?}"))
+    };
+    // Elected before acting; patch, then event, then delete; the bystander is never read.
+    assert!(position(&format!("POST {LEASES_PATH}")) < position(&format!("PATCH {STATUS_PATH}")));
+    assert!(position(&format!("PATCH {STATUS_PATH}")) < position(&format!("POST {EVENTS_PATH}")));
+    assert!(position(&format!("POST {EVENTS_PATH}")) < position(&format!("DELETE {POD_PATH}")));
+    assert!(!log.iter().any(|l| l.contains("bystander")), "{log:?}");
+    assert_eq!(
+        log.iter().filter(|l| l.starts_with("PATCH")).count(),
+        1,
+        "{log:?}"
+    );
+    // Released on shutdown: the last Lease write.
+    assert_eq!(
+        log.iter().rev().find(|l| l.contains("leases")),
+        Some(&format!("PUT {LEASE_PATH}"))
+    );
+    server.abort();
+}
