@@ -177,6 +177,18 @@ impl Context {
         lock(&self.dry_run_reported).remove(key);
     }
 
+    /// Forgets every tracked pod not in `listed` (after a relist).
+    pub fn retain(&self, listed: &std::collections::HashSet<PodKey>) {
+        let gone: Vec<PodKey> = lock(&self.tracked)
+            .keys()
+            .filter(|k| !listed.contains(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.forget(&key);
+        }
+    }
+
     /// Tracked pods to re-check when `node` became unreachable: those last seen on it, and
     /// those whose node is not known yet.
     pub fn pods_on_node(&self, node: &str, eligible: &[PodKey]) -> Vec<PodKey> {
@@ -671,6 +683,8 @@ pub async fn drive_pod_watch(
         }
         if init_done {
             listing = false;
+            // Pods that vanished while the watch was down leave no state behind.
+            ctx.retain(&listed.iter().cloned().collect());
             for key in listed.drain(..) {
                 let _ = triggers.unbounded_send(key);
             }

@@ -769,11 +769,22 @@ fn rbac_covers_every_call_the_reconciler_makes() {
 async fn serve_list_then_idle(
     mut handle: Handle<Request<Body>, Response<Body>>,
     pages: Vec<Value>,
+    accept: Option<&'static str>,
 ) {
     let mut pages = pages.into_iter();
     let mut held = vec![];
     while let Some((request, send)) = handle.next_request().await {
         let query = request.uri().query().unwrap_or("").to_string();
+        if let Some(expected) = accept {
+            let got = request
+                .headers()
+                .get("accept")
+                .and_then(|v| v.to_str().ok());
+            assert!(
+                got.is_some_and(|a| a.contains(expected)),
+                "accept header {got:?} lacks {expected}"
+            );
+        }
         if query.contains("watch=true") {
             held.push(send);
             continue;
@@ -847,12 +858,22 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
             "",
         ),
     ];
-    let server = tokio::spawn(serve_list_then_idle(handle, pages));
+    // Metadata-only: the apiserver sends no spec and no status.
+    let server = tokio::spawn(serve_list_then_idle(
+        handle,
+        pages,
+        Some("as=PartialObjectMetadata"),
+    ));
     let writer: Writer<PodMeta> = Writer::default();
     let store = writer.as_reader();
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(false));
     let readiness = Readiness::default();
+    // Left over from before a relist: the pod is gone and must be forgotten.
+    let vanished = PodKey::new("ns", "vanished");
+    ctx.update_tracked(&vanished, |t| {
+        t.waiting = Some(Waiting::Node("node-a".into()))
+    });
     let driver = tokio::spawn(drive_pod_watch(
         Api::<PodMeta>::all(client),
         watcher::Config::default().page_size(2),
@@ -883,6 +904,8 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
             PodKey::new("ns", "eligible-2")
         ]
     );
+    assert!(!lock(&ctx.tracked).contains_key(&vanished));
+    assert_eq!(ctx.metrics.pending.get(), 0);
     // Nodes were synced by `context`, pods now: ready.
     assert!(readiness.is_ready());
     driver.abort();
@@ -915,7 +938,7 @@ async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
         vec![node_json("node-a", true), node_json("node-b", false)],
         "",
     )];
-    let server = tokio::spawn(serve_list_then_idle(handle, pages));
+    let server = tokio::spawn(serve_list_then_idle(handle, pages, None));
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(true));
     let readiness = Readiness::default();
