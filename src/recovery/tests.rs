@@ -727,3 +727,66 @@ fn facts_from_api_objects() {
     assert!(is_unreachable(&facts));
     assert_eq!(facts.name, "node-a");
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn phase() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            Just(None),
+            Just(Some("Pending".to_string())),
+            Just(Some("Running".to_string())),
+            Just(Some("Succeeded".to_string())),
+            Just(Some("Failed".to_string())),
+            Just(Some("Unknown".to_string())),
+            "[A-Za-z]{0,8}".prop_map(Some),
+        ]
+    }
+
+    proptest! {
+        // Random times, grace periods, annotation values and taints: the decision acts iff the
+        // safety rule holds, and a requeue is exactly at the deadline.
+        #[test]
+        fn acts_only_when_safe(
+            deletion_s in 0i64..4_000_000_000,
+            grace_s in 0u64..1_000_000,
+            offset_ns in -2_000_000_000_000i64..2_000_000_000_000,
+            value in prop_oneof![Just("true".to_string()), "[a-zA-Z ]{0,5}"],
+            deleting in any::<bool>(),
+            unreachable in any::<bool>(),
+            effect in prop_oneof![Just("NoExecute"), Just("NoSchedule"), Just("")],
+            phase in phase(),
+            pod_grace in proptest::option::of(-100i64..100_000),
+        ) {
+            let config = Config { grace_period: Duration::from_secs(grace_s), ..Config::default() };
+            let deletion = Timestamp::from_second(deletion_s).expect("ts");
+            let dl = deadline(deletion, config.grace_period);
+            let now = dl.checked_add(SignedDuration::from_nanos(offset_ns)).expect("now");
+            let pod = PodFacts {
+                annotations: [(SAFE_TO_FORCEFULLY_TERMINATE.to_string(), value.clone())].into(),
+                deletion_timestamp: deleting.then_some(deletion),
+                deletion_grace_period_seconds: pod_grace,
+                phase: phase.clone(),
+                node_name: Some("n".into()),
+                conditions: vec![],
+            };
+            let taints = if unreachable {
+                vec![taint(UNREACHABLE_TAINT_KEY, effect)]
+            } else {
+                vec![taint("node.kubernetes.io/not-ready", effect)]
+            };
+            let n = node("n", taints);
+            let decision = decide(&pod, Some(&n), now, &config);
+            let safe = value == "true" && deleting && unreachable && now >= dl;
+            prop_assert_eq!(matches!(decision, Decision::Recover(_)), safe, "{:?}", decision);
+            if let Decision::RequeueAt(at) = decision {
+                prop_assert_eq!(at, dl);
+                prop_assert!(now < dl);
+            }
+            if let Decision::Recover(r) = decision {
+                prop_assert_eq!(r.set_failed, !is_terminal_phase(phase.as_deref()));
+            }
+        }
+    }
+}
