@@ -126,7 +126,8 @@ k -n "$NS" get pod "$OPTED" -o jsonpath='{.status.conditions[?(@.type=="KueueFai
 k -n "$NS" get pod "$OPTED" -o jsonpath='{.status.conditions[?(@.type=="KueueFailureRecovery")].message}' |
   grep -q "Pod forcefully terminated after 15s grace period due to unreachable node \`$WORKER\` (triggered by \`$KEY\` annotation)" ||
   fail "unexpected condition message"
-event() { k -n "$NS" get events.events.k8s.io --field-selector "regarding.name=$OPTED,reason=KueueForcefullyTerminated" -o jsonpath='{.items[0].reportingController}' | grep -qx jobgate.dev/reconciler; }
+# events.k8s.io/v1 events read back through core/v1 (reportingController -> reportingComponent).
+event() { k -n "$NS" get events --field-selector "involvedObject.name=$OPTED,reason=KueueForcefullyTerminated,type=Warning" -o jsonpath='{.items[0].reportingComponent}' | grep -qx jobgate.dev/reconciler; }
 wait_for "Warning event from jobgate.dev/reconciler" 30 event
 k -n "$NS" get pod "$OPTED" >/dev/null || fail "--no-delete deleted the pod"
 curl -fsS "http://$ADMIN/metrics" | grep -E '^jobgate_recovery_(pods_terminated_total|pending_pods|leader)'
