@@ -6,4 +6,6 @@ pub mod certs;
 pub mod check;
 pub mod duration;
 pub mod job;
+pub mod reconciler;
+pub mod recovery;
 pub mod server;

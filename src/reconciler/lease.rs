@@ -1,0 +1,283 @@
+//! Leader election on a coordination.k8s.io/v1 Lease, with client-go's `leaderelection`
+//! semantics: a candidate takes the Lease only when its record has not changed for
+//! `leaseDurationSeconds` as observed on the candidate's own monotonic clock (no trust in the
+//! holder's wall clock), updates it with the Lease's resourceVersion (optimistic concurrency), and
+//! a leader that cannot renew within `renew_deadline` stops acting before anyone may take over.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::PostParams;
+
+use super::metrics::RecoveryMetrics;
+
+/// Timings of the election (client-go defaults: 15s / 10s / 2s).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseConfig {
+    pub name: String,
+    pub namespace: String,
+    pub identity: String,
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+impl LeaseConfig {
+    pub fn new(name: String, namespace: String, identity: String) -> LeaseConfig {
+        LeaseConfig {
+            name,
+            namespace,
+            identity,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Whether this replica may act now. Cheap to clone; shared by the elector and the reconciler.
+#[derive(Clone, Debug, Default)]
+pub struct Leadership {
+    /// Leader until this instant; `None` when not leader.
+    valid_until: Arc<Mutex<Option<Instant>>>,
+    metrics: Option<RecoveryMetrics>,
+}
+
+impl Leadership {
+    pub fn new(metrics: RecoveryMetrics) -> Leadership {
+        Leadership {
+            valid_until: Arc::default(),
+            metrics: Some(metrics),
+        }
+    }
+
+    /// A leadership that is always held (tests, and a single replica without election).
+    pub fn always() -> Leadership {
+        let l = Leadership::default();
+        l.set_until(Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+        l
+    }
+
+    /// True while the last successful renewal is younger than the renew deadline. Checked
+    /// before every write, so a replica that lost the Lease stops acting at once.
+    pub fn is_leader(&self) -> bool {
+        let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
+        let leading = until.is_some_and(|t| Instant::now() < t);
+        if let Some(m) = &self.metrics {
+            m.leader.set(i64::from(leading));
+        }
+        leading
+    }
+
+    fn set_until(&self, until: Instant) {
+        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
+        if let Some(m) = &self.metrics {
+            m.leader.set(1);
+        }
+    }
+
+    fn clear(&self) {
+        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        if let Some(m) = &self.metrics {
+            m.leader.set(0);
+        }
+    }
+}
+
+/// What the candidate last saw of the Lease record, and when (its own monotonic clock).
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    record: Option<(Option<String>, Option<MicroTime>, Option<String>)>,
+    at: Option<Instant>,
+}
+
+/// The result of one election round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Round {
+    /// We hold the Lease (created, acquired or renewed).
+    Leading,
+    /// Someone else holds a live Lease, or won a race for it.
+    Following { holder: Option<String> },
+}
+
+fn holder_of(spec: Option<&LeaseSpec>) -> Option<String> {
+    spec.and_then(|s| s.holder_identity.clone())
+        .filter(|h| !h.is_empty())
+}
+
+/// One `tryAcquireOrRenew`: read the Lease, then create, renew or take it.
+/// `now` stamps `acquireTime`/`renewTime`; `instant` is the monotonic time of this round.
+pub async fn try_acquire_or_renew(
+    api: &Api<Lease>,
+    config: &LeaseConfig,
+    observed: &mut Observed,
+    now: Timestamp,
+    instant: Instant,
+) -> Result<Round, kube::Error> {
+    let duration_secs = i32::try_from(config.lease_duration.as_secs()).unwrap_or(i32::MAX);
+    let Some(current) = api.get_opt(&config.name).await? else {
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(config.name.clone()),
+                namespace: Some(config.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(config.identity.clone()),
+                lease_duration_seconds: Some(duration_secs),
+                acquire_time: Some(MicroTime(now)),
+                renew_time: Some(MicroTime(now)),
+                lease_transitions: Some(0),
+                ..LeaseSpec::default()
+            }),
+        };
+        return match api.create(&PostParams::default(), &lease).await {
+            Ok(_) => Ok(Round::Leading),
+            Err(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict() => {
+                Ok(Round::Following { holder: None })
+            }
+            Err(e) => Err(e),
+        };
+    };
+    let spec = current.spec.as_ref();
+    let holder = holder_of(spec);
+    let record = (
+        holder.clone(),
+        spec.and_then(|s| s.renew_time.clone()),
+        current.metadata.resource_version.clone(),
+    );
+    if observed.record.as_ref() != Some(&record) || observed.at.is_none() {
+        observed.record = Some(record);
+        observed.at = Some(instant);
+    }
+    let held_by_us = holder.as_deref() == Some(config.identity.as_str());
+    if let Some(other) = holder.as_ref().filter(|_| !held_by_us) {
+        let their_duration = spec
+            .and_then(|s| s.lease_duration_seconds)
+            .and_then(|s| u64::try_from(s).ok())
+            .map(Duration::from_secs)
+            .unwrap_or(config.lease_duration);
+        let observed_at = observed.at.unwrap_or(instant);
+        if instant < observed_at + their_duration {
+            return Ok(Round::Following {
+                holder: Some(other.clone()),
+            });
+        }
+    }
+    let old = spec.cloned().unwrap_or_default();
+    let transitions = old.lease_transitions.unwrap_or(0);
+    let mut lease = current.clone();
+    lease.spec = Some(LeaseSpec {
+        holder_identity: Some(config.identity.clone()),
+        lease_duration_seconds: Some(duration_secs),
+        acquire_time: if held_by_us {
+            old.acquire_time.clone()
+        } else {
+            Some(MicroTime(now))
+        },
+        renew_time: Some(MicroTime(now)),
+        lease_transitions: Some(if held_by_us {
+            transitions
+        } else {
+            transitions.saturating_add(1)
+        }),
+        ..old
+    });
+    // `replace` sends metadata.resourceVersion: a concurrent writer makes this a 409.
+    match api
+        .replace(&config.name, &PostParams::default(), &lease)
+        .await
+    {
+        Ok(_) => Ok(Round::Leading),
+        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Round::Following { holder }),
+        Err(e) => Err(e),
+    }
+}
+
+/// Gives the Lease up on shutdown (client-go `ReleaseOnCancel`): the next candidate takes over
+/// after 1 s instead of a whole lease duration. Only when we still hold it.
+pub async fn release(
+    api: &Api<Lease>,
+    config: &LeaseConfig,
+    now: Timestamp,
+) -> Result<(), kube::Error> {
+    let Some(mut lease) = api.get_opt(&config.name).await? else {
+        return Ok(());
+    };
+    if holder_of(lease.spec.as_ref()).as_deref() != Some(config.identity.as_str()) {
+        return Ok(());
+    }
+    let old = lease.spec.take().unwrap_or_default();
+    lease.spec = Some(LeaseSpec {
+        holder_identity: None,
+        lease_duration_seconds: Some(1),
+        acquire_time: Some(MicroTime(now)),
+        renew_time: Some(MicroTime(now)),
+        ..old
+    });
+    match api
+        .replace(&config.name, &PostParams::default(), &lease)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_conflict() || s.is_not_found() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs rounds every `retry_period` until `shutdown` resolves, keeping `leadership` current
+/// and calling `on_acquired` on each transition to leader. Releases the Lease at the end.
+pub async fn run_elector(
+    api: Api<Lease>,
+    config: LeaseConfig,
+    leadership: Leadership,
+    metrics: RecoveryMetrics,
+    on_acquired: impl Fn() + Send,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let mut observed = Observed::default();
+    let mut was_leader = false;
+    tokio::pin!(shutdown);
+    loop {
+        let instant = Instant::now();
+        match try_acquire_or_renew(&api, &config, &mut observed, Timestamp::now(), instant).await {
+            Ok(Round::Leading) => {
+                leadership.set_until(instant + config.renew_deadline);
+                if !was_leader {
+                    tracing::info!(lease = %config.name, identity = %config.identity, "became leader");
+                    on_acquired();
+                }
+                was_leader = true;
+            }
+            Ok(Round::Following { holder }) => {
+                if was_leader {
+                    tracing::warn!(lease = %config.name, ?holder, "lost the lease; stopped acting");
+                }
+                leadership.clear();
+                was_leader = false;
+            }
+            Err(e) => {
+                metrics.errors.inc();
+                tracing::warn!(lease = %config.name, error = %e, "lease round failed");
+                // Leadership expires by itself at the renew deadline.
+                if was_leader && !leadership.is_leader() {
+                    tracing::warn!(lease = %config.name, "renew deadline passed; stopped acting");
+                    was_leader = false;
+                }
+            }
+        }
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tokio::time::sleep(config.retry_period) => {}
+        }
+    }
+    let leading = leadership.is_leader();
+    leadership.clear();
+    if leading && let Err(e) = release(&api, &config, Timestamp::now()).await {
+        tracing::warn!(lease = %config.name, error = %e, "could not release the lease");
+    }
+}

@@ -1,0 +1,1180 @@
+//! Scripted API conversations against a mocked `kube::Client` (tower-test): every request the
+//! reconciler and the elector send is checked in order (method, path, body), and answered with
+//! the scripted status and body. An unexpected extra request makes the scenario time out.
+
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt;
+use hyper::{Request, Response};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::client::Body;
+use kube::runtime::controller::Action;
+use kube::runtime::watcher::Event;
+use serde_json::{Value, json};
+use tower_test::mock::Handle;
+
+use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
+use super::metrics::{NodeLabels, RecoveryMetrics};
+use super::watch::PodKey;
+use super::*;
+use crate::recovery::{NodeFacts, Taint, UNREACHABLE_TAINT_KEY};
+
+const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+const NOW: &str = "2026-11-21T20:00:00Z";
+const MESSAGE: &str = "Pod forcefully terminated after 90s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-terminate` annotation)";
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("timestamp")
+}
+
+/// Checks on a request: query string, content type, JSON body.
+type RequestCheck = Box<dyn FnOnce(&str, Option<&str>, &Value) + Send>;
+
+/// One request/response of a script.
+struct Exchange {
+    method: &'static str,
+    path: String,
+    /// Checks on the request (query string, content type, JSON body).
+    check: RequestCheck,
+    status: u16,
+    response: Value,
+}
+
+fn exchange(method: &'static str, path: &str, status: u16, response: Value) -> Exchange {
+    Exchange {
+        method,
+        path: path.to_string(),
+        check: Box::new(|_, _, _| {}),
+        status,
+        response,
+    }
+}
+
+impl Exchange {
+    fn checking(mut self, check: impl FnOnce(&str, Option<&str>, &Value) + Send + 'static) -> Self {
+        self.check = Box::new(check);
+        self
+    }
+}
+
+fn status_body(code: u16, reason: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": format!("scripted {reason}"), "reason": reason, "code": code})
+}
+
+/// Answers `script` in order; panics (failing the test) on any mismatch.
+async fn serve(mut handle: Handle<Request<Body>, Response<Body>>, script: Vec<Exchange>) {
+    for (i, step) in script.into_iter().enumerate() {
+        let Some((request, send)) = handle.next_request().await else {
+            panic!(
+                "step {i}: client went away before {} {}",
+                step.method, step.path
+            );
+        };
+        let method = request.method().to_string();
+        let path = request.uri().path().to_string();
+        let query = request.uri().query().unwrap_or("").to_string();
+        let content_type = request
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
+        let bytes = request
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let body: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        assert_eq!(
+            (method.as_str(), path.as_str()),
+            (step.method, step.path.as_str()),
+            "step {i}: unexpected request (body {body})"
+        );
+        (step.check)(&query, content_type.as_deref(), &body);
+        let response = Response::builder()
+            .status(step.status)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                serde_json::to_vec(&step.response).expect("json"),
+            ))
+            .expect("response");
+        send.send_response(response);
+    }
+}
+
+fn mock() -> (Client, Handle<Request<Body>, Response<Body>>) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    (Client::new(service, "default"), handle)
+}
+
+fn node(name: &str, unreachable: bool) -> NodeFacts {
+    NodeFacts {
+        name: name.into(),
+        taints: if unreachable {
+            vec![Taint {
+                key: UNREACHABLE_TAINT_KEY.into(),
+                effect: "NoExecute".into(),
+            }]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn context(client: Client, options: Options, leadership: Leadership, now: &str) -> Context {
+    let now = ts(now);
+    let ctx = Context::new(
+        client,
+        recovery::Config::default(),
+        Options {
+            identity: "jobgate-test".into(),
+            ..options
+        },
+        leadership,
+        RecoveryMetrics::default(),
+    )
+    .with_clock(move || now);
+    {
+        let mut nodes = lock(&ctx.nodes);
+        nodes.apply(Event::Init);
+        nodes.apply(Event::InitApply(node("node-a", true)));
+        nodes.apply(Event::InitApply(node("node-b", false)));
+        nodes.apply(Event::InitDone);
+    }
+    ctx
+}
+
+fn pod_json(rv: &str, phase: &str, conditions: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "pod", "namespace": "ns", "uid": "uid-1", "resourceVersion": rv,
+            "annotations": {KEY: "true"},
+            "deletionTimestamp": "2026-11-21T19:57:00Z",
+            "deletionGracePeriodSeconds": 30
+        },
+        "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": phase, "conditions": conditions}
+    })
+}
+
+fn running_pod(rv: &str) -> Value {
+    pod_json(rv, "Running", json!([]))
+}
+
+fn node_json(name: &str, unreachable: bool) -> Value {
+    let taints = if unreachable {
+        json!([{"key": UNREACHABLE_TAINT_KEY, "effect": "NoExecute", "timeAdded": "2026-11-21T19:56:00Z"}])
+    } else {
+        json!([])
+    };
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {"taints": taints}})
+}
+
+const POD_PATH: &str = "/api/v1/namespaces/ns/pods/pod";
+const STATUS_PATH: &str = "/api/v1/namespaces/ns/pods/pod/status";
+const NODE_PATH: &str = "/api/v1/nodes/node-a";
+const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+
+fn get_pod(response: Value) -> Exchange {
+    exchange("GET", POD_PATH, 200, response)
+}
+
+fn get_node_a(unreachable: bool) -> Exchange {
+    exchange("GET", NODE_PATH, 200, node_json("node-a", unreachable))
+}
+
+fn expected_patch(rv: &str) -> Value {
+    json!({
+        "metadata": {"resourceVersion": rv},
+        "status": {
+            "phase": "Failed",
+            "conditions": [{
+                "type": "KueueFailureRecovery",
+                "status": "True",
+                "reason": "KueueForcefullyTerminated",
+                "message": MESSAGE,
+                "lastTransitionTime": NOW,
+            }]
+        }
+    })
+}
+
+fn patch_status(rv: &str, status: u16, response: Value) -> Exchange {
+    let expected = expected_patch(rv);
+    exchange("PATCH", STATUS_PATH, status, response).checking(move |query, content_type, body| {
+        assert_eq!(content_type, Some("application/strategic-merge-patch+json"));
+        assert!(query.contains("fieldManager=jobgate-reconciler"), "{query}");
+        assert_eq!(body, &expected);
+    })
+}
+
+fn warning_event(regarding_rv: &'static str) -> Exchange {
+    exchange("POST", EVENTS_PATH, 201, json!({})).checking(move |_, _, body| {
+        assert_eq!(body["type"], "Warning");
+        assert_eq!(body["reason"], "KueueForcefullyTerminated");
+        assert_eq!(body["action"], "ForcefulTermination");
+        assert_eq!(body["note"], MESSAGE);
+        assert_eq!(body["reportingController"], "jobgate.dev/reconciler");
+        assert_eq!(body["reportingInstance"], "jobgate-test");
+        assert_eq!(body["eventTime"], "2026-11-21T20:00:00.000000Z");
+        assert_eq!(
+            body["regarding"],
+            json!({"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "pod",
+                   "uid": "uid-1", "resourceVersion": regarding_rv})
+        );
+        assert_eq!(body["metadata"]["namespace"], "ns");
+        assert!(
+            body["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("pod."))
+        );
+    })
+}
+
+fn delete_pod(status: u16, response: Value) -> Exchange {
+    exchange("DELETE", POD_PATH, status, response).checking(|_, _, body| {
+        assert_eq!(body["gracePeriodSeconds"], 0, "{body}");
+        assert_eq!(body["preconditions"], json!({"uid": "uid-1"}), "{body}");
+    })
+}
+
+async fn run_scenario(
+    ctx: &Context,
+    handle: Handle<Request<Body>, Response<Body>>,
+    script: Vec<Exchange>,
+) -> Result<Action, ReconcileError> {
+    let server = tokio::spawn(serve(handle, script));
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        reconcile_pod(ctx, &PodKey::new("ns", "pod")),
+    )
+    .await
+    .expect("reconcile made an unscripted request (timed out waiting for a response)");
+    server.await.expect("script failed");
+    result
+}
+
+fn terminated(ctx: &Context, node: &str) -> u64 {
+    ctx.metrics
+        .terminated
+        .get_or_create(&NodeLabels { node: node.into() })
+        .get()
+}
+
+// Issue 5 "Action, in this order": patch status with resourceVersion, then the Warning event
+// (after the patch succeeded), then delete with grace period 0 (kueue#9649).
+#[tokio::test]
+async fn recovers_pod_patch_then_event_then_delete() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+    assert_eq!(ctx.metrics.pending.get(), 0);
+}
+
+// "Conflict or API error: retry with backoff; never act on stale data": a 409 re-reads the pod
+// and patches with the new resourceVersion.
+#[tokio::test]
+async fn conflict_rereads_the_pod_and_patches_with_the_new_resource_version() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 409, status_body(409, "Conflict")),
+        get_pod(running_pod("105")),
+        get_node_a(true),
+        patch_status("105", 200, pod_json("106", "Failed", json!([]))),
+        warning_event("106"),
+        delete_pod(200, running_pod("107")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+}
+
+#[tokio::test]
+async fn persistent_conflicts_end_in_an_error_for_the_backoff() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut script = vec![];
+    for _ in 0..CONFLICT_ATTEMPTS {
+        script.push(get_pod(running_pod("100")));
+        script.push(get_node_a(true));
+        script.push(patch_status("100", 409, status_body(409, "Conflict")));
+    }
+    let err = run_scenario(&ctx, handle, script)
+        .await
+        .expect_err("conflicts");
+    assert!(matches!(err, ReconcileError::Conflicts(4)), "{err}");
+    let key = PodKey::new("ns", "pod");
+    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(1));
+    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(2));
+    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(4));
+    assert_eq!(ctx.metrics.errors.get(), 3);
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+}
+
+#[tokio::test]
+async fn server_error_on_patch_is_an_error_and_nothing_else_happens() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 500, status_body(500, "InternalError")),
+    ];
+    let err = run_scenario(&ctx, handle, script).await.expect_err("500");
+    assert!(matches!(err, ReconcileError::Kube(_)), "{err}");
+}
+
+#[tokio::test]
+async fn delete_not_found_is_done() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(404, status_body(404, "NotFound")),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+}
+
+// The UID precondition fails with 409 when a same-named successor replaced the pod.
+#[tokio::test]
+async fn delete_uid_precondition_conflict_is_done() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(409, status_body(409, "Conflict")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+}
+
+#[tokio::test]
+async fn pod_gone_is_forgotten_without_further_calls() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    ctx.update_tracked(&PodKey::new("ns", "pod"), |t| {
+        t.waiting = Some(Waiting::Node("node-a".into()))
+    });
+    assert_eq!(ctx.metrics.pending.get(), 1);
+    let script = vec![exchange("GET", POD_PATH, 404, status_body(404, "NotFound"))];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert!(lock(&ctx.tracked).is_empty());
+    assert_eq!(ctx.metrics.pending.get(), 0);
+}
+
+#[tokio::test]
+async fn no_delete_records_but_keeps_the_pod() {
+    let (client, handle) = mock();
+    let options = Options {
+        no_delete: true,
+        ..Options::default()
+    };
+    let ctx = context(client, options, Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+}
+
+// A retry after a partial run (status recorded, delete failed): no second patch, no second
+// event, just the delete.
+#[tokio::test]
+async fn retry_after_partial_run_only_deletes() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let recorded = pod_json(
+        "101",
+        "Failed",
+        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": "KueueForcefullyTerminated",
+                "message": MESSAGE, "lastTransitionTime": "2026-11-21T19:59:00Z"}]),
+    );
+    let script = vec![
+        get_pod(recorded),
+        get_node_a(true),
+        delete_pod(200, json!({})),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(
+        terminated(&ctx, "node-a"),
+        0,
+        "counted once, on the first run"
+    );
+}
+
+#[tokio::test]
+async fn dry_run_emits_one_normal_event_and_changes_nothing() {
+    let (client, handle) = mock();
+    let options = Options {
+        dry_run: true,
+        ..Options::default()
+    };
+    let ctx = context(client, options, Leadership::always(), NOW);
+    let dry_event = exchange("POST", EVENTS_PATH, 201, json!({})).checking(|_, _, body| {
+        assert_eq!(body["type"], "Normal");
+        assert_eq!(body["reason"], "WouldForcefullyTerminate");
+        assert_eq!(body["action"], "ForcefulTermination");
+        assert_eq!(
+            body["note"],
+            "Dry run: would forcefully terminate pod after 90s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-terminate` annotation)"
+        );
+    });
+    let script = vec![get_pod(running_pod("100")), get_node_a(true), dry_event];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    // The same pod again: still no change, and no second event.
+    let (client2, handle2) = mock();
+    let ctx2 = Context {
+        client: client2,
+        ..ctx
+    };
+    let script = vec![get_pod(running_pod("100")), get_node_a(true)];
+    run_scenario(&ctx2, handle2, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(terminated(&ctx2, "node-a"), 0);
+}
+
+// "only the leader acts": a follower makes no API call at all.
+#[tokio::test]
+async fn follower_makes_no_calls() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::default(), NOW);
+    let action = run_scenario(&ctx, handle, vec![]).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+}
+
+// The cache said unreachable, the fresh read says the node is back: do not act.
+#[tokio::test]
+async fn fresh_node_read_overrides_a_stale_cache() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![get_pod(running_pod("100")), get_node_a(false)];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+    assert_eq!(
+        lock(&ctx.tracked).get(&PodKey::new("ns", "pod")),
+        Some(&Tracked {
+            node: Some("node-a".into()),
+            waiting: Some(Waiting::Node("node-a".into()))
+        })
+    );
+    assert_eq!(ctx.metrics.pending.get(), 1);
+}
+
+// "The deadline is checked before the node": requeue at exactly the deadline, no node read.
+#[tokio::test]
+async fn before_the_deadline_requeues_at_the_deadline_without_reading_the_node() {
+    let (client, handle) = mock();
+    let ctx = context(
+        client,
+        Options::default(),
+        Leadership::always(),
+        "2026-11-21T19:57:30Z",
+    );
+    let script = vec![get_pod(running_pod("100"))];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(Duration::from_secs(30)));
+    assert_eq!(ctx.metrics.pending.get(), 1);
+}
+
+// Pods on a node that is reachable in the cache are not recovered, and the node is not read.
+#[tokio::test]
+async fn reachable_node_in_cache_waits_without_acting() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut on_b = running_pod("100");
+    on_b["spec"]["nodeName"] = json!("node-b");
+    let action = run_scenario(&ctx, handle, vec![get_pod(on_b)])
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+}
+
+// A pod whose node edge fires is found through the node recorded at its last GET.
+#[tokio::test]
+async fn node_edge_finds_pods_by_recorded_node() {
+    let (client, _handle) = mock();
+    let ctx = Context::new(
+        client,
+        recovery::Config::default(),
+        Options::default(),
+        Leadership::always(),
+        RecoveryMetrics::default(),
+    );
+    let a = PodKey::new("ns", "a");
+    let b = PodKey::new("ns", "b");
+    let unknown = PodKey::new("ns", "c");
+    ctx.update_tracked(&a, |t| t.node = Some("node-a".into()));
+    ctx.update_tracked(&b, |t| t.node = Some("node-b".into()));
+    let eligible = vec![a.clone(), b, unknown.clone()];
+    assert_eq!(ctx.pods_on_node("node-a", &eligible), vec![a, unknown]);
+}
+
+// ---- leader election ----
+
+const LEASE_PATH: &str =
+    "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases/jobgate-reconciler";
+const LEASES_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases";
+
+fn lease_config() -> LeaseConfig {
+    LeaseConfig::new("jobgate-reconciler".into(), "jobgate".into(), "me".into())
+}
+
+fn lease_json(holder: &str, rv: &str, transitions: i32) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "jobgate-reconciler", "namespace": "jobgate", "resourceVersion": rv},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                 "acquireTime": "2026-11-21T19:00:00.000000Z", "renewTime": "2026-11-21T19:59:58.000000Z",
+                 "leaseTransitions": transitions}
+    })
+}
+
+async fn lease_round(
+    script: Vec<Exchange>,
+    observed: &mut Observed,
+    instant: Instant,
+) -> Result<Round, kube::Error> {
+    let (client, handle) = mock();
+    let api: kube::Api<Lease> = kube::Api::namespaced(client, "jobgate");
+    let server = tokio::spawn(serve(handle, script));
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        lease::try_acquire_or_renew(&api, &lease_config(), observed, ts(NOW), instant),
+    )
+    .await
+    .expect("unscripted lease request");
+    server.await.expect("script failed");
+    result
+}
+
+#[tokio::test]
+async fn lease_is_created_when_missing() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 404, status_body(404, "NotFound")),
+        exchange("POST", LEASES_PATH, 201, lease_json("me", "1", 0)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["name"], "jobgate-reconciler");
+            assert_eq!(body["spec"]["holderIdentity"], "me");
+            assert_eq!(body["spec"]["leaseDurationSeconds"], 15);
+            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["renewTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["leaseTransitions"], 0);
+        }),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(round.expect("round"), Round::Leading);
+}
+
+#[tokio::test]
+async fn lease_create_race_lost_is_following() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 404, status_body(404, "NotFound")),
+        exchange("POST", LEASES_PATH, 409, status_body(409, "AlreadyExists")),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(round.expect("round"), Round::Following { holder: None });
+}
+
+#[tokio::test]
+async fn lease_renewal_keeps_acquire_time_and_sends_resource_version() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
+        exchange("PUT", LEASE_PATH, 200, lease_json("me", "8", 3)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["resourceVersion"], "7");
+            assert_eq!(body["spec"]["holderIdentity"], "me");
+            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T19:00:00.000000Z");
+            assert_eq!(body["spec"]["renewTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["leaseTransitions"], 3);
+        }),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(round.expect("round"), Round::Leading);
+}
+
+#[tokio::test]
+async fn live_lease_of_another_holder_is_not_taken_until_it_expires() {
+    let start = Instant::now();
+    let mut observed = Observed::default();
+    // First sight of the record: it counts as renewed now, whatever its renewTime says.
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "7", 3),
+    )];
+    let round = lease_round(script, &mut observed, start).await;
+    assert_eq!(
+        round.expect("round"),
+        Round::Following {
+            holder: Some("other".into())
+        }
+    );
+    // 14 s later, unchanged: still live.
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "7", 3),
+    )];
+    let round = lease_round(script, &mut observed, start + Duration::from_secs(14)).await;
+    assert!(matches!(round.expect("round"), Round::Following { .. }));
+    // 15 s after we first saw it unchanged: expired; take it with a transition.
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("other", "7", 3)),
+        exchange("PUT", LEASE_PATH, 200, lease_json("me", "8", 4)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["resourceVersion"], "7");
+            assert_eq!(body["spec"]["holderIdentity"], "me");
+            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T20:00:00.000000Z");
+            assert_eq!(body["spec"]["leaseTransitions"], 4);
+        }),
+    ];
+    let round = lease_round(script, &mut observed, start + Duration::from_secs(15)).await;
+    assert_eq!(round.expect("round"), Round::Leading);
+}
+
+#[tokio::test]
+async fn renewed_lease_of_another_holder_restarts_the_wait() {
+    let start = Instant::now();
+    let mut observed = Observed::default();
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "7", 3),
+    )];
+    lease_round(script, &mut observed, start)
+        .await
+        .expect("round");
+    // The holder renewed (new resourceVersion) at 14 s: at 20 s it is still live.
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "9", 3),
+    )];
+    lease_round(script, &mut observed, start + Duration::from_secs(14))
+        .await
+        .expect("round");
+    let script = vec![exchange(
+        "GET",
+        LEASE_PATH,
+        200,
+        lease_json("other", "9", 3),
+    )];
+    let round = lease_round(script, &mut observed, start + Duration::from_secs(20)).await;
+    assert!(matches!(round.expect("round"), Round::Following { .. }));
+}
+
+#[tokio::test]
+async fn lease_update_conflict_is_following() {
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
+        exchange("PUT", LEASE_PATH, 409, status_body(409, "Conflict")),
+    ];
+    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
+    assert_eq!(
+        round.expect("round"),
+        Round::Following {
+            holder: Some("me".into())
+        }
+    );
+}
+
+#[tokio::test]
+async fn lease_is_released_on_shutdown() {
+    let (client, handle) = mock();
+    let api: kube::Api<Lease> = kube::Api::namespaced(client, "jobgate");
+    let script = vec![
+        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
+        exchange("PUT", LEASE_PATH, 200, lease_json("", "8", 3)).checking(|_, _, body| {
+            assert_eq!(body["metadata"]["resourceVersion"], "7");
+            assert!(body["spec"].get("holderIdentity").is_none(), "{body}");
+            assert_eq!(body["spec"]["leaseDurationSeconds"], 1);
+        }),
+    ];
+    let server = tokio::spawn(serve(handle, script));
+    lease::release(&api, &lease_config(), ts(NOW))
+        .await
+        .expect("release");
+    server.await.expect("script failed");
+}
+
+#[test]
+fn leadership_expires_and_clears() {
+    let metrics = RecoveryMetrics::default();
+    let l = Leadership::new(metrics.clone());
+    assert!(!l.is_leader());
+    assert_eq!(metrics.leader.get(), 0);
+    let always = Leadership::always();
+    assert!(always.is_leader());
+}
+
+#[test]
+fn rbac_covers_every_call_the_reconciler_makes() {
+    let has = |group: &str, resource: &str, verb: &str| {
+        RBAC.iter()
+            .any(|(g, r, vs)| *g == group && *r == resource && vs.contains(&verb))
+    };
+    for (g, r, v) in [
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "pods", "get"),
+        ("", "pods", "delete"),
+        ("", "pods/status", "patch"),
+        ("", "nodes", "get"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("events.k8s.io", "events", "create"),
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "create"),
+        ("coordination.k8s.io", "leases", "update"),
+    ] {
+        assert!(has(g, r, v), "{g}/{r} {v}");
+    }
+}
+
+// ---- the watches, end to end over the mocked API ----
+
+/// Answers list requests with `pages` in order (the caller sets `continue` tokens), then holds
+/// the watch request open forever, like an idle apiserver.
+async fn serve_list_then_idle(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    pages: Vec<Value>,
+    accept: Option<&'static str>,
+) {
+    let mut pages = pages.into_iter();
+    let mut held = vec![];
+    while let Some((request, send)) = handle.next_request().await {
+        let query = request.uri().query().unwrap_or("").to_string();
+        if let Some(expected) = accept {
+            let got = request
+                .headers()
+                .get("accept")
+                .and_then(|v| v.to_str().ok());
+            assert!(
+                got.is_some_and(|a| a.contains(expected)),
+                "accept header {got:?} lacks {expected}"
+            );
+        }
+        if query.contains("watch=true") {
+            held.push(send);
+            continue;
+        }
+        let page = pages.next().expect("an unexpected extra list request");
+        send.send_response(
+            Response::builder()
+                .status(200)
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(&page).expect("json")))
+                .expect("response"),
+        );
+    }
+}
+
+fn meta_item(name: &str, annotations: Value, deleting: bool) -> Value {
+    let mut item = json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"), "resourceVersion": "1",
+                     "annotations": annotations,
+                     "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}]}
+    });
+    if deleting {
+        item["metadata"]["deletionTimestamp"] = json!("2026-11-21T19:57:00Z");
+    }
+    item
+}
+
+fn list_page(kind: &str, items: Vec<Value>, cont: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": "1000", "continue": cont}, "items": items})
+}
+
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() {
+    let (client, handle) = mock();
+    let ctx = Arc::new(context(
+        client.clone(),
+        Options::default(),
+        Leadership::always(),
+        NOW,
+    ));
+    let pages = vec![
+        list_page(
+            "PartialObjectMetadataList",
+            vec![
+                meta_item("eligible-1", json!({KEY: "true"}), true),
+                meta_item("not-deleting", json!({KEY: "true"}), false),
+            ],
+            "page-2",
+        ),
+        list_page(
+            "PartialObjectMetadataList",
+            vec![
+                meta_item("wrong-value", json!({KEY: "True"}), true),
+                meta_item(
+                    "eligible-2",
+                    json!({"kueue.x-k8s.io/safe-to-forcefully-delete": "true", "big": "x"}),
+                    true,
+                ),
+            ],
+            "",
+        ),
+    ];
+    // Metadata-only: the apiserver sends no spec and no status.
+    let server = tokio::spawn(serve_list_then_idle(
+        handle,
+        pages,
+        Some("as=PartialObjectMetadata"),
+    ));
+    let writer: Writer<PodMeta> = Writer::default();
+    let store = writer.as_reader();
+    let (tx, mut rx) = futures::channel::mpsc::unbounded();
+    let synced = Arc::new(AtomicBool::new(false));
+    let readiness = Readiness::default();
+    // Left over from before a relist: the pod is gone and must be forgotten.
+    let vanished = PodKey::new("ns", "vanished");
+    ctx.update_tracked(&vanished, |t| {
+        t.waiting = Some(Waiting::Node("node-a".into()))
+    });
+    let driver = tokio::spawn(drive_pod_watch(
+        Api::<PodMeta>::all(client),
+        watcher::Config::default().page_size(2),
+        writer,
+        ctx.clone(),
+        tx,
+        synced.clone(),
+        readiness.clone(),
+    ));
+    wait_until("the pod list", || synced.load(Ordering::SeqCst)).await;
+    let mut stored: Vec<String> = store
+        .state()
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect();
+    stored.sort();
+    assert_eq!(stored, vec!["eligible-1", "eligible-2"]);
+    for p in store.state() {
+        assert_eq!(p.metadata.managed_fields, None, "managedFields stripped");
+        assert_eq!(p.metadata.annotations.as_ref().map(|a| a.len()), Some(1));
+    }
+    let mut triggered = vec![rx.next().await.expect("t1"), rx.next().await.expect("t2")];
+    triggered.sort();
+    assert_eq!(
+        triggered,
+        vec![
+            PodKey::new("ns", "eligible-1"),
+            PodKey::new("ns", "eligible-2")
+        ]
+    );
+    assert!(!lock(&ctx.tracked).contains_key(&vanished));
+    assert_eq!(ctx.metrics.pending.get(), 0);
+    // Nodes were synced by `context`, pods now: ready.
+    assert!(readiness.is_ready());
+    driver.abort();
+    server.abort();
+}
+
+#[tokio::test]
+async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
+    let (client, handle) = mock();
+    // A fresh context whose node cache is not synced yet.
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        recovery::Config::default(),
+        Options::default(),
+        Leadership::always(),
+        RecoveryMetrics::default(),
+    ));
+    let on_a = PodKey::new("ns", "on-a");
+    let on_b = PodKey::new("ns", "on-b");
+    ctx.update_tracked(&on_a, |t| t.node = Some("node-a".into()));
+    ctx.update_tracked(&on_b, |t| t.node = Some("node-b".into()));
+    let mut writer: Writer<PodMeta> = Writer::default();
+    for name in ["on-a", "on-b"] {
+        let p: PodMeta =
+            serde_json::from_value(meta_item(name, json!({KEY: "true"}), true)).expect("meta");
+        writer.apply_watcher_event(&Event::Apply(p));
+    }
+    let pages = vec![list_page(
+        "NodeList",
+        vec![node_json("node-a", true), node_json("node-b", false)],
+        "",
+    )];
+    let server = tokio::spawn(serve_list_then_idle(handle, pages, None));
+    let (tx, mut rx) = futures::channel::mpsc::unbounded();
+    let synced = Arc::new(AtomicBool::new(true));
+    let readiness = Readiness::default();
+    let driver = tokio::spawn(drive_node_watch(
+        Api::<Node>::all(client),
+        ctx.clone(),
+        writer.as_reader(),
+        tx,
+        synced,
+        readiness.clone(),
+    ));
+    // node-a is unreachable in the initial list: its pod is re-checked (restart safety).
+    assert_eq!(rx.next().await, Some(on_a));
+    wait_until("readiness", || readiness.is_ready()).await;
+    assert!(ctx.nodes_synced());
+    assert!(rx.try_recv().is_err(), "node-b is reachable: nothing else");
+    driver.abort();
+    server.abort();
+}
+
+// A pod whose opt-in was removed since it was triggered leaves no state behind.
+#[tokio::test]
+async fn pod_no_longer_opted_in_is_forgotten() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut pod = running_pod("100");
+    pod["metadata"]["annotations"][KEY] = json!("false");
+    let action = run_scenario(&ctx, handle, vec![get_pod(pod)])
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert!(lock(&ctx.tracked).is_empty());
+}
+
+// A missing node: nothing to do, no error (Kueue: client.IgnoreNotFound).
+#[tokio::test]
+async fn node_missing_from_cache_is_ignored_without_error() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut pod = running_pod("100");
+    pod["spec"]["nodeName"] = json!("node-gone");
+    let action = run_scenario(&ctx, handle, vec![get_pod(pod)])
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(ctx.metrics.pending.get(), 0);
+}
+
+// The cache says unreachable but the node was deleted since: the fresh read decides.
+#[tokio::test]
+async fn node_deleted_since_the_cache_is_ignored() {
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 404, status_body(404, "NotFound")),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+}
+
+// ---- the whole sidecar over a mocked apiserver ----
+
+/// A stateful fake apiserver for `run_with_client`: a Lease, one eligible pod on an unreachable
+/// node and one pod without opt-in; records every request.
+async fn fake_apiserver(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    log: Arc<Mutex<Vec<String>>>,
+    deletion_timestamp: String,
+) {
+    let mut lease: Option<Value> = None;
+    let mut deleted = false;
+    let mut held = vec![];
+    let eligible_pod = |rv: &str, phase: &str| {
+        let mut p = running_pod(rv);
+        p["metadata"]["deletionTimestamp"] = json!(deletion_timestamp.clone());
+        p["status"]["phase"] = json!(phase);
+        p
+    };
+    while let Some((request, send)) = handle.next_request().await {
+        let method = request.method().to_string();
+        let path = request.uri().path().to_string();
+        let query = request.uri().query().unwrap_or("").to_string();
+        let bytes = request
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if query.contains("watch=true") {
+            held.push(send);
+            continue;
+        }
+        lock(&log).push(format!("{method} {path}"));
+        let (status, response) = match (method.as_str(), path.as_str()) {
+            ("GET", LEASE_PATH) => match &lease {
+                Some(l) => (200, l.clone()),
+                None => (404, status_body(404, "NotFound")),
+            },
+            ("POST", LEASES_PATH) | ("PUT", LEASE_PATH) => {
+                let mut l = body.clone();
+                let rv = lease
+                    .as_ref()
+                    .and_then(|l| l["metadata"]["resourceVersion"].as_str())
+                    .and_then(|rv| rv.parse::<u64>().ok())
+                    .unwrap_or(0);
+                l["metadata"]["resourceVersion"] = json!((rv + 1).to_string());
+                lease = Some(l.clone());
+                (if method == "POST" { 201 } else { 200 }, l)
+            }
+            ("GET", "/api/v1/pods") => {
+                let mut item = meta_item("pod", json!({KEY: "true"}), true);
+                item["metadata"]["deletionTimestamp"] = json!(deletion_timestamp.clone());
+                let items = if deleted {
+                    vec![]
+                } else {
+                    vec![item, meta_item("bystander", json!({}), true)]
+                };
+                (200, list_page("PartialObjectMetadataList", items, ""))
+            }
+            ("GET", "/api/v1/nodes") => (
+                200,
+                list_page("NodeList", vec![node_json("node-a", true)], ""),
+            ),
+            ("GET", NODE_PATH) => (200, node_json("node-a", true)),
+            ("GET", POD_PATH) if !deleted => (200, eligible_pod("100", "Running")),
+            ("GET", POD_PATH) => (404, status_body(404, "NotFound")),
+            ("PATCH", STATUS_PATH) => (200, eligible_pod("101", "Failed")),
+            ("POST", EVENTS_PATH) => (201, body.clone()),
+            ("DELETE", POD_PATH) => {
+                deleted = true;
+                (200, eligible_pod("102", "Failed"))
+            }
+            _ => (404, status_body(404, "NotFound")),
+        };
+        send.send_response(
+            Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(&response).expect("json")))
+                .expect("response"),
+        );
+    }
+}
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("write");
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.expect("read");
+    out
+}
+
+#[tokio::test]
+async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ReconcileArgs,
+    }
+    let args = Cli::try_parse_from([
+        "jobgate",
+        "--lease-namespace=jobgate",
+        "--leader-election-id=replica-1",
+        "--admin-addr=127.0.0.1:0",
+    ])
+    .expect("args")
+    .args;
+    let (client, handle) = mock();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let deletion = Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
+        .expect("ts");
+    let server = tokio::spawn(fake_apiserver(
+        handle,
+        log.clone(),
+        recovery::rfc3339_seconds(deletion),
+    ));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let sidecar = tokio::spawn(run_with_client(
+        client,
+        args,
+        async move {
+            let _ = stop_rx.await;
+        },
+        move |addr| {
+            let _ = addr_tx.send(addr);
+        },
+    ));
+    let admin = addr_rx.await.expect("admin address");
+    wait_until("the pod deleted", || {
+        lock(&log)
+            .iter()
+            .any(|r| r == &format!("DELETE {POD_PATH}"))
+    })
+    .await;
+    assert!(http_get(admin, "/readyz").await.starts_with("HTTP/1.1 200"));
+    let metrics = http_get(admin, "/metrics").await;
+    assert!(
+        metrics.contains("jobgate_recovery_pods_terminated_total{node=\"node-a\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("jobgate_recovery_leader 1"), "{metrics}");
+    stop_tx.send(()).expect("stop");
+    sidecar.await.expect("join").expect("run");
+
+    let log = lock(&log).clone();
+    let position = |r: &str| {
+        log.iter()
+            .position(|l| l == r)
+            .unwrap_or_else(|| panic!("{r} missing in {log:?}"))
+    };
+    // Elected before acting; patch, then event, then delete; the bystander is never read.
+    assert!(position(&format!("POST {LEASES_PATH}")) < position(&format!("PATCH {STATUS_PATH}")));
+    assert!(position(&format!("PATCH {STATUS_PATH}")) < position(&format!("POST {EVENTS_PATH}")));
+    assert!(position(&format!("POST {EVENTS_PATH}")) < position(&format!("DELETE {POD_PATH}")));
+    assert!(!log.iter().any(|l| l.contains("bystander")), "{log:?}");
+    assert_eq!(
+        log.iter().filter(|l| l.starts_with("PATCH")).count(),
+        1,
+        "{log:?}"
+    );
+    // Released on shutdown: the last Lease write.
+    assert_eq!(
+        log.iter().rev().find(|l| l.contains("leases")),
+        Some(&format!("PUT {LEASE_PATH}"))
+    );
+    server.abort();
+}

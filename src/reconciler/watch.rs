@@ -1,0 +1,324 @@
+//! What the watches keep: only eligible pods (opted in and terminating), stripped to the
+//! metadata the reconciler reads, and only the name and taints of each node. Pure: events in,
+//! store events and triggers out.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::core::{ObjectMeta, PartialObjectMeta};
+use kube::runtime::watcher::Event;
+
+use crate::recovery::{self, NodeFacts, PodFacts};
+
+/// A pod as the metadata-only watch delivers it.
+pub type PodMeta = PartialObjectMeta<Pod>;
+
+/// Namespace and name of a pod.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl PodKey {
+    pub fn new(namespace: &str, name: &str) -> PodKey {
+        PodKey {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    pub fn of(meta: &ObjectMeta) -> PodKey {
+        PodKey {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for PodKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The decision's view of a pod's metadata (annotations and deletion timestamp are all
+/// eligibility needs).
+pub fn meta_facts(meta: &ObjectMeta) -> PodFacts {
+    PodFacts {
+        annotations: meta.annotations.clone().unwrap_or_default(),
+        deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
+        deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
+        ..PodFacts::default()
+    }
+}
+
+/// Keeps what the reconciler reads: identity, deletion fields, owners (issue 6 groups by Job),
+/// and only the configured annotation keys. Drops managedFields, labels, other annotations.
+pub fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
+    let m = &pod.metadata;
+    let annotations: BTreeMap<String, String> = m
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| config.annotation_keys.iter().any(|c| c == *k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    PartialObjectMeta {
+        types: pod.types.clone(),
+        metadata: ObjectMeta {
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            uid: m.uid.clone(),
+            resource_version: m.resource_version.clone(),
+            deletion_timestamp: m.deletion_timestamp.clone(),
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            owner_references: m.owner_references.clone(),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        },
+        _phantom: Default::default(),
+    }
+}
+
+/// One pod watch event after filtering.
+#[derive(Debug, Default)]
+pub struct Filtered {
+    /// What to apply to the store of eligible pods.
+    pub store_event: Option<Event<PodMeta>>,
+    /// A pod to reconcile.
+    pub trigger: Option<PodKey>,
+    /// A pod the reconciler may forget (gone, or no longer eligible).
+    pub forget: Option<PodKey>,
+}
+
+/// Filters one pod watch event: eligible pods enter the store (stripped) and are triggered;
+/// a pod that stops being eligible (its opt-in annotation removed) leaves the store as if
+/// deleted; ineligible pods of the initial list are dropped on the floor.
+pub fn filter_pod_event(event: Event<PodMeta>, config: &recovery::Config) -> Filtered {
+    let eligible = |p: &PodMeta| recovery::is_eligible(&meta_facts(&p.metadata), config);
+    match event {
+        Event::Init => Filtered {
+            store_event: Some(Event::Init),
+            ..Filtered::default()
+        },
+        Event::InitDone => Filtered {
+            store_event: Some(Event::InitDone),
+            ..Filtered::default()
+        },
+        Event::InitApply(p) if eligible(&p) => Filtered {
+            trigger: Some(PodKey::of(&p.metadata)),
+            store_event: Some(Event::InitApply(strip(&p, config))),
+            forget: None,
+        },
+        Event::InitApply(_) => Filtered::default(),
+        Event::Apply(p) if eligible(&p) => Filtered {
+            trigger: Some(PodKey::of(&p.metadata)),
+            store_event: Some(Event::Apply(strip(&p, config))),
+            forget: None,
+        },
+        Event::Apply(p) | Event::Delete(p) => Filtered {
+            forget: Some(PodKey::of(&p.metadata)),
+            store_event: Some(Event::Delete(strip(&p, config))),
+            trigger: None,
+        },
+    }
+}
+
+/// The node cache: name and taints of every node, and the rising edges of the unreachable
+/// taint. During a (re)list the new contents are buffered and compared on `InitDone`, so a
+/// node that became unreachable while the watch was down still fires once.
+#[derive(Debug, Default)]
+pub struct NodeCache {
+    nodes: HashMap<String, NodeFacts>,
+    relist: Option<HashMap<String, NodeFacts>>,
+    synced: bool,
+}
+
+impl NodeCache {
+    pub fn get(&self, name: &str) -> Option<&NodeFacts> {
+        self.nodes.get(name)
+    }
+
+    /// True once the first full list was applied.
+    pub fn synced(&self) -> bool {
+        self.synced
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Applies one event; returns the nodes that just became unreachable.
+    pub fn apply(&mut self, event: Event<NodeFacts>) -> Vec<String> {
+        match event {
+            Event::Init => {
+                self.relist = Some(HashMap::new());
+                vec![]
+            }
+            Event::InitApply(n) => {
+                if let Some(buffer) = self.relist.as_mut() {
+                    buffer.insert(n.name.clone(), n);
+                }
+                vec![]
+            }
+            Event::InitDone => {
+                let fresh = self.relist.take().unwrap_or_default();
+                let mut edges: Vec<String> = fresh
+                    .values()
+                    .filter(|n| recovery::became_unreachable(self.nodes.get(&n.name), n))
+                    .map(|n| n.name.clone())
+                    .collect();
+                edges.sort();
+                self.nodes = fresh;
+                self.synced = true;
+                edges
+            }
+            Event::Apply(n) => {
+                let edge = recovery::became_unreachable(self.nodes.get(&n.name), &n);
+                let name = n.name.clone();
+                self.nodes.insert(name.clone(), n);
+                if edge { vec![name] } else { vec![] }
+            }
+            Event::Delete(n) => {
+                self.nodes.remove(&n.name);
+                vec![]
+            }
+        }
+    }
+}
+
+/// A node watch event reduced to the node's name and taints.
+pub fn node_event_facts(event: Event<Node>) -> Event<NodeFacts> {
+    match event {
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+        Event::InitApply(n) => Event::InitApply(recovery::node_facts(&n)),
+        Event::Apply(n) => Event::Apply(recovery::node_facts(&n)),
+        Event::Delete(n) => Event::Delete(recovery::node_facts(&n)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::{Taint, UNREACHABLE_TAINT_KEY};
+    use serde_json::json;
+
+    fn pod(annotations: serde_json::Value, deleting: bool) -> PodMeta {
+        let mut meta = json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {
+                "name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5",
+                "labels": {"app": "x"},
+                "annotations": annotations,
+                "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1"}],
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "ju"}]
+            }
+        });
+        if deleting {
+            meta["metadata"]["deletionTimestamp"] = json!("2026-11-21T19:00:00Z");
+            meta["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+        }
+        serde_json::from_value(meta).expect("pod meta")
+    }
+
+    const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+
+    #[test]
+    fn eligible_pods_enter_the_store_stripped() {
+        let config = recovery::Config::default();
+        let p = pod(json!({KEY: "true", "other": "big value"}), true);
+        let f = filter_pod_event(Event::Apply(p), &config);
+        assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
+        let Some(Event::Apply(stored)) = f.store_event else {
+            panic!("expected Apply");
+        };
+        let m = &stored.metadata;
+        assert_eq!(m.managed_fields, None);
+        assert_eq!(m.labels, None);
+        assert_eq!(
+            m.annotations,
+            Some([(KEY.to_string(), "true".to_string())].into())
+        );
+        assert_eq!(m.uid.as_deref(), Some("u"));
+        assert_eq!(m.resource_version.as_deref(), Some("5"));
+        assert_eq!(m.deletion_grace_period_seconds, Some(30));
+        assert!(m.deletion_timestamp.is_some());
+        assert_eq!(m.owner_references.as_ref().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn ineligible_pods_never_enter_the_store() {
+        let config = recovery::Config::default();
+        for p in [
+            pod(json!({KEY: "true"}), false),
+            pod(json!({KEY: "True"}), true),
+            pod(json!({}), true),
+        ] {
+            let f = filter_pod_event(Event::InitApply(p.clone()), &config);
+            assert!(f.store_event.is_none() && f.trigger.is_none() && f.forget.is_none());
+            // An update to an ineligible state removes it (if it was there) and forgets it.
+            let f = filter_pod_event(Event::Apply(p), &config);
+            assert!(matches!(f.store_event, Some(Event::Delete(_))));
+            assert_eq!(f.forget, Some(PodKey::new("ns", "p")));
+            assert!(f.trigger.is_none());
+        }
+    }
+
+    #[test]
+    fn deletes_forget_the_pod() {
+        let config = recovery::Config::default();
+        let f = filter_pod_event(Event::Delete(pod(json!({KEY: "true"}), true)), &config);
+        assert!(matches!(f.store_event, Some(Event::Delete(_))));
+        assert_eq!(f.forget, Some(PodKey::new("ns", "p")));
+    }
+
+    fn facts(name: &str, unreachable: bool) -> NodeFacts {
+        NodeFacts {
+            name: name.into(),
+            taints: if unreachable {
+                vec![Taint {
+                    key: UNREACHABLE_TAINT_KEY.into(),
+                    effect: "NoExecute".into(),
+                }]
+            } else {
+                vec![]
+            },
+        }
+    }
+
+    #[test]
+    fn node_cache_reports_rising_edges() {
+        let mut cache = NodeCache::default();
+        assert!(!cache.synced());
+        assert!(cache.apply(Event::Init).is_empty());
+        cache.apply(Event::InitApply(facts("a", false)));
+        cache.apply(Event::InitApply(facts("b", true)));
+        // Initial list: a node already unreachable is a rising edge (restart safety).
+        assert_eq!(cache.apply(Event::InitDone), vec!["b".to_string()]);
+        assert!(cache.synced());
+        assert_eq!(
+            cache.apply(Event::Apply(facts("a", true))),
+            vec!["a".to_string()]
+        );
+        assert!(cache.apply(Event::Apply(facts("a", true))).is_empty());
+        assert!(cache.apply(Event::Apply(facts("a", false))).is_empty());
+        assert_eq!(
+            cache.apply(Event::Apply(facts("c", true))),
+            vec!["c".to_string()]
+        );
+        cache.apply(Event::Delete(facts("c", true)));
+        assert!(cache.get("c").is_none());
+        // Relist after a watch gap: "a" went unreachable meanwhile, "b" stays unreachable.
+        cache.apply(Event::Init);
+        cache.apply(Event::InitApply(facts("a", true)));
+        cache.apply(Event::InitApply(facts("b", true)));
+        assert_eq!(cache.apply(Event::InitDone), vec!["a".to_string()]);
+        assert_eq!(cache.len(), 2);
+    }
+}

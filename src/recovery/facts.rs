@@ -1,0 +1,54 @@
+//! The facts the decision reads, taken from the Kubernetes API types.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::{NodeFacts, PodCondition, PodFacts, Taint};
+
+fn non_empty(s: Option<&String>) -> Option<String> {
+    s.filter(|s| !s.is_empty()).cloned()
+}
+
+pub fn pod_facts(pod: &Pod) -> PodFacts {
+    let meta = &pod.metadata;
+    let status = pod.status.as_ref();
+    PodFacts {
+        annotations: meta.annotations.clone().unwrap_or_default(),
+        deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
+        deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
+        phase: non_empty(status.and_then(|s| s.phase.as_ref())),
+        node_name: non_empty(pod.spec.as_ref().and_then(|s| s.node_name.as_ref())),
+        conditions: status
+            .and_then(|s| s.conditions.as_ref())
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| PodCondition {
+                        type_: c.type_.clone(),
+                        status: c.status.clone(),
+                        reason: c.reason.clone(),
+                        message: c.message.clone(),
+                        last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+pub fn node_facts(node: &Node) -> NodeFacts {
+    NodeFacts {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        taints: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .map(|ts| {
+                ts.iter()
+                    .map(|t| Taint {
+                        key: t.key.clone(),
+                        effect: t.effect.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}

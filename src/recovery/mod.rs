@@ -1,0 +1,262 @@
+//! Failure recovery of pods stuck terminating on unreachable nodes (Kueue KEP-6757), as pure
+//! functions: `(pod, node, now, config) -> Decision`, the node's rising-edge predicate, and the
+//! status patch that records a recovery. No I/O, no async, no clock: `now` is a parameter.
+//!
+//! Semantics follow Kueue's `pkg/controller/failurerecovery/pod_termination_controller.go`
+//! (after kueue#9651 "forcefully remove stuck pods" and kueue#10853 "forcefully delete
+//! Failed/Succeeded pods that are stuck on unreachable nodes"), with these deliberate differences:
+//! - the annotation key is configurable (any of `Config::annotation_keys`), and the message names
+//!   the key that actually opted the pod in;
+//! - a pod without `spec.nodeName` is ignored (Kueue asks the API for a node named "" and errors);
+//! - the grace period in the message is `deletionGracePeriodSeconds + threshold` in seconds
+//!   (`90s`); Kueue adds the seconds as nanoseconds and prints Go's `Duration` (`1m0.00000003s`).
+//! - the reason is `KueueForcefullyTerminated` (Kueue renamed its reason to
+//!   `KueueForcefullyDeleted` in later releases; issue 5 keeps the original).
+
+mod facts;
+mod status;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+pub use facts::{node_facts, pod_facts};
+pub use status::{StatusChange, format_seconds, rfc3339_seconds, status_change};
+
+/// The taint the node lifecycle controller puts on a node whose kubelet stopped reporting.
+pub const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
+/// The only annotation value that opts a pod in. `"True"`, `"1"`, `""` do not.
+pub const OPT_IN_VALUE: &str = "true";
+/// Pod condition type written on recovery (Kueue's `KueueFailureRecoveryConditionType`).
+pub const CONDITION_TYPE: &str = "KueueFailureRecovery";
+/// Condition and event reason (Kueue's original `KueueForcefulTerminationReason`).
+pub const REASON: &str = "KueueForcefullyTerminated";
+/// events.k8s.io/v1 `action` of the recovery event (as Kueue's `Eventf(..., "ForcefulTermination", ...)`).
+pub const EVENT_ACTION: &str = "ForcefulTermination";
+/// Reason of the `Normal` event `--dry-run` emits instead of acting.
+pub const DRY_RUN_REASON: &str = "WouldForcefullyTerminate";
+/// Default `--forceful-termination-grace-period` (Kueue's default `time.Minute`).
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(60);
+
+/// Settings of the decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Annotation keys that opt a pod in with the value `"true"`, in priority order.
+    pub annotation_keys: Vec<String>,
+    /// Time after `metadata.deletionTimestamp` before a pod may be recovered
+    /// (`--forceful-termination-grace-period`).
+    pub grace_period: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            annotation_keys: crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS
+                .iter()
+                .map(|k| k.to_string())
+                .collect(),
+            grace_period: DEFAULT_GRACE_PERIOD,
+        }
+    }
+}
+
+/// What the decision reads of a pod.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodFacts {
+    pub annotations: BTreeMap<String, String>,
+    /// `metadata.deletionTimestamp`: the apiserver sets it to the delete request time plus the
+    /// pod's grace period, so the grace period is already inside it.
+    pub deletion_timestamp: Option<Timestamp>,
+    pub deletion_grace_period_seconds: Option<i64>,
+    /// `status.phase`; `None` when absent or empty.
+    pub phase: Option<String>,
+    /// `spec.nodeName`; `None` when absent or empty.
+    pub node_name: Option<String>,
+    pub conditions: Vec<PodCondition>,
+}
+
+/// One entry of `status.conditions`, with the fields the recovery condition compares.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodCondition {
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition_time: Option<Timestamp>,
+}
+
+/// What the decision reads of a node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeFacts {
+    pub name: String,
+    pub taints: Vec<Taint>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Taint {
+    pub key: String,
+    pub effect: String,
+}
+
+/// What to do with one pod now.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// Never act on this pod in its current state.
+    Ignore(Ignored),
+    /// Opted in and terminating, but the deadline has not come: look again at exactly this time.
+    RequeueAt(Timestamp),
+    /// Past the deadline, but the node is reachable: wait for the node watch to see the node
+    /// gain the unreachable taint (rising edge), then decide again.
+    WaitForNode { node: String },
+    /// Past the deadline on an unreachable node: record the recovery and delete the pod.
+    Recover(Recovery),
+}
+
+/// Why a pod is ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ignored {
+    /// No configured annotation key has the value `"true"`.
+    NotOptedIn,
+    /// `metadata.deletionTimestamp` is not set.
+    NotTerminating,
+    /// `spec.nodeName` is empty: no node to be unreachable.
+    NotScheduled,
+    /// The pod's node does not exist (Kueue: `client.IgnoreNotFound`).
+    NodeNotFound,
+}
+
+impl Ignored {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ignored::NotOptedIn => "not-opted-in",
+            Ignored::NotTerminating => "not-terminating",
+            Ignored::NotScheduled => "not-scheduled",
+            Ignored::NodeNotFound => "node-not-found",
+        }
+    }
+}
+
+/// A due recovery: everything the executor needs besides the pod's identity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recovery {
+    /// The unreachable node the pod is bound to.
+    pub node: String,
+    /// The annotation key that opted the pod in (the first configured key set to `"true"`).
+    pub annotation_key: String,
+    /// `deletionTimestamp + grace period`; `now >= deadline`.
+    pub deadline: Timestamp,
+    /// `deletionGracePeriodSeconds + grace period`, the time the pod had to terminate.
+    pub total_grace_period: Duration,
+    /// Whether `status.phase` must become `Failed` (not when already `Failed` or `Succeeded`).
+    pub set_failed: bool,
+}
+
+impl Recovery {
+    /// The condition message and the Warning event's note.
+    pub fn message(&self) -> String {
+        format!(
+            "Pod forcefully terminated after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
+            format_seconds(self.total_grace_period),
+            self.node,
+            self.annotation_key
+        )
+    }
+
+    /// The note of the `Normal` event `--dry-run` emits instead of acting.
+    pub fn dry_run_message(&self) -> String {
+        format!(
+            "Dry run: would forcefully terminate pod after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
+            format_seconds(self.total_grace_period),
+            self.node,
+            self.annotation_key
+        )
+    }
+}
+
+/// The first configured annotation key whose value is exactly `"true"`.
+pub fn opted_in_key<'a>(pod: &PodFacts, config: &'a Config) -> Option<&'a str> {
+    config
+        .annotation_keys
+        .iter()
+        .find(|key| pod.annotations.get(key.as_str()).map(String::as_str) == Some(OPT_IN_VALUE))
+        .map(String::as_str)
+}
+
+/// Opted in and terminating: the pods the reconciler tracks (Kueue's `podEligibleForTermination`).
+/// Memory of the reconciler grows with these pods only.
+pub fn is_eligible(pod: &PodFacts, config: &Config) -> bool {
+    opted_in_key(pod, config).is_some() && pod.deletion_timestamp.is_some()
+}
+
+/// `deletionTimestamp + grace period`. Saturates at the largest timestamp (never reached) when
+/// the sum does not fit.
+pub fn deadline(deletion_timestamp: Timestamp, grace_period: Duration) -> Timestamp {
+    SignedDuration::try_from(grace_period)
+        .ok()
+        .and_then(|d| deletion_timestamp.checked_add(d).ok())
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// The node carries the unreachable taint, with any effect (Kueue: `utiltaints.TaintKeyExists`).
+/// `node.kubernetes.io/not-ready` alone does not count.
+pub fn is_unreachable(node: &NodeFacts) -> bool {
+    node.taints.iter().any(|t| t.key == UNREACHABLE_TAINT_KEY)
+}
+
+/// The node watch's trigger: the node was created with the unreachable taint (`old` is `None`),
+/// or updated from untainted to tainted (Kueue's `nodeEventsPredicate`). Removal of the taint,
+/// other updates of a tainted node, and deletions do not trigger.
+pub fn became_unreachable(old: Option<&NodeFacts>, new: &NodeFacts) -> bool {
+    is_unreachable(new) && !old.is_some_and(is_unreachable)
+}
+
+/// The decision. Checks run in Kueue's order: opt-in, terminating, deadline, then the node, so
+/// a pod before its deadline is requeued without looking at its node.
+///
+/// `node` is the node named by `pod.node_name` as the caller found it; `None` when it does not
+/// exist. A node whose name differs from `pod.node_name` counts as not found.
+pub fn decide(
+    pod: &PodFacts,
+    node: Option<&NodeFacts>,
+    now: Timestamp,
+    config: &Config,
+) -> Decision {
+    let Some(annotation_key) = opted_in_key(pod, config) else {
+        return Decision::Ignore(Ignored::NotOptedIn);
+    };
+    let Some(deletion_timestamp) = pod.deletion_timestamp else {
+        return Decision::Ignore(Ignored::NotTerminating);
+    };
+    let deadline = deadline(deletion_timestamp, config.grace_period);
+    if now < deadline {
+        return Decision::RequeueAt(deadline);
+    }
+    let Some(node_name) = pod.node_name.as_deref().filter(|n| !n.is_empty()) else {
+        return Decision::Ignore(Ignored::NotScheduled);
+    };
+    let Some(node) = node.filter(|n| n.name == node_name) else {
+        return Decision::Ignore(Ignored::NodeNotFound);
+    };
+    if !is_unreachable(node) {
+        return Decision::WaitForNode {
+            node: node_name.to_string(),
+        };
+    }
+    let pod_grace = u64::try_from(pod.deletion_grace_period_seconds.unwrap_or(0)).unwrap_or(0);
+    Decision::Recover(Recovery {
+        node: node_name.to_string(),
+        annotation_key: annotation_key.to_string(),
+        deadline,
+        total_grace_period: Duration::from_secs(pod_grace).saturating_add(config.grace_period),
+        set_failed: !is_terminal_phase(pod.phase.as_deref()),
+    })
+}
+
+/// `Failed` or `Succeeded` (Kueue's `utilpod.IsTerminated`): the phase is kept as it is.
+pub fn is_terminal_phase(phase: Option<&str>) -> bool {
+    matches!(phase, Some("Failed") | Some("Succeeded"))
+}
