@@ -42,6 +42,9 @@ pub enum Command {
     /// rules and jobgate's policies, as `POST /validate` would; exit 1 when any is denied, 2 on
     /// unreadable input.
     Check(jobgate::check::CheckArgs),
+    /// Recover pods stuck terminating on unreachable nodes (Kueue KEP-6757): the sidecar
+    /// reconciler, leader-elected, with its own admin port.
+    Reconcile(jobgate::reconciler::ReconcileArgs),
 }
 
 #[derive(Debug, Args)]

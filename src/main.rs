@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Check(_) => Ok(()),
         Command::Certs(args) => jobgate::certs::run(&args),
+        Command::Reconcile(args) => runtime.block_on(jobgate::reconciler::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
