@@ -3,3 +3,4 @@
 
 pub mod admission;
 pub mod job;
+pub mod recovery;

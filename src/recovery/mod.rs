@@ -1,0 +1,2 @@
+pub mod backoff;
+pub mod episode;
