@@ -3,4 +3,5 @@
 
 pub mod admission;
 pub mod job;
+pub mod reconciler;
 pub mod recovery;
