@@ -525,6 +525,7 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reconciler::test_api::{Exchange, serve};
     use crate::recovery::episode::LimitExceeded;
     use serde_json::json;
 
@@ -750,5 +751,104 @@ team-c      gone      -       node-x   missing       2026-11-21T02:01:00Z   neve
         assert!(parse_seconds("60").is_err());
         assert!(parse_seconds("-5s").is_err());
         assert!(parse_seconds("").is_err());
+    }
+
+    fn get(path_and_query: &'static str, status: u16, response: serde_json::Value) -> Exchange {
+        Exchange {
+            method: hyper::Method::GET,
+            path_and_query,
+            body: None,
+            status,
+            response,
+        }
+    }
+
+    fn list(kind: &str, items: Vec<serde_json::Value>, next: Option<&str>) -> serde_json::Value {
+        json!({"kind": kind, "apiVersion": "v1", "metadata": {"continue": next}, "items": items})
+    }
+
+    /// `fetch` pages through lists (500 at a time), keeps only Jobs with state and candidate
+    /// pods, reads each of their nodes once, and tolerates a missing Lease.
+    #[tokio::test]
+    async fn fetch_pages_lists_and_reads_only_what_status_shows() {
+        let with_state = serde_json::to_value(job(
+            "team-a",
+            "train",
+            Some(RecoveryState::default().to_annotation()),
+            false,
+        ))
+        .unwrap();
+        let without = serde_json::to_value(job("team-a", "quiet", None, false)).unwrap();
+        let candidate = |name: &str| {
+            serde_json::to_value(pod(
+                "team-a",
+                name,
+                Some("train"),
+                "node-a",
+                "2026-11-21T02:00:00Z",
+            ))
+            .unwrap()
+        };
+        let mut running = candidate("running");
+        running["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("deletionTimestamp");
+        let script = vec![
+            get(
+                "/apis/batch/v1/namespaces/team-a/jobs?&limit=500",
+                200,
+                list("JobList", vec![with_state], Some("tok-1")),
+            ),
+            get(
+                "/apis/batch/v1/namespaces/team-a/jobs?&limit=500&continue=tok-1",
+                200,
+                list("JobList", vec![without], None),
+            ),
+            get(
+                "/api/v1/namespaces/team-a/pods?&limit=500",
+                200,
+                list(
+                    "PodList",
+                    vec![candidate("p-0"), running, candidate("p-1")],
+                    None,
+                ),
+            ),
+            get(
+                "/api/v1/nodes/node-a",
+                200,
+                serde_json::to_value(node("node-a", true).1).unwrap(),
+            ),
+            get(
+                "/apis/coordination.k8s.io/v1/namespaces/jobgate-system/leases/jobgate-reconciler",
+                404,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                       "reason": "NotFound", "code": 404}),
+            ),
+        ];
+        let (service, handle) = tower_test::mock::pair();
+        let server = serve(handle, script);
+        let client = Client::new(service, "default");
+        let snap = fetch(
+            &client,
+            Some("team-a".into()),
+            &options(),
+            DEFAULT_LEASE_NAMESPACE,
+            DEFAULT_LEASE_NAME,
+        )
+        .await
+        .unwrap();
+        server.await.unwrap();
+        let names = |v: Vec<Option<String>>| v.into_iter().flatten().collect::<Vec<_>>();
+        assert_eq!(
+            names(snap.jobs.iter().map(|j| j.metadata.name.clone()).collect()),
+            ["train"]
+        );
+        assert_eq!(
+            names(snap.pods.iter().map(|p| p.metadata.name.clone()).collect()),
+            ["p-0", "p-1"]
+        );
+        assert_eq!(snap.nodes.keys().collect::<Vec<_>>(), ["node-a"]);
+        assert!(snap.lease.is_none());
     }
 }
