@@ -13,6 +13,10 @@
 //!   -> per Job: begin_episode(client, &job, &pods, &config, now, jitter)
 //!        JobGone                       -> recover the pods without state
 //!        Decided { Recover{pods,..} }  -> recover exactly `pods`, then post_episode_event
+//!        Decided { Continue{pods, others_wait_until} }
+//!                                      -> recover exactly `pods` (leftovers of the recorded
+//!                                         episode), post_episode_event with the recorded state;
+//!                                         requeue the other pods at others_wait_until
 //!        Decided { WaitUntil(t) }      -> requeue every pod of the group at t
 //!        Decided { LimitExceeded{..} } -> recover nothing (the Warning is already posted)
 //!        Decided { NothingDue }        -> nothing
@@ -180,7 +184,8 @@ pub async fn begin_episode(
     })
 }
 
-/// Posts the `Normal RecoveryEpisode` event on the Job after the episode's pods were recovered.
+/// Posts the `Normal RecoveryEpisode` event on the Job after the episode's pods were recovered
+/// (for `Continue`, pass the Job's recorded state: the event then names the leftovers).
 pub async fn post_episode_event(
     client: &Client,
     reporter: &Reporter,
@@ -332,11 +337,13 @@ mod tests {
                 namespace: "team-a".into(),
                 name: "train-0-abc".into(),
                 node: "node-a".into(),
+                deadline: ts("2026-11-21T19:39:00Z"),
             },
             DuePod {
                 namespace: "team-a".into(),
                 name: "train-1-def".into(),
                 node: "node-a".into(),
+                deadline: ts("2026-11-21T19:39:30Z"),
             },
         ]
     }
@@ -471,11 +478,15 @@ mod tests {
     }
 
     /// Issue 5/6: "Conflict ... retry; never act on stale data": on 409 the Job is re-read and the
-    /// episode decided again from the fresh state; here another writer recorded an episode, so the
-    /// pods now wait for its requeueAt and nothing is written.
+    /// episode decided again from the fresh state; here another writer recorded an episode (on
+    /// another node), so the pods now wait for its requeueAt and nothing is written.
     #[tokio::test]
     async fn conflict_rereads_the_job_and_decides_again_from_fresh_state() {
         let now = ts("2026-11-21T19:40:30Z");
+        let theirs = RecoveryState {
+            last_nodes: vec!["node-b".into()],
+            ..first_state()
+        };
         let mut mine = first_state();
         mine.last_recovery_time = Some(ts("2026-11-21T19:40:30Z"));
         mine.requeue_at = Some(ts("2026-11-21T19:41:30Z"));
@@ -487,7 +498,7 @@ mod tests {
             vec![
                 get_job(job_json("100", None, false)),
                 patch_job(attempted, 409, status(409, "Conflict")),
-                get_job(job_json("101", Some(&first_state()), false)),
+                get_job(job_json("101", Some(&theirs), false)),
             ],
             EpisodeConfig::default(),
             now,
@@ -652,6 +663,29 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// A retry after a failed pod recovery reads the Job, recognises the leftovers of the
+    /// recorded episode and writes nothing.
+    #[tokio::test]
+    async fn leftovers_of_the_recorded_episode_are_continued_without_a_write() {
+        let start = run(
+            vec![get_job(job_json("101", Some(&first_state()), false))],
+            EpisodeConfig::default(),
+            ts("2026-11-21T19:40:10Z"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            start,
+            EpisodeStart::Decided {
+                decision: EpisodeDecision::Continue {
+                    pods: due(),
+                    others_wait_until: None,
+                },
+                job: job_ref(),
+            }
+        );
     }
 
     #[tokio::test]

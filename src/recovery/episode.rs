@@ -20,17 +20,21 @@
 //!    a resourceVersion precondition, re-read and re-decide on 409), then act on the outcome:
 //!    [`EpisodeDecision::Recover`]: recover exactly those pods (status patch, pod event, delete),
 //!    then post the Job's `Normal` event ([`episode_note`]);
+//!    [`EpisodeDecision::Continue`]: recover those leftovers of the recorded episode (no write),
+//!    then post the Job's `Normal` event; requeue the others at `others_wait_until`;
 //!    [`EpisodeDecision::WaitUntil`]: requeue every pod of the group at that time;
 //!    [`EpisodeDecision::LimitExceeded`]: recover nothing, post `Warning RecoveryLimitExceeded`
 //!    ([`limit_note`]) when `new_state` is `Some` (the first time only).
 //!
-//! The state is written *before* the pods are recovered: the annotation is the commit point, so a
-//! crash between the two costs one backoff period, never an uncounted episode.
+//! The state is written *before* the pods are recovered: the annotation is the commit point, so
+//! an episode is never uncounted. A pod whose recovery then fails (a conflict on its status, an
+//! API error, a restart) is not made to wait for the next episode: when it comes back due during
+//! the backoff it is recognised as a leftover of the recorded episode ([`EpisodeDecision::Continue`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::backoff::Backoff;
@@ -133,6 +137,8 @@ pub struct DuePod {
     pub namespace: String,
     pub name: String,
     pub node: String,
+    /// `deletionTimestamp + --forceful-termination-grace-period`: due since then.
+    pub deadline: Timestamp,
 }
 
 /// The Job owning pods: the controller owner reference of kind `Job` in `batch/v1`.
@@ -206,6 +212,14 @@ pub enum EpisodeDecision {
         new_state: RecoveryState,
         reset: bool,
     },
+    /// Leftovers of the recorded episode, during its backoff: pods that were already due on
+    /// one of its nodes when it started (their recovery failed or was interrupted, e.g. a
+    /// conflict on the pod status or a restart). Recover `pods` without a new episode and
+    /// without writing; requeue the other due pods for `others_wait_until` when it is `Some`.
+    Continue {
+        pods: Vec<DuePod>,
+        others_wait_until: Option<Timestamp>,
+    },
     /// The previous episode was too recent: requeue the pods for this time, do not drop them.
     WaitUntil(Timestamp),
     /// The next episode would exceed the limit: recover nothing. When `new_state` is `Some`, this
@@ -256,7 +270,18 @@ pub fn decide_episode(
     if let Some(at) = prior.requeue_at
         && now < at
     {
-        return EpisodeDecision::WaitUntil(at);
+        let (leftovers, others): (Vec<DuePod>, Vec<DuePod>) =
+            due.iter().cloned().partition(|p| leftover_of(&prior, p));
+        if leftovers.is_empty() {
+            return EpisodeDecision::WaitUntil(at);
+        }
+        let mut pods = leftovers;
+        pods.sort();
+        pods.dedup();
+        return EpisodeDecision::Continue {
+            pods,
+            others_wait_until: (!others.is_empty()).then_some(at),
+        };
     }
 
     let next = prior.count.saturating_add(1);
@@ -303,6 +328,19 @@ pub fn decide_episode(
         new_state,
         reset,
     }
+}
+
+/// Whether `pod` belonged to the episode recorded in `state`: due when it started (the episode
+/// time is truncated to the second, so "before the next second") on one of its nodes, and the
+/// limit has not stopped recovery since.
+fn leftover_of(state: &RecoveryState, pod: &DuePod) -> bool {
+    let Some(started) = state.last_recovery_time else {
+        return false;
+    };
+    let due_at_start = started
+        .checked_add(SignedDuration::from_secs(1))
+        .is_ok_and(|next_second| pod.deadline < next_second);
+    state.limit_exceeded.is_none() && due_at_start && state.last_nodes.contains(&pod.node)
 }
 
 /// `metav1.Time` precision: whole seconds.
@@ -393,10 +431,15 @@ mod tests {
     }
 
     fn pod(name: &str, node: &str) -> DuePod {
+        due_since(name, node, "2026-11-21T00:00:00Z")
+    }
+
+    fn due_since(name: &str, node: &str, deadline: &str) -> DuePod {
         DuePod {
             namespace: "ns".into(),
             name: name.into(),
             node: node.into(),
+            deadline: ts(deadline),
         }
     }
 
@@ -681,6 +724,82 @@ mod tests {
                 0.0
             ),
             EpisodeDecision::NothingDue
+        );
+    }
+
+    /// A failed or interrupted recovery (pod status conflict, API error, restart) must not make
+    /// the episode's own pods wait a whole backoff: they were counted already.
+    #[test]
+    fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
+        let recorded = RecoveryState {
+            count: 1,
+            requeue_at: Some(ts("2026-11-21T19:41:00Z")),
+            last_recovery_time: Some(ts("2026-11-21T19:40:00Z")),
+            last_nodes: vec!["node-a".into()],
+            limit_exceeded: None,
+        };
+        let view = JobView {
+            suspended: false,
+            state: Some(&recorded),
+        };
+        let cfg = EpisodeConfig::default();
+        let now = ts("2026-11-21T19:40:05Z");
+        let leftover = due_since("p-0", "node-a", "2026-11-21T19:39:00Z");
+        // Due within the episode's second (the episode time is truncated).
+        let same_second = due_since("p-1", "node-a", "2026-11-21T19:40:00.900Z");
+        // Became due after the episode started: the next episode.
+        let later = due_since("p-2", "node-a", "2026-11-21T19:40:01Z");
+        // Due before, but on a node that was not part of the episode.
+        let other_node = due_since("p-3", "node-b", "2026-11-21T19:39:00Z");
+        assert_eq!(
+            decide_episode(
+                &[
+                    other_node.clone(),
+                    later.clone(),
+                    same_second.clone(),
+                    leftover.clone()
+                ],
+                view,
+                &cfg,
+                now,
+                0.0
+            ),
+            EpisodeDecision::Continue {
+                pods: vec![leftover.clone(), same_second],
+                others_wait_until: Some(ts("2026-11-21T19:41:00Z")),
+            }
+        );
+        assert_eq!(
+            decide_episode(std::slice::from_ref(&leftover), view, &cfg, now, 0.0),
+            EpisodeDecision::Continue {
+                pods: vec![leftover.clone()],
+                others_wait_until: None,
+            }
+        );
+        assert_eq!(
+            decide_episode(&[later, other_node], view, &cfg, now, 0.0),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
+        );
+        // Once the limit stopped recovery, nothing continues.
+        let stopped = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T19:40:03Z"),
+                action: LimitAction::Stop,
+            }),
+            ..recorded.clone()
+        };
+        assert_eq!(
+            decide_episode(
+                &[leftover],
+                JobView {
+                    suspended: false,
+                    state: Some(&stopped),
+                },
+                &cfg,
+                now,
+                0.0
+            ),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
         );
     }
 
