@@ -18,8 +18,11 @@ use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+use crate::reconciler::backoff_args::RecoveryBackoffArgs;
 use crate::recovery::episode::{
-    JobKey, LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, job_owner, resumed_after_suspend,
+    DuePod, EpisodeConfig, EpisodeDecision, JobKey, JobView, LimitAction,
+    RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, group_by_job, job_owner,
+    resumed_after_suspend,
 };
 
 /// The taint the node lifecycle controller sets on a node whose kubelet stopped reporting.
@@ -64,6 +67,9 @@ pub struct StatusArgs {
     pub lease_name: String,
     #[arg(long, env = "JOBGATE_LEASE_NAMESPACE", default_value = DEFAULT_LEASE_NAMESPACE)]
     pub lease_namespace: String,
+    /// The reconciler's backoff flags (pass the same values to predict its decisions).
+    #[command(flatten)]
+    pub backoff: RecoveryBackoffArgs,
 }
 
 /// `<n>s`, `<n>m`, `<n>h` or `0`. (Main's `duration::parse_duration` accepts a superset; the lead
@@ -105,6 +111,8 @@ pub struct Snapshot {
 pub struct RenderOptions {
     pub annotation_keys: Vec<String>,
     pub grace_period: Duration,
+    /// The reconciler's backoff flags, to predict its episode decisions.
+    pub episode: EpisodeConfig,
 }
 
 /// `jobgate status`: read the cluster, print the tables.
@@ -122,6 +130,7 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
     let options = RenderOptions {
         annotation_keys: args.recovery_annotation_keys.clone(),
         grace_period: args.forceful_termination_grace_period,
+        episode: args.backoff.episode_config(),
     };
     let snapshot = fetch(
         &client,
@@ -296,19 +305,34 @@ pub fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> S
     }
 
     // Pods waiting for recovery.
-    let mut pods: Vec<&Pod> = snapshot
+    let mut views: Vec<PodView> = snapshot
         .pods
         .iter()
         .filter(|p| is_candidate(p, &options.annotation_keys))
+        .map(|p| PodView::of(p, snapshot, options))
         .collect();
-    pods.sort_by_key(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()));
+    views.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let _ = writeln!(out, "\nPods waiting for recovery ({scope}):");
-    if pods.is_empty() {
+    if views.is_empty() {
         let _ = writeln!(out, "  none");
     } else {
-        let rows = pods
-            .iter()
-            .map(|pod| pod_row(pod, snapshot, &states, options, now))
+        let statuses = pod_statuses(&views, &states, options, now);
+        let rows = views
+            .into_iter()
+            .zip(statuses)
+            .map(|(v, status)| {
+                vec![
+                    v.namespace,
+                    v.name,
+                    v.job.map(|j| j.name).unwrap_or_else(|| "-".into()),
+                    v.node.unwrap_or_else(|| "-".into()),
+                    v.node_state.to_string(),
+                    v.deadline
+                        .map(|d| d.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    status,
+                ]
+            })
             .collect();
         out.push_str(&table(
             &[
@@ -404,74 +428,147 @@ fn job_row(
     ]
 }
 
-fn pod_row(
-    pod: &Pod,
-    snapshot: &Snapshot,
+/// What the status shows of one candidate pod.
+struct PodView {
+    namespace: String,
+    name: String,
+    job: Option<JobKey>,
+    node: Option<String>,
+    node_state: &'static str,
+    deadline: Option<Timestamp>,
+}
+
+impl PodView {
+    fn of(pod: &Pod, snapshot: &Snapshot, options: &RenderOptions) -> PodView {
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let job = pod
+            .metadata
+            .owner_references
+            .as_deref()
+            .and_then(|refs| job_owner(&namespace, refs));
+        let node = node_name(pod);
+        let node_state = match node {
+            None => "not scheduled",
+            Some(n) => match snapshot.nodes.get(n) {
+                None => "missing",
+                Some(node) if is_unreachable(node) => "unreachable",
+                Some(_) => "reachable",
+            },
+        };
+        let deadline = pod.metadata.deletion_timestamp.as_ref().and_then(|t| {
+            SignedDuration::try_from(options.grace_period)
+                .ok()
+                .and_then(|g| t.0.checked_add(g).ok())
+        });
+        PodView {
+            namespace,
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            job,
+            node: node.map(str::to_string),
+            node_state,
+            deadline,
+        }
+    }
+
+    /// Due now by the pod's own rule: past the deadline, on an unreachable node.
+    fn due(&self, now: Timestamp) -> Option<DuePod> {
+        let deadline = self.deadline.filter(|d| *d <= now)?;
+        let node = self
+            .node
+            .clone()
+            .filter(|_| self.node_state == "unreachable")?;
+        Some(DuePod {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            node,
+            deadline,
+        })
+    }
+}
+
+/// The STATUS column of every candidate pod, in `views` order. The order is the reconciler's:
+/// the pod's deadline, then its node, then its Job's episode decision (computed with
+/// [`decide_episode`] over all due pods of the Job, as the reconciler would).
+fn pod_statuses(
+    views: &[PodView],
     states: &JobStates,
     options: &RenderOptions,
     now: Timestamp,
 ) -> Vec<String> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let job: Option<JobKey> = pod
-        .metadata
-        .owner_references
-        .as_deref()
-        .and_then(|refs| job_owner(&ns, refs));
-    let node = node_name(pod);
-    let node_state = match node {
-        None => "not scheduled",
-        Some(n) => match snapshot.nodes.get(n) {
-            None => "missing",
-            Some(node) if is_unreachable(node) => "unreachable",
-            Some(_) => "reachable",
-        },
-    };
-    let deadline = pod.metadata.deletion_timestamp.as_ref().and_then(|t| {
-        SignedDuration::try_from(options.grace_period)
-            .ok()
-            .and_then(|g| t.0.checked_add(g).ok())
-    });
-    let deadline_text = deadline
-        .map(|d| d.to_string())
-        .unwrap_or_else(|| "-".into());
-    // The reconciler's order: the deadline first, then the node, then the Job's backoff.
-    let waiting = match deadline {
-        Some(d) if now < d => format!("waiting for the deadline (in {})", human(now, d)),
-        _ if node_state == "not scheduled" => "never recovered: not scheduled on a node".into(),
-        _ if node_state == "missing" => "never recovered: node missing".into(),
-        _ if node_state == "reachable" => "waiting for the node to become unreachable".into(),
-        _ => match job
-            .as_ref()
-            .and_then(|j| states.get(&(ns.clone(), j.name.clone())))
+    let due: Vec<Option<DuePod>> = views.iter().map(|v| v.due(now)).collect();
+    let episodes = group_by_job(
+        views
+            .iter()
+            .zip(&due)
+            .filter_map(|(v, d)| d.clone().map(|d| (v.job.clone(), d))),
+    );
+    let mut decisions = BTreeMap::new();
+    for (job, pods) in &episodes.by_job {
+        let (state, suspended) = match states.get(&(job.namespace.clone(), job.name.clone())) {
+            Some((state, suspended, _)) => (state.as_ref(), *suspended),
+            None => (None, false),
+        };
+        let mut config = options.episode;
+        // A recorded limit stays in force when status is run without the limit flag.
+        if config.limit_count.is_none()
+            && let Some(state) = state.filter(|s| s.limit_exceeded.is_some())
         {
-            Some((Some(state), suspended, _)) => {
-                let reset = resumed_after_suspend(state, *suspended);
-                match state.requeue_at {
-                    Some(at) if !reset && now < at => {
-                        format!(
-                            "waiting for the Job's backoff until {at} (in {})",
-                            human(now, at)
-                        )
-                    }
-                    _ if !reset && state.limit_exceeded.is_some() => {
-                        "not recovered: Job's recovery limit exceeded".into()
-                    }
-                    _ => "due: recovered on the next pass".into(),
-                }
+            config.limit_count = Some(state.count);
+        }
+        let view = JobView { suspended, state };
+        let decision = decide_episode(pods, view, &config, now, 0.0);
+        decisions.insert(job.clone(), (decision, state.map_or(0, |s| s.count)));
+    }
+    views
+        .iter()
+        .zip(&due)
+        .map(|(view, due)| match (view.deadline, view.node_state, due) {
+            (Some(d), _, _) if now < d => {
+                format!("waiting for the deadline (in {})", human(now, d))
             }
-            _ => "due: recovered on the next pass".into(),
-        },
+            (_, "not scheduled", _) => "never recovered: not scheduled on a node".into(),
+            (_, "missing", _) => "never recovered: node missing".into(),
+            (_, "reachable", _) => "waiting for the node to become unreachable".into(),
+            (_, _, Some(pod)) => match view.job.as_ref().and_then(|j| decisions.get(j)) {
+                None => "due: recovered on the next pass (no Job: no backoff)".into(),
+                Some((decision, count)) => job_pod_status(pod, decision, *count, now),
+            },
+            _ => "-".into(),
+        })
+        .collect()
+}
+
+fn job_pod_status(pod: &DuePod, decision: &EpisodeDecision, count: u32, now: Timestamp) -> String {
+    let backoff = |at: Timestamp| {
+        format!(
+            "waiting for the Job's backoff until {at} (in {})",
+            human(now, at)
+        )
     };
-    vec![
-        ns,
-        name,
-        job.map(|j| j.name).unwrap_or_else(|| "-".into()),
-        node.unwrap_or("-").to_string(),
-        node_state.to_string(),
-        deadline_text,
-        waiting,
-    ]
+    match decision {
+        EpisodeDecision::Recover { new_state, .. } => {
+            format!("due: episode {} on the next pass", new_state.count)
+        }
+        EpisodeDecision::Continue { pods, .. } if pods.contains(pod) => {
+            format!("due: leftover of episode {count}, recovered on the next pass")
+        }
+        EpisodeDecision::Continue {
+            others_wait_until: Some(at),
+            ..
+        }
+        | EpisodeDecision::WaitUntil(at) => backoff(*at),
+        EpisodeDecision::LimitExceeded {
+            new_state: Some(_),
+            suspend,
+        } => format!(
+            "not recovered: the Job reaches its recovery limit on the next pass{}",
+            if *suspend { " (and is suspended)" } else { "" }
+        ),
+        EpisodeDecision::LimitExceeded { .. } => {
+            "not recovered: Job's recovery limit exceeded".into()
+        }
+        EpisodeDecision::Continue { .. } | EpisodeDecision::NothingDue => "-".into(),
+    }
 }
 
 /// `1h2m`, `4m5s`, `35s` from `from` to `to` (0s when negative).
@@ -539,6 +636,7 @@ mod tests {
                 .map(String::from)
                 .to_vec(),
             grace_period: Duration::from_secs(60),
+            episode: EpisodeConfig::default(),
         }
     }
 
@@ -623,6 +721,22 @@ mod tests {
                 job("team-c", "edited", Some("{oops".into()), false),
             ],
             pods: vec![
+                // Due before episode 2 started, on one of its nodes: a leftover of it.
+                pod(
+                    "team-a",
+                    "train-2",
+                    Some("train"),
+                    "node-b",
+                    "2026-11-21T02:58:00Z",
+                ),
+                // A Job without state: its first episode.
+                pod(
+                    "team-a",
+                    "fresh-0",
+                    Some("fresh"),
+                    "node-a",
+                    "2026-11-21T03:00:00Z",
+                ),
                 pod(
                     "team-a",
                     "train-3",
@@ -656,6 +770,7 @@ mod tests {
             ],
             nodes: BTreeMap::from([
                 node("node-a", true),
+                node("node-b", true),
                 node("node-c", true),
                 node("node-d", false),
             ]),
@@ -681,11 +796,13 @@ team-c      edited   ?          -                                 -             
 
 Pods waiting for recovery (all namespaces):
 NAMESPACE   POD       JOB     NODE     NODE STATE    DEADLINE               STATUS
+team-a      fresh-0   fresh   node-a   unreachable   2026-11-21T03:01:00Z   due: episode 1 on the next pass
+team-a      train-2   train   node-b   unreachable   2026-11-21T02:59:00Z   due: leftover of episode 2, recovered on the next pass
 team-a      train-3   train   node-a   unreachable   2026-11-21T03:02:00Z   waiting for the Job's backoff until 2026-11-21T03:04:00Z (in 1m0s)
 team-a      train-4   train   node-a   unreachable   2026-11-21T03:03:30Z   waiting for the deadline (in 30s)
 team-a      train-5   train   node-d   reachable     2026-11-21T02:01:00Z   waiting for the node to become unreachable
 team-b      etl-0     etl     node-c   unreachable   2026-11-21T02:41:00Z   not recovered: Job's recovery limit exceeded
-team-c      bare      -       node-a   unreachable   2026-11-21T02:01:00Z   due: recovered on the next pass
+team-c      bare      -       node-a   unreachable   2026-11-21T02:01:00Z   due: recovered on the next pass (no Job: no backoff)
 team-c      gone      -       node-x   missing       2026-11-21T02:01:00Z   never recovered: node missing
 ";
         assert_eq!(text, expected, "\n{text}");
@@ -698,7 +815,21 @@ team-c      gone      -       node-x   missing       2026-11-21T02:01:00Z   neve
         etl.spec.as_mut().unwrap().suspend = Some(false);
         let text = render(&snap, &options(), ts("2026-11-21T03:03:00Z"));
         assert!(text.contains("was suspended, resumed: count restarts at the next episode"));
-        assert!(text.contains("etl-0     etl     node-c   unreachable   2026-11-21T02:41:00Z   due: recovered on the next pass"), "{text}");
+        assert!(text.contains("etl-0     etl     node-c   unreachable   2026-11-21T02:41:00Z   due: episode 1 on the next pass"), "{text}");
+    }
+
+    /// With the reconciler's limit flags, status predicts the episode that trips the limit.
+    #[test]
+    fn status_predicts_the_limit_with_the_reconcilers_flags() {
+        let mut options = options();
+        options.episode.limit_count = Some(2);
+        options.episode.on_limit = LimitAction::Suspend;
+        let text = render(&snapshot(), &options, ts("2026-11-21T03:05:00Z"));
+        assert!(
+            text.contains("train-3   train   node-a   unreachable   2026-11-21T03:02:00Z   not recovered: the Job reaches its recovery limit on the next pass (and is suspended)"),
+            "{text}"
+        );
+        assert!(text.contains("fresh-0   fresh   node-a   unreachable   2026-11-21T03:01:00Z   due: episode 1 on the next pass"), "{text}");
     }
 
     #[test]
