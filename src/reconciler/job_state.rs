@@ -4,23 +4,40 @@
 //!
 //! # How the pod reconciler uses this (issue 5 + issue 6)
 //!
-//! Per pass, with `now` read once and `jitter = rand::random::<f64>()`:
+//! In `reconciler::reconcile_pod`, arm `Decision::Recover(recovery)`, after the fresh node read
+//! confirmed the taint and before `recover_pod` (with `now` as read for the decision):
 //!
 //! ```text
-//! due pods (pure pod decision = recover now)
-//!   -> recovery::episode::job_owner + group_by_job
-//!   -> without_job: recover each pod as before (no state)
-//!   -> per Job: begin_episode(client, &job, &pods, &config, now, jitter)
-//!        JobGone                       -> recover the pods without state
-//!        Decided { Recover{pods,..} }  -> recover exactly `pods`, then post_episode_event
-//!        Decided { Continue{pods, others_wait_until} }
-//!                                      -> recover exactly `pods` (leftovers of the recorded
-//!                                         episode), post_episode_event with the recorded state;
-//!                                         requeue the other pods at others_wait_until
-//!        Decided { WaitUntil(t) }      -> requeue every pod of the group at t
-//!        Decided { LimitExceeded{..} } -> recover nothing (the Warning is already posted)
-//!        Decided { NothingDue }        -> nothing
+//! match pod_job(&pod.metadata) {
+//!     None => recover_pod(..)                                  // no Job: no state
+//!     Some(job) => {
+//!         let mut due = due_pods_of_job(&job, <KnownPod per pod of ctx's store: metadata,
+//!             tracked node, node cache says unreachable>, ctx.config.grace_period, now);
+//!         due.push(DuePod { <this pod>, node: recovery.node, deadline: recovery.deadline });
+//!         let start = if dry_run { peek_episode(..) } else {
+//!             begin_episode(&client, &reporter, &job, &due, &ctx.episode, now, rand::random())
+//!         }.await?;
+//!         match start {
+//!             JobGone => recover_pod(..),                      // orphan: no state
+//!             Decided { decision: Recover { pods, .. }, .. } =>
+//!                 { trigger the other `pods` (their own reconciles find Continue);
+//!                   recover_pod(this pod) }
+//!             Decided { decision: Continue { pods, others_wait_until }, .. } =>
+//!                 if pods contains this pod { recover_pod(..) }
+//!                 else { Action::requeue(until(others_wait_until)) }
+//!             Decided { decision: WaitUntil(t), .. } => Action::requeue(until(t, now)),
+//!             Decided { decision: LimitExceeded { .. }, .. } =>
+//!                 Action::requeue(WAIT_FOR_NODE_RESYNC),      // no Job watch: notice a reset
+//!             Decided { decision: NothingDue, .. } => unreachable: `due` holds this pod
+//!         }
+//!     }
+//! }
 //! ```
+//!
+//! Concurrent reconciles of sibling pods are safe: all but one lose the state write with 409,
+//! re-read, and find their pod a leftover of the episode just recorded (`Continue`), so the
+//! episode is counted and announced once. The events are posted here, after the write that made
+//! them true; a failed event is logged, not retried.
 //!
 //! A 409 Conflict on the state write means someone else changed the Job: re-read it and decide
 //! again (never act on stale data). Other API errors are returned for the caller's retry policy.
@@ -91,8 +108,10 @@ pub enum EpisodeStart {
 
 /// Reads the Job, decides the episode for `due` and records it; see the module docs.
 ///
-/// For `LimitExceeded` with news, this also posts the `Warning RecoveryLimitExceeded` event after
-/// the write succeeded. For `Recover`, the caller posts [`post_episode_event`] after the pods.
+/// After the write succeeded it posts the Job's event: `Normal RecoveryEpisode` naming the
+/// episode's pods and nodes for `Recover`, `Warning RecoveryLimitExceeded` for the first
+/// `LimitExceeded`. Nothing is written or posted for `Continue`, `WaitUntil`, a recorded limit,
+/// or `NothingDue`.
 pub async fn begin_episode(
     client: &Client,
     reporter: &Reporter,
@@ -104,18 +123,11 @@ pub async fn begin_episode(
 ) -> Result<EpisodeStart, JobStateError> {
     let jobs: Api<Job> = Api::namespaced(client.clone(), &job_key.namespace);
     for _ in 0..MAX_CONFLICT_ATTEMPTS {
-        let Some(job) = jobs.get_opt(&job_key.name).await? else {
+        let Some((job, decision)) =
+            read_and_decide(&jobs, job_key, due, config, now, jitter).await?
+        else {
             return Ok(EpisodeStart::JobGone);
         };
-        if !job_key.uid.is_empty() && job.metadata.uid.as_deref() != Some(job_key.uid.as_str()) {
-            return Ok(EpisodeStart::JobGone);
-        }
-        let state = read_state(&job);
-        let view = JobView {
-            suspended: job.spec.as_ref().and_then(|s| s.suspend) == Some(true),
-            state: state.as_ref(),
-        };
-        let decision = decide_episode(due, view, config, now, jitter);
         let job_ref = job_reference(&job, job_key);
         let write = match &decision {
             EpisodeDecision::Recover { new_state, .. } => Some((new_state, false)),
@@ -156,21 +168,35 @@ pub async fn begin_episode(
             }
             Err(err) => return Err(err.into()),
         }
-        if let EpisodeDecision::LimitExceeded { suspend, .. } = &decision {
-            let limit = config.limit_count.unwrap_or(0);
-            let action = if *suspend {
-                LimitAction::Suspend
-            } else {
-                LimitAction::Stop
-            };
-            let event = job_event(
+        // The event follows the write that made it true, once per episode (or limit).
+        let event = match &decision {
+            EpisodeDecision::Recover {
+                pods, new_state, ..
+            } => Some(job_event(
                 &job_ref,
                 reporter,
-                EventKind::LimitExceeded(action),
-                limit_note(due, limit, action),
+                EventKind::Episode,
+                episode_note(pods, new_state),
                 now,
-            );
-            post_event(client, &event).await?;
+            )),
+            EpisodeDecision::LimitExceeded { suspend, .. } => {
+                let action = if *suspend {
+                    LimitAction::Suspend
+                } else {
+                    LimitAction::Stop
+                };
+                Some(job_event(
+                    &job_ref,
+                    reporter,
+                    EventKind::LimitExceeded(action),
+                    limit_note(due, config.limit_count.unwrap_or(0), action),
+                    now,
+                ))
+            }
+            _ => None,
+        };
+        if let Some(event) = event {
+            post_event(client, &event).await;
         }
         return Ok(EpisodeStart::Decided {
             decision,
@@ -184,31 +210,66 @@ pub async fn begin_episode(
     })
 }
 
-/// Posts the `Normal RecoveryEpisode` event on the Job after the episode's pods were recovered
-/// (for `Continue`, pass the Job's recorded state: the event then names the leftovers).
-pub async fn post_episode_event(
+/// `--dry-run`: what [`begin_episode`] would decide, without writing anything (no state, no
+/// `spec.suspend`, no event).
+pub async fn peek_episode(
     client: &Client,
-    reporter: &Reporter,
-    job: &ObjectReference,
-    recovered: &[DuePod],
-    state: &RecoveryState,
+    job_key: &JobKey,
+    due: &[DuePod],
+    config: &EpisodeConfig,
     now: Timestamp,
-) -> Result<(), JobStateError> {
-    let event = job_event(
-        job,
-        reporter,
-        EventKind::Episode,
-        episode_note(recovered, state),
-        now,
-    );
-    post_event(client, &event).await
+    jitter: f64,
+) -> Result<EpisodeStart, JobStateError> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &job_key.namespace);
+    Ok(
+        match read_and_decide(&jobs, job_key, due, config, now, jitter).await? {
+            None => EpisodeStart::JobGone,
+            Some((job, decision)) => EpisodeStart::Decided {
+                decision,
+                job: job_reference(&job, job_key),
+            },
+        },
+    )
 }
 
-async fn post_event(client: &Client, event: &Event) -> Result<(), JobStateError> {
+/// GETs the Job and decides; `None` when the Job is gone or is another Job with the same name.
+async fn read_and_decide(
+    jobs: &Api<Job>,
+    job_key: &JobKey,
+    due: &[DuePod],
+    config: &EpisodeConfig,
+    now: Timestamp,
+    jitter: f64,
+) -> Result<Option<(Job, EpisodeDecision)>, kube::Error> {
+    let Some(job) = jobs.get_opt(&job_key.name).await? else {
+        return Ok(None);
+    };
+    if !job_key.uid.is_empty() && job.metadata.uid.as_deref() != Some(job_key.uid.as_str()) {
+        return Ok(None);
+    }
+    let state = read_state(&job);
+    let view = JobView {
+        suspended: job.spec.as_ref().and_then(|s| s.suspend) == Some(true),
+        state: state.as_ref(),
+    };
+    let decision = decide_episode(due, view, config, now, jitter);
+    Ok(Some((job, decision)))
+}
+
+/// Creates an event. A failure is logged, not returned: the annotation is the durable record,
+/// and retrying the episode would not post it again.
+async fn post_event(client: &Client, event: &Event) {
     let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
     let events: Api<Event> = Api::namespaced(client.clone(), namespace);
-    events.create(&PostParams::default(), event).await?;
-    Ok(())
+    if let Err(err) = events.create(&PostParams::default(), event).await {
+        tracing::warn!(
+            namespace,
+            job = event.regarding.as_ref().and_then(|r| r.name.as_deref()).unwrap_or(""),
+            reason = event.reason.as_deref().unwrap_or(""),
+            error = %err,
+            "could not create event"
+        );
+    }
 }
 
 /// The Job's recovery state; an unreadable annotation counts as removed (and is logged).
@@ -404,6 +465,48 @@ mod tests {
         }
     }
 
+    /// An event creation whose body another test checks.
+    fn any_event(status_code: u16) -> Exchange {
+        Exchange {
+            body: None,
+            status: status_code,
+            response: if status_code == 201 {
+                json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                       "metadata": {"name": "e", "namespace": "team-a"}})
+            } else {
+                status(status_code, "Forbidden")
+            },
+            ..post_event(Value::Null)
+        }
+    }
+
+    /// The annotation is the durable record: a failed event creation is logged, and the episode
+    /// goes on (a retry would not post it again anyway).
+    #[tokio::test]
+    async fn a_failed_event_does_not_fail_the_episode() {
+        let start = run(
+            vec![
+                get_job(job_json("100", None, false)),
+                Exchange {
+                    body: None,
+                    ..patch_job(Value::Null, 200, job_json("101", None, false))
+                },
+                any_event(403),
+            ],
+            EpisodeConfig::default(),
+            ts("2026-11-21T19:40:00Z"),
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            start,
+            EpisodeStart::Decided {
+                decision: EpisodeDecision::Recover { .. },
+                ..
+            }
+        ));
+    }
+
     async fn run(
         script: Vec<Exchange>,
         config: EpisodeConfig,
@@ -442,9 +545,10 @@ mod tests {
     }
 
     /// Issue 6: the state is "written with optimistic concurrency": a merge patch carrying the
-    /// resourceVersion that was read.
+    /// resourceVersion that was read; then "a Normal event on the Job per episode naming the pods
+    /// and nodes".
     #[tokio::test]
-    async fn first_episode_writes_the_state_with_the_read_resource_version() {
+    async fn first_episode_writes_the_state_then_posts_a_normal_event_naming_pods_and_nodes() {
         let now = ts("2026-11-21T19:40:00.250Z");
         let expected_patch = json!({"metadata": {
             "resourceVersion": "100",
@@ -458,6 +562,24 @@ mod tests {
                     200,
                     job_json("101", Some(&first_state()), false),
                 ),
+                post_event(json!({
+                    "apiVersion": "events.k8s.io/v1",
+                    "kind": "Event",
+                    "metadata": {"name": "train.18ea26be4db65280", "namespace": "team-a"},
+                    "eventTime": "2026-11-21T19:40:00.250000Z",
+                    "type": "Normal",
+                    "reason": "RecoveryEpisode",
+                    "action": "ForcefulTermination",
+                    "note": "Recovery episode 1: forcefully terminating 2 pod(s) on unreachable \
+                             node(s) node-a: train-0-abc, train-1-def; next episode not before \
+                             2026-11-21T19:41:00Z",
+                    "regarding": {
+                        "apiVersion": "batch/v1", "kind": "Job", "name": "train",
+                        "namespace": "team-a", "uid": "uid-train",
+                    },
+                    "reportingController": "jobgate.dev/reconciler",
+                    "reportingInstance": "jobgate-7d9f-abcde",
+                })),
             ],
             EpisodeConfig::default(),
             now,
@@ -533,6 +655,7 @@ mod tests {
                     200,
                     job_json("106", Some(&first_state()), false),
                 ),
+                any_event(201),
             ],
             EpisodeConfig::default(),
             now,
@@ -688,6 +811,43 @@ mod tests {
         );
     }
 
+    /// `--dry-run` changes nothing: one GET, no patch, no event, even at the limit.
+    #[tokio::test]
+    async fn dry_run_peek_reads_the_job_and_writes_nothing() {
+        let (service, handle) = pair::<Request<Body>, Response<Body>>();
+        let server = serve(
+            handle,
+            vec![get_job(job_json("100", Some(&first_state()), false))],
+        );
+        let client = Client::new(service, "default");
+        let config = EpisodeConfig {
+            limit_count: Some(1),
+            on_limit: LimitAction::Suspend,
+            ..EpisodeConfig::default()
+        };
+        let start = peek_episode(
+            &client,
+            &key(),
+            &due(),
+            &config,
+            ts("2026-11-21T19:45:00Z"),
+            0.0,
+        )
+        .await
+        .unwrap();
+        server.await.unwrap();
+        assert!(matches!(
+            start,
+            EpisodeStart::Decided {
+                decision: EpisodeDecision::LimitExceeded {
+                    suspend: true,
+                    new_state: Some(_)
+                },
+                ..
+            }
+        ));
+    }
+
     #[tokio::test]
     async fn a_missing_job_means_recover_without_state() {
         let start = run(
@@ -749,6 +909,7 @@ mod tests {
             vec![
                 get_job(garbage),
                 patch_job(expected_patch, 200, job_json("101", None, false)),
+                any_event(201),
             ],
             EpisodeConfig::default(),
             ts("2026-11-21T19:40:00Z"),
@@ -762,43 +923,6 @@ mod tests {
                 ..
             }
         ));
-    }
-
-    /// Issue 6: "a Normal event on the Job per episode naming the pods and nodes".
-    #[tokio::test]
-    async fn episode_event_is_a_normal_event_naming_pods_and_nodes() {
-        let now = ts("2026-11-21T19:40:01.5Z");
-        let expected = json!({
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"name": "train.18ea26be9837cf00", "namespace": "team-a"},
-            "eventTime": "2026-11-21T19:40:01.500000Z",
-            "type": "Normal",
-            "reason": "RecoveryEpisode",
-            "action": "ForcefulTermination",
-            "note": "Recovery episode 1: forcefully terminated 2 pod(s) on unreachable node(s) \
-                     node-a: train-0-abc, train-1-def; next episode not before 2026-11-21T19:41:00Z",
-            "regarding": {
-                "apiVersion": "batch/v1", "kind": "Job", "name": "train",
-                "namespace": "team-a", "uid": "uid-train",
-            },
-            "reportingController": "jobgate.dev/reconciler",
-            "reportingInstance": "jobgate-7d9f-abcde",
-        });
-        let (service, handle) = pair::<Request<Body>, Response<Body>>();
-        let server = serve(handle, vec![post_event(expected)]);
-        let client = Client::new(service, "default");
-        post_episode_event(
-            &client,
-            &reporter(),
-            &job_ref(),
-            &due(),
-            &first_state(),
-            now,
-        )
-        .await
-        .unwrap();
-        server.await.unwrap();
     }
 
     #[test]

@@ -8,23 +8,19 @@
 //!
 //! # Where this plugs into the reconciler
 //!
-//! The pod reconciler (issue 5) computes, per eligible pod, its pure `(pod, node, now, config)`
-//! decision. Every pod whose decision is "recover now" becomes a [`DuePod`]; then:
+//! The reconciler (issue 5) reconciles one pod at a time and, for a pod whose pure
+//! `(pod, node, now, config)` decision is "recover now", asks this module whether the pod's Job
+//! allows it. See `reconciler::job_state` for the exact call; in short:
 //!
-//! 1. [`job_owner`] on the pod's `ownerReferences` gives its Job (or none).
-//! 2. [`group_by_job`] splits the due pods into one group per Job plus the pods without a Job.
-//!    Pods without a Job (bare pods, other controllers, or a Job that is gone / has another uid)
-//!    are recovered at once, without state.
-//! 3. For each Job group: `reconciler::job_state::begin_episode` (GET the Job, parse the state
-//!    with [`RecoveryState::from_annotation`], call [`decide_episode`], write the new state with
-//!    a resourceVersion precondition, re-read and re-decide on 409), then act on the outcome:
-//!    [`EpisodeDecision::Recover`]: recover exactly those pods (status patch, pod event, delete),
-//!    then post the Job's `Normal` event ([`episode_note`]);
-//!    [`EpisodeDecision::Continue`]: recover those leftovers of the recorded episode (no write),
-//!    then post the Job's `Normal` event; requeue the others at `others_wait_until`;
-//!    [`EpisodeDecision::WaitUntil`]: requeue every pod of the group at that time;
-//!    [`EpisodeDecision::LimitExceeded`]: recover nothing, post `Warning RecoveryLimitExceeded`
-//!    ([`limit_note`]) when `new_state` is `Some` (the first time only).
+//! 1. [`job_owner`] on the pod's `ownerReferences` gives its Job. None: recover the pod without
+//!    state (bare pods, other controllers).
+//! 2. [`due_pods_of_job`] over the reconciler's store of eligible pods gives every due pod of that
+//!    Job (plus the pod at hand), so a node that dies with 8 pods of a Job makes one episode.
+//! 3. `job_state::begin_episode` reads the Job, calls [`decide_episode`], records the decision
+//!    (resourceVersion precondition, re-read and re-decide on 409) and posts the Job's event.
+//! 4. The pod is recovered when the decision is [`EpisodeDecision::Recover`] or
+//!    [`EpisodeDecision::Continue`] and names it; otherwise it is requeued for the backoff, or
+//!    left alone at the limit.
 //!
 //! The state is written *before* the pods are recovered: the annotation is the commit point, so
 //! an episode is never uncounted. A pod whose recovery then fails (a conflict on its status, an
@@ -32,8 +28,9 @@
 //! the backoff it is recognised as a leftover of the recorded episode ([`EpisodeDecision::Continue`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -189,6 +186,49 @@ pub fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) ->
     episodes.without_job.sort();
     episodes.without_job.dedup();
     episodes
+}
+
+/// One eligible pod (opted in, terminating) as the reconciler's caches know it.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownPod<'a> {
+    pub meta: &'a ObjectMeta,
+    /// `spec.nodeName` as last read; `None` when not read yet or not scheduled.
+    pub node: Option<&'a str>,
+    /// Whether that node carries the `node.kubernetes.io/unreachable` taint.
+    pub node_unreachable: bool,
+}
+
+/// The due pods of `job` among `pods`: controlled by that Job (same uid), past
+/// `deletionTimestamp + grace_period`, on a node known to be unreachable. The reconciler passes
+/// the eligible pods of its store so that one episode covers every pod of the Job that is due,
+/// not only the pod being reconciled.
+pub fn due_pods_of_job<'a>(
+    job: &JobKey,
+    pods: impl IntoIterator<Item = KnownPod<'a>>,
+    grace_period: Duration,
+    now: Timestamp,
+) -> Vec<DuePod> {
+    let grace = SignedDuration::try_from(grace_period).unwrap_or(SignedDuration::MAX);
+    let mut due: Vec<DuePod> = pods
+        .into_iter()
+        .filter_map(|pod| {
+            let namespace = pod.meta.namespace.as_deref()?;
+            let owner = job_owner(namespace, pod.meta.owner_references.as_deref()?)?;
+            let deleted = pod.meta.deletion_timestamp.as_ref()?.0;
+            // Saturation means "never": such a pod is not due.
+            let deadline = deleted.checked_add(grace).ok()?;
+            let node = pod.node.filter(|n| !n.is_empty() && pod.node_unreachable)?;
+            (owner == *job && deadline <= now).then(|| DuePod {
+                namespace: namespace.to_string(),
+                name: pod.meta.name.clone().unwrap_or_default(),
+                node: node.to_string(),
+                deadline,
+            })
+        })
+        .collect();
+    due.sort();
+    due.dedup();
+    due
 }
 
 /// What [`decide_episode`] reads of the Job.
@@ -365,7 +405,7 @@ pub fn episode_note(pods: &[DuePod], state: &RecoveryState) -> String {
         None => String::new(),
     };
     let head = format!(
-        "Recovery episode {}: forcefully terminated {} pod(s) on unreachable node(s) {}",
+        "Recovery episode {}: forcefully terminating {} pod(s) on unreachable node(s) {}",
         state.count,
         pods.len(),
         join_limited(nodes.iter().map(String::as_str), 300),
@@ -611,6 +651,64 @@ mod tests {
         assert_eq!(pods.len(), 8);
         assert_eq!(state.count, 1);
         assert_eq!(state.last_nodes, vec!["node-a"]);
+    }
+
+    #[test]
+    fn due_pods_of_a_job_are_its_pods_past_the_deadline_on_unreachable_nodes() {
+        let meta = |name: &str, owner: Option<OwnerReference>, deleted: Option<&str>| ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            owner_references: owner.map(|o| vec![o]),
+            deletion_timestamp: deleted
+                .map(|d| k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(d))),
+            ..ObjectMeta::default()
+        };
+        let train = || Some(owner("Job", "batch/v1", "train", Some(true)));
+        let mut recreated = owner("Job", "batch/v1", "train", Some(true));
+        recreated.uid = "uid-other".into();
+        let metas = [
+            meta("a-due", train(), Some("2026-11-21T19:38:00Z")),
+            meta("b-at-deadline", train(), Some("2026-11-21T19:39:00Z")),
+            meta("c-before-deadline", train(), Some("2026-11-21T19:39:01Z")),
+            meta("d-reachable-node", train(), Some("2026-11-21T19:00:00Z")),
+            meta("e-node-unknown", train(), Some("2026-11-21T19:00:00Z")),
+            meta(
+                "f-other-job",
+                Some(owner("Job", "batch/v1", "x", Some(true))),
+                Some("2026-11-21T19:00:00Z"),
+            ),
+            meta(
+                "g-recreated-job",
+                Some(recreated),
+                Some("2026-11-21T19:00:00Z"),
+            ),
+            meta("h-not-terminating", train(), None),
+            meta("i-bare", None, Some("2026-11-21T19:00:00Z")),
+        ];
+        let known: Vec<KnownPod> = metas
+            .iter()
+            .map(|m| {
+                let name = m.name.as_deref().unwrap_or_default();
+                KnownPod {
+                    meta: m,
+                    node: (name != "e-node-unknown").then_some("node-a"),
+                    node_unreachable: name != "d-reachable-node",
+                }
+            })
+            .collect();
+        let due = due_pods_of_job(
+            &job("train"),
+            known,
+            std::time::Duration::from_secs(60),
+            ts("2026-11-21T19:40:00Z"),
+        );
+        assert_eq!(
+            due,
+            vec![
+                due_since("a-due", "node-a", "2026-11-21T19:39:00Z"),
+                due_since("b-at-deadline", "node-a", "2026-11-21T19:40:00Z"),
+            ]
+        );
     }
 
     #[test]
@@ -1117,7 +1215,7 @@ mod tests {
         };
         assert_eq!(
             episode_note(&pods, &state),
-            "Recovery episode 2: forcefully terminated 2 pod(s) on unreachable node(s) node-a, \
+            "Recovery episode 2: forcefully terminating 2 pod(s) on unreachable node(s) node-a, \
              node-b: train-0, train-1; next episode not before 2026-11-21T19:44:00Z"
         );
         assert_eq!(
