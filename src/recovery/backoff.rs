@@ -256,4 +256,29 @@ mod tests {
             assert!(at < t + b.delay(n, r) + SignedDuration::from_millis(1));
         }
     }
+
+    proptest::proptest! {
+        /// Over the whole input space: `min(step, max) <= d(n) <= min(step * 1.0001, max)`,
+        /// `d` never decreases with `n`, and nothing panics or overflows.
+        #[test]
+        fn delay_stays_within_the_jitter_bound_and_never_decreases(
+            base in 0u64..100_000,
+            max in 0u64..1_000_000,
+            n in 1u32..200,
+            jitter in 0.0f64..1.0,
+        ) {
+            let b = Backoff { base_seconds: base, max_seconds: max };
+            let nanos = |d: SignedDuration| d.as_nanos();
+            let step = (i128::from(base) * 1_000_000_000)
+                .checked_mul(1i128.checked_shl(n - 1).unwrap_or(i128::MAX))
+                .unwrap_or(i128::MAX);
+            let cap = if max == 0 { i128::MAX } else { i128::from(max) * 1_000_000_000 };
+            let lower = step.min(cap);
+            let upper = (step.saturating_add(step / 10_000)).min(cap);
+            let d = nanos(b.delay(n, jitter));
+            proptest::prop_assert!(lower.min(i128::from(i64::MAX) * 1_000_000_000) <= d);
+            proptest::prop_assert!(d <= upper, "d={} upper={}", d, upper);
+            proptest::prop_assert!(nanos(b.delay(n + 1, 0.0)) >= nanos(b.delay(n, 0.0)));
+        }
+    }
 }
