@@ -9,11 +9,16 @@
 //! pod is reconciled, which also gives the resourceVersion for the optimistic status patch.
 
 pub mod args;
+pub mod backoff_args;
 pub mod event;
+pub mod job_state;
 pub mod lease;
 pub mod metrics;
+pub mod status;
 pub mod watch;
 
+#[cfg(test)]
+mod test_api;
 #[cfg(test)]
 mod tests;
 
