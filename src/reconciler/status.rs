@@ -19,14 +19,13 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::reconciler::backoff_args::RecoveryBackoffArgs;
+use crate::recovery::UNREACHABLE_TAINT_KEY;
 use crate::recovery::episode::{
     DuePod, EpisodeConfig, EpisodeDecision, JobKey, JobView, LimitAction,
     RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, group_by_job, job_owner,
     resumed_after_suspend,
 };
 
-/// The taint the node lifecycle controller sets on a node whose kubelet stopped reporting.
-const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
 /// Default `--lease-name` / `--lease-namespace` of `jobgate reconcile`.
 pub const DEFAULT_LEASE_NAME: &str = "jobgate-reconciler";
 pub const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
@@ -59,7 +58,7 @@ pub struct StatusArgs {
         long,
         env = "JOBGATE_FORCEFUL_TERMINATION_GRACE_PERIOD",
         default_value = "60s",
-        value_parser = parse_seconds
+        value_parser = crate::duration::parse_duration
     )]
     pub forceful_termination_grace_period: Duration,
     /// The reconciler's leader-election Lease.
@@ -70,23 +69,6 @@ pub struct StatusArgs {
     /// The reconciler's backoff flags (pass the same values to predict its decisions).
     #[command(flatten)]
     pub backoff: RecoveryBackoffArgs,
-}
-
-/// `<n>s`, `<n>m`, `<n>h` or `0`. (Main's `duration::parse_duration` accepts a superset; the lead
-/// may swap it in when wiring.)
-fn parse_seconds(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (number, scale) = match t.char_indices().last() {
-        _ if t == "0" => return Ok(Duration::ZERO),
-        Some((i, 's')) => (&t[..i], 1),
-        Some((i, 'm')) => (&t[..i], 60),
-        Some((i, 'h')) => (&t[..i], 3600),
-        _ => return Err(format!("invalid duration {text:?}: write e.g. 60s, 2m, 1h")),
-    };
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration {text:?}: write e.g. 60s, 2m, 1h"))?;
-    Ok(Duration::from_secs(value.saturating_mul(scale)))
 }
 
 /// What `jobgate status` shows, read from the cluster.
@@ -871,17 +853,6 @@ team-c      gone      -       node-x   missing       2026-11-21T02:01:00Z   neve
             "{text}"
         );
         assert!(text.contains("Jobs with recovery state (namespace team-a):\n  none\n"));
-    }
-
-    #[test]
-    fn grace_period_flag_values() {
-        assert_eq!(parse_seconds("60s"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_seconds("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_seconds("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_seconds("0"), Ok(Duration::ZERO));
-        assert!(parse_seconds("60").is_err());
-        assert!(parse_seconds("-5s").is_err());
-        assert!(parse_seconds("").is_err());
     }
 
     fn get(path_and_query: &'static str, status: u16, response: serde_json::Value) -> Exchange {
