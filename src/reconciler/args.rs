@@ -54,6 +54,9 @@ pub struct ReconcileArgs {
     /// sidecar does not collide with `serve`'s 8080 in the same pod.
     #[arg(long, env = "JOBGATE_ADMIN_ADDR", default_value = "0.0.0.0:8081")]
     pub admin_addr: SocketAddr,
+    /// Per-Job recovery backoff and limit (issue 6).
+    #[command(flatten)]
+    pub backoff: super::backoff_args::RecoveryBackoffArgs,
 }
 
 #[cfg(test)]

@@ -9,11 +9,16 @@
 //! pod is reconciled, which also gives the resourceVersion for the optimistic status patch.
 
 pub mod args;
+pub mod backoff_args;
 pub mod event;
+pub mod job_state;
 pub mod lease;
 pub mod metrics;
+pub mod status;
 pub mod watch;
 
+#[cfg(test)]
+mod test_api;
 #[cfg(test)]
 mod tests;
 
@@ -34,10 +39,14 @@ use kube::runtime::{WatchStreamExt, controller::Action};
 use kube::{Api, Client};
 use prometheus_client::registry::Registry;
 
+use crate::recovery::episode::{
+    DuePod, EpisodeConfig, EpisodeDecision, JobKey, KnownPod, due_pods_of_job,
+};
 use crate::recovery::{self, Decision, NodeFacts, PodFacts, Recovery};
 use crate::server::admin::{AdminState, Readiness};
 pub use args::ReconcileArgs;
 use event::{EventText, Regarding};
+use job_state::{EpisodeStart, JobStateError};
 use lease::{Leadership, LeaseConfig};
 use metrics::{NodeLabels, RecoveryMetrics};
 use watch::{NodeCache, PodKey, PodMeta};
@@ -53,6 +62,8 @@ pub const RBAC: &[(&str, &str, &[&str])] = &[
     ("", "nodes", &["get", "list", "watch"]),
     // Warning / dry-run Normal events
     ("events.k8s.io", "events", &["create"]),
+    // per-Job recovery state annotation and --on-recovery-limit=suspend (issue 6)
+    ("batch", "jobs", &["get", "patch"]),
     // leader election
     (
         "coordination.k8s.io",
@@ -94,6 +105,20 @@ pub struct Tracked {
 pub enum Waiting {
     Deadline(Timestamp),
     Node(String),
+    /// Due, but its Job's previous recovery episode was too recent (issue 6).
+    JobBackoff(Timestamp),
+    /// Due, but its Job reached `--recovery-backoff-limit-count` (issue 6).
+    JobRecoveryLimit,
+}
+
+/// Per-Job recovery episodes (issue 6): the backoff flags, the store of eligible pods (to find
+/// a Job's other due pods) and the trigger channel (to reconcile them).
+pub struct Episodes {
+    pub config: EpisodeConfig,
+    pub store: Store<PodMeta>,
+    pub triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
+    /// The backoff jitter, a number in [0, 1) (`rand::random`; fixed in tests).
+    pub jitter: fn() -> f64,
 }
 
 /// State shared by the watches, the elector and the reconciles.
@@ -105,6 +130,8 @@ pub struct Context {
     pub metrics: RecoveryMetrics,
     pub nodes: Mutex<NodeCache>,
     pub tracked: Mutex<HashMap<PodKey, Tracked>>,
+    /// `None`: every due pod is recovered on its own, without Job state.
+    pub episodes: Option<Episodes>,
     retries: Mutex<HashMap<PodKey, u32>>,
     dry_run_reported: Mutex<HashMap<PodKey, String>>,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
@@ -130,10 +157,17 @@ impl Context {
             metrics,
             nodes: Mutex::default(),
             tracked: Mutex::default(),
+            episodes: None,
             retries: Mutex::default(),
             dry_run_reported: Mutex::default(),
             clock: Box::new(Timestamp::now),
         }
+    }
+
+    /// Gates every due pod of a Job by its Job's recovery episodes (issue 6).
+    pub fn with_episodes(mut self, episodes: Episodes) -> Context {
+        self.episodes = Some(episodes);
+        self
     }
 
     /// Replaces the clock (tests).
@@ -210,6 +244,8 @@ pub enum ReconcileError {
     Kube(#[from] kube::Error),
     #[error("the pod kept changing: {0} conflicts in a row")]
     Conflicts(u32),
+    #[error("job recovery state: {0}")]
+    JobState(#[from] JobStateError),
 }
 
 /// How a recovery attempt ended.
@@ -289,6 +325,20 @@ pub async fn reconcile_pod(ctx: &Context, key: &PodKey) -> Result<Action, Reconc
             }
             Decision::Recover(recovery) => {
                 ctx.update_tracked(key, |t| t.node = node);
+                match job_gate(ctx, &pod, &recovery, now).await? {
+                    Gate::Recover => {}
+                    Gate::NotLeader => return Ok(Action::await_change()),
+                    Gate::Hold(waiting) => {
+                        let action = match &waiting {
+                            Waiting::JobBackoff(at) => Action::requeue(until(*at, now)),
+                            // No Job watch: look again to notice a reset (annotation removed,
+                            // Job resumed).
+                            _ => Action::requeue(WAIT_FOR_NODE_RESYNC),
+                        };
+                        ctx.update_tracked(key, |t| t.waiting = Some(waiting));
+                        return Ok(action);
+                    }
+                }
                 match recover_pod(ctx, &pods, &pod, &facts, &recovery, now).await? {
                     Outcome::Done => {
                         ctx.update_tracked(key, |t| t.waiting = None);
@@ -305,6 +355,146 @@ pub async fn reconcile_pod(ctx: &Context, key: &PodKey) -> Result<Action, Reconc
         }
     }
     Err(ReconcileError::Conflicts(CONFLICT_ATTEMPTS))
+}
+
+/// What the Job gate lets a reconcile do with its due pod.
+#[derive(Debug)]
+enum Gate {
+    Recover,
+    Hold(Waiting),
+    NotLeader,
+}
+
+/// Issue 6 between the pod's decision and [`recover_pod`]: a due pod of a Job is recovered only
+/// within one of its Job's recovery episodes (see `job_state::begin_episode`). Pods without a Job,
+/// or of a Job that is gone, pass.
+async fn job_gate(
+    ctx: &Context,
+    pod: &Pod,
+    recovery: &Recovery,
+    now: Timestamp,
+) -> Result<Gate, ReconcileError> {
+    let Some(episodes) = &ctx.episodes else {
+        return Ok(Gate::Recover);
+    };
+    let Some(job) = job_state::pod_job(&pod.metadata) else {
+        return Ok(Gate::Recover);
+    };
+    let this = DuePod {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        node: recovery.node.clone(),
+        deadline: recovery.deadline,
+    };
+    let due = due_with_siblings(ctx, episodes, &job, this.clone(), now);
+    if !ctx.leadership.is_leader() {
+        return Ok(Gate::NotLeader);
+    }
+    let reporter = job_state::Reporter {
+        instance: ctx.options.identity.clone(),
+    };
+    let jitter = (episodes.jitter)();
+    let start = if ctx.options.dry_run {
+        job_state::peek_episode(&ctx.client, &job, &due, &episodes.config, now, jitter).await?
+    } else {
+        job_state::begin_episode(
+            &ctx.client,
+            &reporter,
+            &job,
+            &due,
+            &episodes.config,
+            now,
+            jitter,
+        )
+        .await?
+    };
+    let decision = match start {
+        EpisodeStart::JobGone => return Ok(Gate::Recover),
+        EpisodeStart::Decided { decision, .. } => decision,
+    };
+    tracing::debug!(pod = %this.name, job = %job.name, ?decision, "job episode decided");
+    Ok(match decision {
+        EpisodeDecision::Recover {
+            pods, new_state, ..
+        } => {
+            tracing::info!(
+                job = %job.name,
+                namespace = %job.namespace,
+                episode = new_state.count,
+                pods = pods.len(),
+                nodes = ?new_state.last_nodes,
+                requeue_at = ?new_state.requeue_at,
+                "recovery episode"
+            );
+            // The other pods of the episode are recovered by their own reconciles, which find
+            // them leftovers of the episode just recorded.
+            for other in pods.iter().filter(|p| **p != this) {
+                let _ = episodes
+                    .triggers
+                    .unbounded_send(PodKey::new(&other.namespace, &other.name));
+            }
+            Gate::Recover
+        }
+        EpisodeDecision::Continue { pods, .. } if pods.contains(&this) => Gate::Recover,
+        EpisodeDecision::Continue {
+            others_wait_until: Some(at),
+            ..
+        }
+        | EpisodeDecision::WaitUntil(at) => Gate::Hold(Waiting::JobBackoff(at)),
+        EpisodeDecision::LimitExceeded { .. } => Gate::Hold(Waiting::JobRecoveryLimit),
+        // Cannot happen (`due` holds this pod); never act on what was not decided.
+        EpisodeDecision::Continue { .. } | EpisodeDecision::NothingDue => {
+            Gate::Hold(Waiting::JobRecoveryLimit)
+        }
+    })
+}
+
+/// `this` plus the Job's other due pods, from the store of eligible pods, the nodes last read
+/// for them and the node cache. (Siblings whose node was not read yet are left out; they join
+/// the episode as leftovers only if on one of its nodes.)
+fn due_with_siblings(
+    ctx: &Context,
+    episodes: &Episodes,
+    job: &JobKey,
+    this: DuePod,
+    now: Timestamp,
+) -> Vec<DuePod> {
+    let pods = episodes.store.state();
+    let pod_nodes: Vec<Option<String>> = {
+        let tracked = lock(&ctx.tracked);
+        pods.iter()
+            .map(|p| {
+                tracked
+                    .get(&PodKey::of(&p.metadata))
+                    .and_then(|t| t.node.clone())
+            })
+            .collect()
+    };
+    let unreachable: Vec<bool> = {
+        let nodes = lock(&ctx.nodes);
+        pod_nodes
+            .iter()
+            .map(|n| {
+                n.as_deref()
+                    .and_then(|n| nodes.get(n))
+                    .is_some_and(recovery::is_unreachable)
+            })
+            .collect()
+    };
+    let known = pods
+        .iter()
+        .zip(&pod_nodes)
+        .zip(&unreachable)
+        .map(|((p, node), unreachable)| KnownPod {
+            meta: &p.metadata,
+            node: node.as_deref(),
+            node_unreachable: *unreachable,
+        });
+    let mut due = due_pods_of_job(job, known, ctx.config.grace_period, now);
+    due.retain(|p| p.name != this.name || p.namespace != this.namespace);
+    due.push(this);
+    due.sort();
+    due
 }
 
 /// Executes a due recovery, each step idempotent: (1) patch `pods/status` with the pod's
@@ -532,25 +722,33 @@ pub async fn run_with_client(
     let router = crate::server::admin::router(admin.state());
     let admin_task = tokio::spawn(async move { axum::serve(listener, router).await });
 
-    let leadership = Leadership::new(metrics.clone());
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        recovery::Config {
-            annotation_keys: args.recovery_annotation_keys.clone(),
-            grace_period: args.forceful_termination_grace_period,
-        },
-        Options {
-            dry_run: args.dry_run,
-            no_delete: args.no_delete,
-            identity: identity.clone(),
-        },
-        leadership.clone(),
-        metrics.clone(),
-    ));
-
     let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
     let writer: Writer<PodMeta> = Writer::default();
     let store = writer.as_reader();
+    let leadership = Leadership::new(metrics.clone());
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            recovery::Config {
+                annotation_keys: args.recovery_annotation_keys.clone(),
+                grace_period: args.forceful_termination_grace_period,
+            },
+            Options {
+                dry_run: args.dry_run,
+                no_delete: args.no_delete,
+                identity: identity.clone(),
+            },
+            leadership.clone(),
+            metrics.clone(),
+        )
+        .with_episodes(Episodes {
+            config: args.backoff.episode_config(),
+            store: store.clone(),
+            triggers: trigger_tx.clone(),
+            jitter: rand::random::<f64>,
+        }),
+    );
+
     let pods_synced = Arc::new(AtomicBool::new(false));
 
     let pod_task = tokio::spawn(drive_pod_watch(

@@ -757,6 +757,8 @@ fn rbac_covers_every_call_the_reconciler_makes() {
         ("coordination.k8s.io", "leases", "get"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
+        ("batch", "jobs", "get"),
+        ("batch", "jobs", "patch"),
     ] {
         assert!(has(g, r, v), "{g}/{r} {v}");
     }
@@ -1177,4 +1179,249 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
         Some(&format!("PUT {LEASE_PATH}"))
     );
     server.abort();
+}
+
+// ---- issue 6: per-Job recovery episodes between the pod's decision and its recovery ----
+
+use crate::recovery::backoff::Backoff;
+use crate::recovery::episode::{
+    EpisodeConfig, LimitAction, LimitExceeded, RECOVERY_STATE_ANNOTATION, RecoveryState,
+};
+use kube::runtime::reflector::store::Writer;
+
+const JOB_PATH: &str = "/apis/batch/v1/namespaces/ns/jobs/train";
+
+fn owned_by_train(mut pod: Value) -> Value {
+    pod["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "uid-train",
+        "controller": true, "blockOwnerDeletion": true
+    }]);
+    pod
+}
+
+fn job_json(rv: &str, state: Option<&RecoveryState>) -> Value {
+    let annotations = match state {
+        Some(s) => json!({RECOVERY_STATE_ANNOTATION: s.to_annotation()}),
+        None => json!({}),
+    };
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ns", "uid": "uid-train",
+                     "resourceVersion": rv, "annotations": annotations},
+        "spec": {"template": {"spec": {"containers": []}}}
+    })
+}
+
+struct EpisodeHarness {
+    ctx: Context,
+    writer: Writer<PodMeta>,
+    triggers: futures::channel::mpsc::UnboundedReceiver<PodKey>,
+}
+
+fn episode_context(client: Client, config: EpisodeConfig) -> EpisodeHarness {
+    let writer: Writer<PodMeta> = Writer::default();
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    let ctx =
+        context(client, Options::default(), Leadership::always(), NOW).with_episodes(Episodes {
+            config,
+            store: writer.as_reader(),
+            triggers: tx,
+            jitter: || 0.0,
+        });
+    EpisodeHarness {
+        ctx,
+        writer,
+        triggers: rx,
+    }
+}
+
+fn first_state() -> RecoveryState {
+    RecoveryState {
+        count: 1,
+        requeue_at: Some(ts("2026-11-21T20:01:00Z")),
+        last_recovery_time: Some(ts(NOW)),
+        last_nodes: vec!["node-a".into()],
+        limit_exceeded: None,
+    }
+}
+
+// Issue 6: the first episode of a Job is recorded on the Job (state with the resourceVersion
+// read, then the Normal event) before the pod is recovered as in issue 5; a sibling that is due
+// on the same dead node is triggered to join the same episode.
+#[tokio::test]
+async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
+    let (client, handle) = mock();
+    let mut h = episode_context(client, EpisodeConfig::default());
+    // A sibling in the store, last seen on node-a, due since 19:58.
+    let sibling: PodMeta = serde_json::from_value(owned_by_train(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "sibling", "namespace": "ns", "uid": "uid-2",
+                     "annotations": {KEY: "true"}, "deletionTimestamp": "2026-11-21T19:57:00Z"}
+    })))
+    .expect("sibling");
+    h.writer.apply_watcher_event(&Event::Apply(sibling));
+    h.ctx.update_tracked(&PodKey::new("ns", "sibling"), |t| {
+        t.node = Some("node-a".into())
+    });
+    let state = RecoveryState {
+        last_nodes: vec!["node-a".into()],
+        ..first_state()
+    };
+    let script = vec![
+        get_pod(owned_by_train(running_pod("100"))),
+        get_node_a(true),
+        exchange("GET", JOB_PATH, 200, job_json("7", None)),
+        exchange("PATCH", JOB_PATH, 200, job_json("8", Some(&state))).checking(
+            move |query, content_type, body| {
+                assert_eq!(content_type, Some("application/merge-patch+json"));
+                assert!(query.contains("fieldManager=jobgate-reconciler"), "{query}");
+                assert_eq!(
+                    body,
+                    &json!({"metadata": {"resourceVersion": "7", "annotations": {
+                        RECOVERY_STATE_ANNOTATION: state.to_annotation()}}})
+                );
+            },
+        ),
+        exchange("POST", EVENTS_PATH, 201, json!({})).checking(|_, _, body| {
+            assert_eq!(body["type"], "Normal");
+            assert_eq!(body["reason"], "RecoveryEpisode");
+            assert_eq!(body["regarding"]["kind"], "Job");
+            assert_eq!(
+                body["note"],
+                "Recovery episode 1: forcefully terminating 2 pod(s) on unreachable node(s) \
+                 node-a: pod, sibling; next episode not before 2026-11-21T20:01:00Z"
+            );
+        }),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    let action = run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&h.ctx, "node-a"), 1);
+    assert_eq!(
+        h.triggers.try_recv().ok(),
+        Some(PodKey::new("ns", "sibling"))
+    );
+}
+
+// Issue 6: "Pods due earlier are requeued for requeueAt, not dropped": a pod of a Job whose last
+// episode (on another node) is too recent waits without any write.
+#[tokio::test]
+async fn a_pod_due_during_its_jobs_backoff_is_requeued_for_requeue_at() {
+    let (client, handle) = mock();
+    let h = episode_context(client, EpisodeConfig::default());
+    let state = RecoveryState {
+        last_nodes: vec!["node-c".into()],
+        requeue_at: Some(ts("2026-11-21T20:02:00Z")),
+        ..first_state()
+    };
+    let script = vec![
+        get_pod(owned_by_train(running_pod("100"))),
+        get_node_a(true),
+        exchange("GET", JOB_PATH, 200, job_json("7", Some(&state))),
+    ];
+    let action = run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::requeue(Duration::from_secs(120)));
+    assert_eq!(terminated(&h.ctx, "node-a"), 0);
+    assert_eq!(h.ctx.metrics.pending.get(), 1);
+    let tracked = lock(&h.ctx.tracked).get(&PodKey::new("ns", "pod")).cloned();
+    assert_eq!(
+        tracked.and_then(|t| t.waiting),
+        Some(Waiting::JobBackoff(ts("2026-11-21T20:02:00Z")))
+    );
+}
+
+// A retried reconcile of a pod of the recorded episode (its recovery failed before) continues
+// that episode: no Job write, the pod is recovered.
+#[tokio::test]
+async fn a_leftover_of_the_recorded_episode_is_recovered_without_a_job_write() {
+    let (client, handle) = mock();
+    let h = episode_context(client, EpisodeConfig::default());
+    let script = vec![
+        get_pod(owned_by_train(running_pod("100"))),
+        get_node_a(true),
+        exchange("GET", JOB_PATH, 200, job_json("8", Some(&first_state()))),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(terminated(&h.ctx, "node-a"), 1);
+}
+
+// Issue 6: "When the next episode would exceed N, jobgate does not recover; it emits Warning
+// RecoveryLimitExceeded on the Job, records it in the state, and with
+// --on-recovery-limit=suspend also sets spec.suspend: true".
+#[tokio::test]
+async fn at_the_limit_the_job_is_suspended_and_the_pod_is_left_alone() {
+    let (client, handle) = mock();
+    let config = EpisodeConfig {
+        backoff: Backoff::default(),
+        limit_count: Some(1),
+        on_limit: LimitAction::Suspend,
+    };
+    let h = episode_context(client, config);
+    let prior = RecoveryState {
+        requeue_at: Some(ts("2026-11-21T19:59:00Z")),
+        last_recovery_time: Some(ts("2026-11-21T19:58:00Z")),
+        last_nodes: vec!["node-c".into()],
+        ..first_state()
+    };
+    let recorded = RecoveryState {
+        limit_exceeded: Some(LimitExceeded {
+            time: ts(NOW),
+            action: LimitAction::Suspend,
+        }),
+        ..prior.clone()
+    };
+    let script = vec![
+        get_pod(owned_by_train(running_pod("100"))),
+        get_node_a(true),
+        exchange("GET", JOB_PATH, 200, job_json("7", Some(&prior))),
+        exchange("PATCH", JOB_PATH, 200, job_json("8", Some(&recorded))).checking(
+            move |_, _, body| {
+                assert_eq!(body["spec"], json!({"suspend": true}));
+                assert_eq!(body["metadata"]["resourceVersion"], "7");
+                assert_eq!(
+                    body["metadata"]["annotations"][RECOVERY_STATE_ANNOTATION],
+                    recorded.to_annotation()
+                );
+            },
+        ),
+        exchange("POST", EVENTS_PATH, 201, json!({})).checking(|_, _, body| {
+            assert_eq!(body["type"], "Warning");
+            assert_eq!(body["reason"], "RecoveryLimitExceeded");
+            assert_eq!(body["action"], "SuspendJob");
+        }),
+    ];
+    let action = run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+    assert_eq!(terminated(&h.ctx, "node-a"), 0);
+}
+
+// A pod without a Job owner is recovered as in issue 5, without reading any Job.
+#[tokio::test]
+async fn a_pod_without_a_job_is_recovered_without_state() {
+    let (client, handle) = mock();
+    let h = episode_context(client, EpisodeConfig::default());
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(terminated(&h.ctx, "node-a"), 1);
 }

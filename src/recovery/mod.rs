@@ -13,6 +13,8 @@
 //! - the reason is `KueueForcefullyTerminated` (Kueue renamed its reason to
 //!   `KueueForcefullyDeleted` in later releases; issue 5 keeps the original).
 
+pub mod backoff;
+pub mod episode;
 mod facts;
 mod status;
 

@@ -1,0 +1,1253 @@
+//! Recovery episodes of one Job: grouping, backoff, limit and reset (issue 6).
+//!
+//! An *episode* is the forced recovery of all due pods of one Job at once. After episode `n` the
+//! next one may not start before `requeueAt = t + d(n)` ([`Backoff`]); when the next one would
+//! exceed `--recovery-backoff-limit-count`, jobgate stops (and may suspend the Job). The state lives
+//! in the Job annotation [`RECOVERY_STATE_ANNOTATION`], modelled on Kueue's
+//! `Workload.status.requeueState {count, requeueAt}` (KEP-1282).
+//!
+//! # Where this plugs into the reconciler
+//!
+//! The reconciler (issue 5) reconciles one pod at a time and, for a pod whose pure
+//! `(pod, node, now, config)` decision is "recover now", asks this module whether the pod's Job
+//! allows it. See `reconciler::job_state` for the exact call; in short:
+//!
+//! 1. [`job_owner`] on the pod's `ownerReferences` gives its Job. None: recover the pod without
+//!    state (bare pods, other controllers).
+//! 2. [`due_pods_of_job`] over the reconciler's store of eligible pods gives every due pod of that
+//!    Job (plus the pod at hand), so a node that dies with 8 pods of a Job makes one episode.
+//! 3. `job_state::begin_episode` reads the Job, calls [`decide_episode`], records the decision
+//!    (resourceVersion precondition, re-read and re-decide on 409) and posts the Job's event.
+//! 4. The pod is recovered when the decision is [`EpisodeDecision::Recover`] or
+//!    [`EpisodeDecision::Continue`] and names it; otherwise it is requeued for the backoff, or
+//!    left alone at the limit.
+//!
+//! The state is written *before* the pods are recovered: the annotation is the commit point, so
+//! an episode is never uncounted. A pod whose recovery then fails (a conflict on its status, an
+//! API error, a restart) is not made to wait for the next episode: when it comes back due during
+//! the backoff it is recognised as a leftover of the recorded episode ([`EpisodeDecision::Continue`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use super::backoff::Backoff;
+
+/// The Job annotation holding [`RecoveryState`] as JSON.
+pub const RECOVERY_STATE_ANNOTATION: &str = "jobgate.dev/recovery-state";
+
+/// Reason of the `Normal` event on the Job for each episode.
+pub const EPISODE_REASON: &str = "RecoveryEpisode";
+/// Reason of the `Warning` event on the Job when the limit stops recovery.
+pub const LIMIT_EXCEEDED_REASON: &str = "RecoveryLimitExceeded";
+/// `events.k8s.io/v1` `note` is limited to 1024 bytes (`NoteLengthLimit` in kube validation).
+pub const EVENT_NOTE_LIMIT: usize = 1024;
+
+/// What `--on-recovery-limit` does once the limit is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LimitAction {
+    /// Only stop recovering the Job's pods.
+    Stop,
+    /// Also set `spec.suspend: true` (the Job analogue of Kueue deactivating a Workload).
+    Suspend,
+}
+
+/// The limit marker: when the limit stopped recovery and what jobgate did then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitExceeded {
+    pub time: Timestamp,
+    pub action: LimitAction,
+}
+
+/// The value of [`RECOVERY_STATE_ANNOTATION`]:
+/// `{"count": n, "requeueAt": "<RFC3339>", "lastRecoveryTime": "<RFC3339>", "lastNodes": [...]}`
+/// plus `"limitExceeded": {"time": "<RFC3339>", "action": "Stop"|"Suspend"}` once the limit hit.
+///
+/// Missing keys read as zero/empty and unknown keys are ignored, so a hand-edited value stays
+/// readable.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoveryState {
+    /// Episodes so far (Kueue: `requeueState.count`).
+    #[serde(default)]
+    pub count: u32,
+    /// The next episode may not start before this time (Kueue: `requeueState.requeueAt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_at: Option<Timestamp>,
+    /// When the last episode started (second precision).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_recovery_time: Option<Timestamp>,
+    /// The unreachable nodes of the last episode, sorted.
+    #[serde(default)]
+    pub last_nodes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_exceeded: Option<LimitExceeded>,
+}
+
+impl RecoveryState {
+    /// Parses the annotation value. `None` when the annotation is absent.
+    ///
+    /// The caller treats an unreadable value like a removed one (a user edited it: count from zero)
+    /// and logs the error.
+    pub fn from_annotation(
+        annotations: Option<&BTreeMap<String, String>>,
+    ) -> Result<Option<RecoveryState>, serde_json::Error> {
+        match annotations.and_then(|a| a.get(RECOVERY_STATE_ANNOTATION)) {
+            None => Ok(None),
+            Some(value) => serde_json::from_str(value).map(Some),
+        }
+    }
+
+    /// The annotation value (compact JSON).
+    pub fn to_annotation(&self) -> String {
+        // Serializing plain strings, integers and timestamps cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// `--recovery-backoff-*` and `--on-recovery-limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpisodeConfig {
+    pub backoff: Backoff,
+    /// `--recovery-backoff-limit-count`: at most this many episodes per Job; `None`: unlimited.
+    pub limit_count: Option<u32>,
+    pub on_limit: LimitAction,
+}
+
+impl Default for EpisodeConfig {
+    fn default() -> Self {
+        EpisodeConfig {
+            backoff: Backoff::default(),
+            limit_count: None,
+            on_limit: LimitAction::Stop,
+        }
+    }
+}
+
+/// A pod whose own recovery decision is "recover now" (terminating, annotated, past its deadline,
+/// on an unreachable node).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DuePod {
+    pub namespace: String,
+    pub name: String,
+    pub node: String,
+    /// `deletionTimestamp + --forceful-termination-grace-period`: due since then.
+    pub deadline: Timestamp,
+}
+
+/// The Job owning pods: the controller owner reference of kind `Job` in `batch/v1`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobKey {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+/// The Job that controls a pod, from the pod's namespace and `metadata.ownerReferences`.
+/// Only the controller reference counts (the Job controller sets `controller: true`).
+pub fn job_owner(pod_namespace: &str, owner_references: &[OwnerReference]) -> Option<JobKey> {
+    owner_references
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .filter(|r| r.kind == "Job" && r.api_version == "batch/v1")
+        .map(|r| JobKey {
+            namespace: pod_namespace.to_string(),
+            name: r.name.clone(),
+            uid: r.uid.clone(),
+        })
+}
+
+/// Due pods split into one episode per Job and the pods without a Job owner.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Episodes {
+    /// All due pods of a Job, sorted by name: recovered together, never one backoff apart.
+    pub by_job: BTreeMap<JobKey, Vec<DuePod>>,
+    /// Recovered without backoff state, sorted.
+    pub without_job: Vec<DuePod>,
+}
+
+/// Groups due pods by their Job (issue 6: "All eligible pods of a Job that are due are recovered in
+/// the same episode").
+pub fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) -> Episodes {
+    let mut episodes = Episodes::default();
+    for (job, pod) in pods {
+        match job {
+            Some(job) => episodes.by_job.entry(job).or_default().push(pod),
+            None => episodes.without_job.push(pod),
+        }
+    }
+    for pods in episodes.by_job.values_mut() {
+        pods.sort();
+        pods.dedup();
+    }
+    episodes.without_job.sort();
+    episodes.without_job.dedup();
+    episodes
+}
+
+/// One eligible pod (opted in, terminating) as the reconciler's caches know it.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownPod<'a> {
+    pub meta: &'a ObjectMeta,
+    /// `spec.nodeName` as last read; `None` when not read yet or not scheduled.
+    pub node: Option<&'a str>,
+    /// Whether that node carries the `node.kubernetes.io/unreachable` taint.
+    pub node_unreachable: bool,
+}
+
+/// The due pods of `job` among `pods`: controlled by that Job (same uid), past
+/// `deletionTimestamp + grace_period`, on a node known to be unreachable. The reconciler passes
+/// the eligible pods of its store so that one episode covers every pod of the Job that is due,
+/// not only the pod being reconciled.
+pub fn due_pods_of_job<'a>(
+    job: &JobKey,
+    pods: impl IntoIterator<Item = KnownPod<'a>>,
+    grace_period: Duration,
+    now: Timestamp,
+) -> Vec<DuePod> {
+    let grace = SignedDuration::try_from(grace_period).unwrap_or(SignedDuration::MAX);
+    let mut due: Vec<DuePod> = pods
+        .into_iter()
+        .filter_map(|pod| {
+            let namespace = pod.meta.namespace.as_deref()?;
+            let owner = job_owner(namespace, pod.meta.owner_references.as_deref()?)?;
+            let deleted = pod.meta.deletion_timestamp.as_ref()?.0;
+            // Saturation means "never": such a pod is not due.
+            let deadline = deleted.checked_add(grace).ok()?;
+            let node = pod.node.filter(|n| !n.is_empty() && pod.node_unreachable)?;
+            (owner == *job && deadline <= now).then(|| DuePod {
+                namespace: namespace.to_string(),
+                name: pod.meta.name.clone().unwrap_or_default(),
+                node: node.to_string(),
+                deadline,
+            })
+        })
+        .collect();
+    due.sort();
+    due.dedup();
+    due
+}
+
+/// What [`decide_episode`] reads of the Job.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JobView<'a> {
+    /// `spec.suspend == true`.
+    pub suspended: bool,
+    /// The parsed annotation; `None` when absent (or unreadable).
+    pub state: Option<&'a RecoveryState>,
+}
+
+/// What to do with the due pods of one Job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EpisodeDecision {
+    /// No pod is due: nothing to do.
+    NothingDue,
+    /// Start episode `new_state.count`: write `new_state`, then recover exactly `pods`.
+    /// `reset` is true when the previous count was discarded (the Job was resumed).
+    Recover {
+        pods: Vec<DuePod>,
+        new_state: RecoveryState,
+        reset: bool,
+    },
+    /// Leftovers of the recorded episode, during its backoff: pods that were already due on
+    /// one of its nodes when it started (their recovery failed or was interrupted, e.g. a
+    /// conflict on the pod status or a restart). Recover `pods` without a new episode and
+    /// without writing; requeue the other due pods for `others_wait_until` when it is `Some`.
+    Continue {
+        pods: Vec<DuePod>,
+        others_wait_until: Option<Timestamp>,
+    },
+    /// The previous episode was too recent: requeue the pods for this time, do not drop them.
+    WaitUntil(Timestamp),
+    /// The next episode would exceed the limit: recover nothing. When `new_state` is `Some`, this
+    /// is news: write it (with `spec.suspend: true` when `suspend`) and emit the Warning event;
+    /// when `None`, it was already recorded.
+    LimitExceeded {
+        suspend: bool,
+        new_state: Option<RecoveryState>,
+    },
+}
+
+/// Whether the recorded state is void because the user resumed a Job that jobgate suspended
+/// (Kueue resets `requeueState` when a deactivated Workload is re-activated).
+pub fn resumed_after_suspend(state: &RecoveryState, job_suspended: bool) -> bool {
+    matches!(
+        state.limit_exceeded,
+        Some(LimitExceeded {
+            action: LimitAction::Suspend,
+            ..
+        })
+    ) && !job_suspended
+}
+
+/// The episode decision for the due pods of one Job at `now`; `jitter` in [0, 1) is random.
+///
+/// Order: reset, then backoff, then limit. The limit is checked only when the episode could
+/// start, like Kueue deactivating a Workload at the eviction that would exceed
+/// `backoffLimitCount`: a node that comes back during the backoff must not get the Job
+/// suspended.
+pub fn decide_episode(
+    due: &[DuePod],
+    job: JobView<'_>,
+    config: &EpisodeConfig,
+    now: Timestamp,
+    jitter: f64,
+) -> EpisodeDecision {
+    if due.is_empty() {
+        return EpisodeDecision::NothingDue;
+    }
+    let reset = job
+        .state
+        .is_some_and(|s| resumed_after_suspend(s, job.suspended));
+    let prior = match job.state {
+        Some(state) if !reset => state.clone(),
+        _ => RecoveryState::default(),
+    };
+
+    if let Some(at) = prior.requeue_at
+        && now < at
+    {
+        let (leftovers, others): (Vec<DuePod>, Vec<DuePod>) =
+            due.iter().cloned().partition(|p| leftover_of(&prior, p));
+        if leftovers.is_empty() {
+            return EpisodeDecision::WaitUntil(at);
+        }
+        let mut pods = leftovers;
+        pods.sort();
+        pods.dedup();
+        return EpisodeDecision::Continue {
+            pods,
+            others_wait_until: (!others.is_empty()).then_some(at),
+        };
+    }
+
+    let next = prior.count.saturating_add(1);
+    if let Some(limit) = config.limit_count
+        && next > limit
+    {
+        let suspend = config.on_limit == LimitAction::Suspend;
+        let already_recorded = match &prior.limit_exceeded {
+            None => false,
+            // Still suspended (else it was reset above): nothing more to do.
+            Some(LimitExceeded {
+                action: LimitAction::Suspend,
+                ..
+            }) => true,
+            // Stopped earlier; suspend now if the operator switched to `suspend` since.
+            Some(LimitExceeded {
+                action: LimitAction::Stop,
+                ..
+            }) => !suspend,
+        };
+        let new_state = (!already_recorded).then(|| RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: truncate_to_second(now),
+                action: config.on_limit,
+            }),
+            ..prior
+        });
+        return EpisodeDecision::LimitExceeded { suspend, new_state };
+    }
+
+    let mut pods = due.to_vec();
+    pods.sort();
+    pods.dedup();
+    let episode_time = truncate_to_second(now);
+    let new_state = RecoveryState {
+        count: next,
+        requeue_at: Some(config.backoff.requeue_at(episode_time, next, jitter)),
+        last_recovery_time: Some(episode_time),
+        last_nodes: nodes_of(&pods),
+        limit_exceeded: None,
+    };
+    EpisodeDecision::Recover {
+        pods,
+        new_state,
+        reset,
+    }
+}
+
+/// Whether `pod` belonged to the episode recorded in `state`: due when it started (the episode
+/// time is truncated to the second, so "before the next second") on one of its nodes, and the
+/// limit has not stopped recovery since.
+fn leftover_of(state: &RecoveryState, pod: &DuePod) -> bool {
+    let Some(started) = state.last_recovery_time else {
+        return false;
+    };
+    let due_at_start = started
+        .checked_add(SignedDuration::from_secs(1))
+        .is_ok_and(|next_second| pod.deadline < next_second);
+    state.limit_exceeded.is_none() && due_at_start && state.last_nodes.contains(&pod.node)
+}
+
+/// `metav1.Time` precision: whole seconds.
+fn truncate_to_second(t: Timestamp) -> Timestamp {
+    Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+/// The distinct nodes of `pods`, sorted.
+pub fn nodes_of(pods: &[DuePod]) -> Vec<String> {
+    pods.iter()
+        .map(|p| p.node.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The note of the `Normal` event on the Job for an episode, at most [`EVENT_NOTE_LIMIT`] bytes.
+pub fn episode_note(pods: &[DuePod], state: &RecoveryState) -> String {
+    let nodes = nodes_of(pods);
+    let next = match state.requeue_at {
+        Some(at) => format!("; next episode not before {at}"),
+        None => String::new(),
+    };
+    let head = format!(
+        "Recovery episode {}: forcefully terminating {} pod(s) on unreachable node(s) {}",
+        state.count,
+        pods.len(),
+        join_limited(nodes.iter().map(String::as_str), 300),
+    );
+    let budget = EVENT_NOTE_LIMIT.saturating_sub(head.len() + next.len() + 2);
+    let names = join_limited(pods.iter().map(|p| p.name.as_str()), budget);
+    format!("{head}: {names}{next}")
+}
+
+/// The note of the `Warning RecoveryLimitExceeded` event, at most [`EVENT_NOTE_LIMIT`] bytes.
+pub fn limit_note(pods: &[DuePod], limit: u32, action: LimitAction) -> String {
+    let nodes = nodes_of(pods);
+    let tail = match action {
+        LimitAction::Suspend => format!(
+            "; suspended the Job (spec.suspend=true). Resume the Job or remove the annotation \
+             {RECOVERY_STATE_ANNOTATION} to allow recovery again"
+        ),
+        LimitAction::Stop => format!(
+            "; stopped recovering this Job. Remove the annotation {RECOVERY_STATE_ANNOTATION} to \
+             allow recovery again"
+        ),
+    };
+    let head = format!(
+        "Recovery limit of {limit} episode(s) reached: not forcefully terminating {} pod(s) on \
+         unreachable node(s) {}",
+        pods.len(),
+        join_limited(nodes.iter().map(String::as_str), 300),
+    );
+    let budget = EVENT_NOTE_LIMIT.saturating_sub(head.len() + tail.len() + 2);
+    let names = join_limited(pods.iter().map(|p| p.name.as_str()), budget);
+    format!("{head}: {names}{tail}")
+}
+
+/// `a, b, c` within `budget` bytes; what does not fit becomes ` and N more`.
+fn join_limited<'a>(items: impl ExactSizeIterator<Item = &'a str>, budget: usize) -> String {
+    const MORE_RESERVE: usize = " and 4294967295 more".len();
+    let total = items.len();
+    let mut out = String::new();
+    for (i, item) in items.enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        let remaining_after = total - i - 1;
+        let reserve = if remaining_after == 0 {
+            0
+        } else {
+            MORE_RESERVE
+        };
+        if out.len() + sep.len() + item.len() + reserve > budget {
+            out.push_str(&format!(" and {} more", total - i));
+            return out;
+        }
+        out.push_str(sep);
+        out.push_str(item);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn pod(name: &str, node: &str) -> DuePod {
+        due_since(name, node, "2026-11-21T00:00:00Z")
+    }
+
+    fn due_since(name: &str, node: &str, deadline: &str) -> DuePod {
+        DuePod {
+            namespace: "ns".into(),
+            name: name.into(),
+            node: node.into(),
+            deadline: ts(deadline),
+        }
+    }
+
+    fn job(name: &str) -> JobKey {
+        JobKey {
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+        }
+    }
+
+    fn config(limit: Option<u32>, on_limit: LimitAction) -> EpisodeConfig {
+        EpisodeConfig {
+            backoff: Backoff::default(),
+            limit_count: limit,
+            on_limit,
+        }
+    }
+
+    fn owner(
+        kind: &str,
+        api_version: &str,
+        name: &str,
+        controller: Option<bool>,
+    ) -> OwnerReference {
+        OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            controller,
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    fn recovered(d: EpisodeDecision) -> (Vec<DuePod>, RecoveryState, bool) {
+        match d {
+            EpisodeDecision::Recover {
+                pods,
+                new_state,
+                reset,
+            } => (pods, new_state, reset),
+            other => panic!("expected Recover, got {other:?}"),
+        }
+    }
+
+    // ---- state annotation ----
+
+    /// Issue 6: `{"count": n, "requeueAt": "<RFC3339>", "lastRecoveryTime": "<RFC3339>",
+    /// "lastNodes": ["..."]}`.
+    #[test]
+    fn state_annotation_uses_the_issue_json_keys_and_rfc3339() {
+        let state = RecoveryState {
+            count: 2,
+            requeue_at: Some(ts("2026-11-21T19:44:00.004Z")),
+            last_recovery_time: Some(ts("2026-11-21T19:42:00Z")),
+            last_nodes: vec!["node-a".into(), "node-b".into()],
+            limit_exceeded: None,
+        };
+        assert_eq!(
+            state.to_annotation(),
+            r#"{"count":2,"requeueAt":"2026-11-21T19:44:00.004Z","lastRecoveryTime":"2026-11-21T19:42:00Z","lastNodes":["node-a","node-b"]}"#
+        );
+        let limited = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T20:00:00Z"),
+                action: LimitAction::Suspend,
+            }),
+            ..state.clone()
+        };
+        assert!(
+            limited.to_annotation().ends_with(
+                r#""limitExceeded":{"time":"2026-11-21T20:00:00Z","action":"Suspend"}}"#
+            )
+        );
+        let annotations = BTreeMap::from([(
+            RECOVERY_STATE_ANNOTATION.to_string(),
+            limited.to_annotation(),
+        )]);
+        assert_eq!(
+            RecoveryState::from_annotation(Some(&annotations)).unwrap(),
+            Some(limited)
+        );
+    }
+
+    #[test]
+    fn state_annotation_reads_hand_edited_values() {
+        let read = |v: &str| {
+            let a = BTreeMap::from([(RECOVERY_STATE_ANNOTATION.to_string(), v.to_string())]);
+            RecoveryState::from_annotation(Some(&a))
+        };
+        assert_eq!(read("{}").unwrap(), Some(RecoveryState::default()));
+        let offset = read(r#"{"count":1,"requeueAt":"2026-11-21T20:44:00+01:00","x":1}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(offset.requeue_at, Some(ts("2026-11-21T19:44:00Z")));
+        assert!(read(r#"{"count":-1}"#).is_err());
+        assert!(read("not json").is_err());
+        assert!(read(r#"{"requeueAt":"yesterday"}"#).is_err());
+        assert_eq!(RecoveryState::from_annotation(None).unwrap(), None);
+        assert_eq!(
+            RecoveryState::from_annotation(Some(&BTreeMap::new())).unwrap(),
+            None
+        );
+    }
+
+    // ---- grouping ----
+
+    #[test]
+    fn job_owner_is_the_controller_reference_of_a_batch_v1_job() {
+        let refs = [
+            owner("ConfigMap", "v1", "cm", None),
+            owner("Job", "batch/v1", "train", Some(true)),
+        ];
+        assert_eq!(job_owner("ns", &refs), Some(job("train")));
+        // A Job that is only an owner, not the controller, does not make an episode.
+        assert_eq!(
+            job_owner("ns", &[owner("Job", "batch/v1", "train", Some(false))]),
+            None
+        );
+        assert_eq!(
+            job_owner("ns", &[owner("Job", "batch/v1", "train", None)]),
+            None
+        );
+        assert_eq!(
+            job_owner("ns", &[owner("ReplicaSet", "apps/v1", "rs", Some(true))]),
+            None
+        );
+        assert_eq!(
+            job_owner("ns", &[owner("Job", "example.com/v1", "x", Some(true))]),
+            None
+        );
+        assert_eq!(job_owner("ns", &[]), None);
+    }
+
+    /// Issue 6: "a node that dies with 8 pods of a Job must not have them recovered one backoff
+    /// apart" and "Pods without a Job owner ... are recovered without backoff state".
+    #[test]
+    fn all_due_pods_of_a_job_form_one_episode_and_pods_without_a_job_none() {
+        let mut input: Vec<(Option<JobKey>, DuePod)> = (0..8)
+            .rev()
+            .map(|i| (Some(job("train")), pod(&format!("train-{i}"), "node-a")))
+            .collect();
+        input.push((Some(job("other")), pod("other-0", "node-a")));
+        input.push((None, pod("bare", "node-a")));
+        input.push((None, pod("rs-pod", "node-b")));
+        let episodes = group_by_job(input);
+        assert_eq!(episodes.by_job.len(), 2);
+        let train = &episodes.by_job[&job("train")];
+        assert_eq!(train.len(), 8);
+        assert_eq!(train[0].name, "train-0");
+        assert_eq!(
+            episodes.by_job[&job("other")],
+            vec![pod("other-0", "node-a")]
+        );
+        assert_eq!(
+            episodes.without_job,
+            vec![pod("bare", "node-a"), pod("rs-pod", "node-b")]
+        );
+
+        // One decision for all eight: one episode, count 1.
+        let (pods, state, _) = recovered(decide_episode(
+            train,
+            JobView::default(),
+            &EpisodeConfig::default(),
+            ts("2026-11-21T19:40:00Z"),
+            0.0,
+        ));
+        assert_eq!(pods.len(), 8);
+        assert_eq!(state.count, 1);
+        assert_eq!(state.last_nodes, vec!["node-a"]);
+    }
+
+    #[test]
+    fn due_pods_of_a_job_are_its_pods_past_the_deadline_on_unreachable_nodes() {
+        let meta = |name: &str, owner: Option<OwnerReference>, deleted: Option<&str>| ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            owner_references: owner.map(|o| vec![o]),
+            deletion_timestamp: deleted
+                .map(|d| k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(d))),
+            ..ObjectMeta::default()
+        };
+        let train = || Some(owner("Job", "batch/v1", "train", Some(true)));
+        let mut recreated = owner("Job", "batch/v1", "train", Some(true));
+        recreated.uid = "uid-other".into();
+        let metas = [
+            meta("a-due", train(), Some("2026-11-21T19:38:00Z")),
+            meta("b-at-deadline", train(), Some("2026-11-21T19:39:00Z")),
+            meta("c-before-deadline", train(), Some("2026-11-21T19:39:01Z")),
+            meta("d-reachable-node", train(), Some("2026-11-21T19:00:00Z")),
+            meta("e-node-unknown", train(), Some("2026-11-21T19:00:00Z")),
+            meta(
+                "f-other-job",
+                Some(owner("Job", "batch/v1", "x", Some(true))),
+                Some("2026-11-21T19:00:00Z"),
+            ),
+            meta(
+                "g-recreated-job",
+                Some(recreated),
+                Some("2026-11-21T19:00:00Z"),
+            ),
+            meta("h-not-terminating", train(), None),
+            meta("i-bare", None, Some("2026-11-21T19:00:00Z")),
+        ];
+        let known: Vec<KnownPod> = metas
+            .iter()
+            .map(|m| {
+                let name = m.name.as_deref().unwrap_or_default();
+                KnownPod {
+                    meta: m,
+                    node: (name != "e-node-unknown").then_some("node-a"),
+                    node_unreachable: name != "d-reachable-node",
+                }
+            })
+            .collect();
+        let due = due_pods_of_job(
+            &job("train"),
+            known,
+            std::time::Duration::from_secs(60),
+            ts("2026-11-21T19:40:00Z"),
+        );
+        assert_eq!(
+            due,
+            vec![
+                due_since("a-due", "node-a", "2026-11-21T19:39:00Z"),
+                due_since("b-at-deadline", "node-a", "2026-11-21T19:40:00Z"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_recreated_job_with_the_same_name_is_another_episode() {
+        let mut recreated = job("train");
+        recreated.uid = "uid-2".into();
+        let episodes = group_by_job([
+            (Some(job("train")), pod("a", "n")),
+            (Some(recreated), pod("b", "n")),
+        ]);
+        assert_eq!(episodes.by_job.len(), 2);
+    }
+
+    // ---- episodes and backoff ----
+
+    /// Issue 6: "after episode n, the next episode for that Job may not start before requeueAt =
+    /// now + d(n)".
+    #[test]
+    fn first_episode_recovers_and_records_count_one_with_requeue_at_now_plus_60s() {
+        let due = [
+            pod("p-1", "node-b"),
+            pod("p-0", "node-a"),
+            pod("p-2", "node-a"),
+        ];
+        let (pods, state, reset) = recovered(decide_episode(
+            &due,
+            JobView::default(),
+            &EpisodeConfig::default(),
+            ts("2026-11-21T19:40:00.700Z"),
+            0.0,
+        ));
+        assert!(!reset);
+        assert_eq!(
+            pods.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["p-0", "p-1", "p-2"]
+        );
+        assert_eq!(
+            state,
+            RecoveryState {
+                count: 1,
+                requeue_at: Some(ts("2026-11-21T19:41:00Z")),
+                last_recovery_time: Some(ts("2026-11-21T19:40:00Z")),
+                last_nodes: vec!["node-a".into(), "node-b".into()],
+                limit_exceeded: None,
+            }
+        );
+    }
+
+    /// Issue 6: "Pods due earlier are requeued for requeueAt, not dropped."
+    #[test]
+    fn pods_due_before_requeue_at_wait_until_requeue_at() {
+        let prior = RecoveryState {
+            count: 2,
+            requeue_at: Some(ts("2026-11-21T19:44:00Z")),
+            last_recovery_time: Some(ts("2026-11-21T19:42:00Z")),
+            last_nodes: vec!["node-a".into()],
+            limit_exceeded: None,
+        };
+        let view = JobView {
+            suspended: false,
+            state: Some(&prior),
+        };
+        let due = [pod("p", "node-c")];
+        let cfg = EpisodeConfig::default();
+        assert_eq!(
+            decide_episode(&due, view, &cfg, ts("2026-11-21T19:43:59.999Z"), 0.3),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:44:00Z"))
+        );
+        // At requeueAt exactly, episode 3 starts and waits d(3) = 240s.
+        let (_, state, _) = recovered(decide_episode(
+            &due,
+            view,
+            &cfg,
+            ts("2026-11-21T19:44:00Z"),
+            0.0,
+        ));
+        assert_eq!(state.count, 3);
+        assert_eq!(state.requeue_at, Some(ts("2026-11-21T19:48:00Z")));
+        assert_eq!(state.last_nodes, vec!["node-c"]);
+    }
+
+    #[test]
+    fn the_kep_1282_series_over_successive_episodes() {
+        let cfg = EpisodeConfig::default();
+        let due = [pod("p", "n")];
+        let mut state: Option<RecoveryState> = None;
+        let mut now = ts("2026-11-21T00:00:00Z");
+        let mut waits = vec![];
+        for _ in 0..9 {
+            let view = JobView {
+                suspended: false,
+                state: state.as_ref(),
+            };
+            let (_, next, _) = recovered(decide_episode(&due, view, &cfg, now, 0.0));
+            let at = next.requeue_at.unwrap();
+            waits.push(now.until(at).unwrap().get_seconds());
+            now = at;
+            state = Some(next);
+        }
+        assert_eq!(waits, [60, 120, 240, 480, 960, 1920, 3600, 3600, 3600]);
+    }
+
+    #[test]
+    fn no_due_pods_is_nothing_to_do() {
+        assert_eq!(
+            decide_episode(
+                &[],
+                JobView::default(),
+                &EpisodeConfig::default(),
+                ts("2026-11-21T00:00:00Z"),
+                0.0
+            ),
+            EpisodeDecision::NothingDue
+        );
+    }
+
+    /// A failed or interrupted recovery (pod status conflict, API error, restart) must not make
+    /// the episode's own pods wait a whole backoff: they were counted already.
+    #[test]
+    fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
+        let recorded = RecoveryState {
+            count: 1,
+            requeue_at: Some(ts("2026-11-21T19:41:00Z")),
+            last_recovery_time: Some(ts("2026-11-21T19:40:00Z")),
+            last_nodes: vec!["node-a".into()],
+            limit_exceeded: None,
+        };
+        let view = JobView {
+            suspended: false,
+            state: Some(&recorded),
+        };
+        let cfg = EpisodeConfig::default();
+        let now = ts("2026-11-21T19:40:05Z");
+        let leftover = due_since("p-0", "node-a", "2026-11-21T19:39:00Z");
+        // Due within the episode's second (the episode time is truncated).
+        let same_second = due_since("p-1", "node-a", "2026-11-21T19:40:00.900Z");
+        // Became due after the episode started: the next episode.
+        let later = due_since("p-2", "node-a", "2026-11-21T19:40:01Z");
+        // Due before, but on a node that was not part of the episode.
+        let other_node = due_since("p-3", "node-b", "2026-11-21T19:39:00Z");
+        assert_eq!(
+            decide_episode(
+                &[
+                    other_node.clone(),
+                    later.clone(),
+                    same_second.clone(),
+                    leftover.clone()
+                ],
+                view,
+                &cfg,
+                now,
+                0.0
+            ),
+            EpisodeDecision::Continue {
+                pods: vec![leftover.clone(), same_second],
+                others_wait_until: Some(ts("2026-11-21T19:41:00Z")),
+            }
+        );
+        assert_eq!(
+            decide_episode(std::slice::from_ref(&leftover), view, &cfg, now, 0.0),
+            EpisodeDecision::Continue {
+                pods: vec![leftover.clone()],
+                others_wait_until: None,
+            }
+        );
+        assert_eq!(
+            decide_episode(&[later, other_node], view, &cfg, now, 0.0),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
+        );
+        // Once the limit stopped recovery, nothing continues.
+        let stopped = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T19:40:03Z"),
+                action: LimitAction::Stop,
+            }),
+            ..recorded.clone()
+        };
+        assert_eq!(
+            decide_episode(
+                &[leftover],
+                JobView {
+                    suspended: false,
+                    state: Some(&stopped),
+                },
+                &cfg,
+                now,
+                0.0
+            ),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
+        );
+    }
+
+    // ---- limit ----
+
+    /// Issue 6: "When the next episode would exceed N, jobgate does not recover; it emits Warning
+    /// RecoveryLimitExceeded on the Job, records it in the state" (Kueue:
+    /// `count+1 > backoffLimitCount` deactivates, the count is not incremented).
+    #[test]
+    fn limit_allows_n_episodes_and_stops_the_next_one_with_stop() {
+        let cfg = config(Some(2), LimitAction::Stop);
+        let due = [pod("p", "node-a")];
+        let now = ts("2026-11-21T19:50:00Z");
+        let at_one = RecoveryState {
+            count: 1,
+            requeue_at: Some(ts("2026-11-21T19:41:00Z")),
+            ..Default::default()
+        };
+        let view = |s| JobView {
+            suspended: false,
+            state: Some(s),
+        };
+        let (_, second, _) = recovered(decide_episode(&due, view(&at_one), &cfg, now, 0.0));
+        assert_eq!(second.count, 2);
+
+        let later = ts("2026-11-21T20:00:00.5Z");
+        let decision = decide_episode(&due, view(&second), &cfg, later, 0.0);
+        let expected = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T20:00:00Z"),
+                action: LimitAction::Stop,
+            }),
+            ..second.clone()
+        };
+        assert_eq!(
+            decision,
+            EpisodeDecision::LimitExceeded {
+                suspend: false,
+                new_state: Some(expected.clone()),
+            }
+        );
+        // Recorded once: later passes neither recover nor write nor emit again.
+        assert_eq!(
+            decide_episode(&due, view(&expected), &cfg, ts("2026-11-21T21:00:00Z"), 0.0),
+            EpisodeDecision::LimitExceeded {
+                suspend: false,
+                new_state: None,
+            }
+        );
+    }
+
+    /// Issue 6: "with --on-recovery-limit=suspend also sets spec.suspend: true".
+    #[test]
+    fn limit_with_suspend_asks_to_suspend_the_job_once() {
+        let cfg = config(Some(1), LimitAction::Suspend);
+        let prior = RecoveryState {
+            count: 1,
+            requeue_at: Some(ts("2026-11-21T19:41:00Z")),
+            ..Default::default()
+        };
+        let now = ts("2026-11-21T19:45:00Z");
+        let decision = decide_episode(
+            &[pod("p", "n")],
+            JobView {
+                suspended: false,
+                state: Some(&prior),
+            },
+            &cfg,
+            now,
+            0.0,
+        );
+        let recorded = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: now,
+                action: LimitAction::Suspend,
+            }),
+            ..prior
+        };
+        assert_eq!(
+            decision,
+            EpisodeDecision::LimitExceeded {
+                suspend: true,
+                new_state: Some(recorded.clone()),
+            }
+        );
+        // The Job is suspended now: nothing more.
+        assert_eq!(
+            decide_episode(
+                &[pod("p", "n")],
+                JobView {
+                    suspended: true,
+                    state: Some(&recorded),
+                },
+                &cfg,
+                ts("2026-11-21T19:46:00Z"),
+                0.0
+            ),
+            EpisodeDecision::LimitExceeded {
+                suspend: true,
+                new_state: None,
+            }
+        );
+    }
+
+    #[test]
+    fn limit_recorded_as_stop_suspends_after_the_operator_switches_to_suspend() {
+        let stopped = RecoveryState {
+            count: 1,
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T19:00:00Z"),
+                action: LimitAction::Stop,
+            }),
+            ..Default::default()
+        };
+        let decision = decide_episode(
+            &[pod("p", "n")],
+            JobView {
+                suspended: false,
+                state: Some(&stopped),
+            },
+            &config(Some(1), LimitAction::Suspend),
+            ts("2026-11-21T20:00:00Z"),
+            0.0,
+        );
+        let EpisodeDecision::LimitExceeded {
+            suspend: true,
+            new_state: Some(state),
+        } = decision
+        else {
+            panic!("{decision:?}")
+        };
+        assert_eq!(
+            state.limit_exceeded.map(|l| l.action),
+            Some(LimitAction::Suspend)
+        );
+    }
+
+    #[test]
+    fn raising_the_limit_lets_recovery_continue_and_clears_the_marker() {
+        let stopped = RecoveryState {
+            count: 2,
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T19:00:00Z"),
+                action: LimitAction::Stop,
+            }),
+            ..Default::default()
+        };
+        let (_, state, _) = recovered(decide_episode(
+            &[pod("p", "n")],
+            JobView {
+                suspended: false,
+                state: Some(&stopped),
+            },
+            &config(Some(5), LimitAction::Stop),
+            ts("2026-11-21T20:00:00Z"),
+            0.0,
+        ));
+        assert_eq!(state.count, 3);
+        assert_eq!(state.limit_exceeded, None);
+    }
+
+    /// `--recovery-backoff-limit-count 0`: no episode at all for Jobs (bare pods still recover).
+    #[test]
+    fn limit_zero_never_recovers_pods_of_a_job() {
+        assert!(matches!(
+            decide_episode(
+                &[pod("p", "n")],
+                JobView::default(),
+                &config(Some(0), LimitAction::Stop),
+                ts("2026-11-21T20:00:00Z"),
+                0.0
+            ),
+            EpisodeDecision::LimitExceeded {
+                suspend: false,
+                new_state: Some(_)
+            }
+        ));
+    }
+
+    /// The limit is evaluated when the episode could start, not during the backoff: a node that
+    /// comes back in the meantime must not get the Job stopped or suspended.
+    #[test]
+    fn backoff_is_waited_out_before_the_limit_is_declared() {
+        let prior = RecoveryState {
+            count: 3,
+            requeue_at: Some(ts("2026-11-21T19:44:00Z")),
+            ..Default::default()
+        };
+        assert_eq!(
+            decide_episode(
+                &[pod("p", "n")],
+                JobView {
+                    suspended: false,
+                    state: Some(&prior),
+                },
+                &config(Some(3), LimitAction::Suspend),
+                ts("2026-11-21T19:43:00Z"),
+                0.0
+            ),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:44:00Z"))
+        );
+    }
+
+    #[test]
+    fn unlimited_by_default_even_at_huge_counts() {
+        let prior = RecoveryState {
+            count: u32::MAX,
+            ..Default::default()
+        };
+        let (_, state, _) = recovered(decide_episode(
+            &[pod("p", "n")],
+            JobView {
+                suspended: false,
+                state: Some(&prior),
+            },
+            &EpisodeConfig::default(),
+            ts("2026-11-21T20:00:00Z"),
+            0.0,
+        ));
+        assert_eq!(state.count, u32::MAX);
+        assert_eq!(state.requeue_at, Some(ts("2026-11-21T21:00:00Z")));
+    }
+
+    // ---- reset ----
+
+    /// Issue 6: "when a user removes the state annotation ... the count starts again from zero".
+    #[test]
+    fn removing_the_annotation_restarts_the_count_from_zero() {
+        let (_, state, reset) = recovered(decide_episode(
+            &[pod("p", "n")],
+            JobView {
+                suspended: false,
+                state: None,
+            },
+            &config(Some(3), LimitAction::Stop),
+            ts("2026-11-21T20:00:00Z"),
+            0.0,
+        ));
+        assert_eq!(state.count, 1);
+        assert!(!reset);
+    }
+
+    /// Issue 6: "or resumes a Job that jobgate suspended, the count starts again from zero"
+    /// (Kueue: "If a deactivated workload is re-activated, we need to reset the RequeueState").
+    #[test]
+    fn resuming_a_job_jobgate_suspended_restarts_the_count_without_waiting() {
+        let suspended_by_us = RecoveryState {
+            count: 3,
+            requeue_at: Some(ts("2026-11-21T21:00:00Z")),
+            last_recovery_time: Some(ts("2026-11-21T20:00:00Z")),
+            last_nodes: vec!["old".into()],
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T20:10:00Z"),
+                action: LimitAction::Suspend,
+            }),
+        };
+        assert!(resumed_after_suspend(&suspended_by_us, false));
+        assert!(!resumed_after_suspend(&suspended_by_us, true));
+        let (_, state, reset) = recovered(decide_episode(
+            &[pod("p", "new")],
+            JobView {
+                suspended: false,
+                state: Some(&suspended_by_us),
+            },
+            &config(Some(3), LimitAction::Suspend),
+            ts("2026-11-21T20:30:00Z"),
+            0.0,
+        ));
+        assert!(reset);
+        assert_eq!(state.count, 1);
+        assert_eq!(state.requeue_at, Some(ts("2026-11-21T20:31:00Z")));
+        assert_eq!(state.limit_exceeded, None);
+    }
+
+    /// A Job the *user* suspended (or that Stop left running) keeps its count.
+    #[test]
+    fn suspension_by_someone_else_or_stop_does_not_reset() {
+        let stopped = RecoveryState {
+            count: 3,
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T20:10:00Z"),
+                action: LimitAction::Stop,
+            }),
+            ..Default::default()
+        };
+        assert!(!resumed_after_suspend(&stopped, false));
+        let plain = RecoveryState {
+            count: 2,
+            ..Default::default()
+        };
+        assert!(!resumed_after_suspend(&plain, false));
+        let (_, state, reset) = recovered(decide_episode(
+            &[pod("p", "n")],
+            JobView {
+                suspended: true,
+                state: Some(&plain),
+            },
+            &EpisodeConfig::default(),
+            ts("2026-11-21T20:30:00Z"),
+            0.0,
+        ));
+        assert!(!reset);
+        assert_eq!(state.count, 3);
+    }
+
+    // ---- event notes ----
+
+    #[test]
+    fn episode_note_names_pods_nodes_and_the_next_time() {
+        let pods = [pod("train-0", "node-a"), pod("train-1", "node-b")];
+        let state = RecoveryState {
+            count: 2,
+            requeue_at: Some(ts("2026-11-21T19:44:00Z")),
+            ..Default::default()
+        };
+        assert_eq!(
+            episode_note(&pods, &state),
+            "Recovery episode 2: forcefully terminating 2 pod(s) on unreachable node(s) node-a, \
+             node-b: train-0, train-1; next episode not before 2026-11-21T19:44:00Z"
+        );
+        assert_eq!(
+            limit_note(&pods, 3, LimitAction::Stop),
+            "Recovery limit of 3 episode(s) reached: not forcefully terminating 2 pod(s) on \
+             unreachable node(s) node-a, node-b: train-0, train-1; stopped recovering this Job. \
+             Remove the annotation jobgate.dev/recovery-state to allow recovery again"
+        );
+        assert!(limit_note(&pods, 3, LimitAction::Suspend).contains("spec.suspend=true"));
+    }
+
+    #[test]
+    fn event_notes_fit_the_1024_byte_limit_with_many_long_pod_names() {
+        let pods: Vec<DuePod> = (0..500)
+            .map(|i| {
+                pod(
+                    &format!("{}-{i}", "x".repeat(60)),
+                    &format!("node-{}", i % 50),
+                )
+            })
+            .collect();
+        let state = RecoveryState {
+            count: 7,
+            requeue_at: Some(ts("2026-11-21T19:44:00Z")),
+            ..Default::default()
+        };
+        let note = episode_note(&pods, &state);
+        assert!(note.len() <= EVENT_NOTE_LIMIT, "{}", note.len());
+        assert!(note.contains(" more"));
+        assert!(note.ends_with("next episode not before 2026-11-21T19:44:00Z"));
+        let warning = limit_note(&pods, 3, LimitAction::Suspend);
+        assert!(warning.len() <= EVENT_NOTE_LIMIT, "{}", warning.len());
+        assert!(warning.ends_with("to allow recovery again"));
+    }
+}
