@@ -45,6 +45,9 @@ pub enum Command {
     /// Recover pods stuck terminating on unreachable nodes (Kueue KEP-6757): the sidecar
     /// reconciler, leader-elected, with its own admin port.
     Reconcile(jobgate::reconciler::ReconcileArgs),
+    /// Show per-Job recovery state, pods waiting for recovery, and the reconciler's leader
+    /// (reads the cluster only).
+    Status(jobgate::reconciler::status::StatusArgs),
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         Command::Check(_) => Ok(()),
         Command::Certs(args) => jobgate::certs::run(&args),
         Command::Reconcile(args) => runtime.block_on(jobgate::reconciler::run(args)),
+        Command::Status(args) => runtime.block_on(jobgate::reconciler::status::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

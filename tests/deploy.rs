@@ -34,29 +34,10 @@ const TLS_SECRET: &str = "jobgate-tls";
 const RECOVERY_LABEL: &str = "jobgate.dev/failure-recovery";
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// (API group, resource, verbs) the reconciler's API calls need: a copy of
-/// `jobgate::reconciler::RBAC` as the `recovery` and `backoff` branches define it (not on this
-/// branch yet). When it lands, use that constant here instead of this copy. Resources in
-/// [`NAMESPACED_RESOURCES`] must be granted by the Role in jobgate-system, everything else by the
-/// ClusterRole.
-const RECONCILER_RBAC: &[(&str, &str, &[&str])] = &[
-    // metadata-only list/watch of all pods, GET of one pod, forceful delete
-    ("", "pods", &["get", "list", "watch", "delete"]),
-    // phase Failed + recovery condition (strategic merge patch)
-    ("", "pods/status", &["patch"]),
-    // node taints: watch for the cache, GET to confirm before acting
-    ("", "nodes", &["get", "list", "watch"]),
-    // Warning / dry-run Normal events
-    ("events.k8s.io", "events", &["create"]),
-    // per-Job recovery state annotation and --on-recovery-limit=suspend
-    ("batch", "jobs", &["get", "patch"]),
-    // leader election
-    (
-        "coordination.k8s.io",
-        "leases",
-        &["get", "create", "update"],
-    ),
-];
+/// (API group, resource, verbs) the reconciler's API calls need, as the reconciler declares them
+/// next to the calls. Resources in [`NAMESPACED_RESOURCES`] must be granted by the Role in
+/// jobgate-system, everything else by the ClusterRole.
+const RECONCILER_RBAC: &[(&str, &str, &[&str])] = jobgate::reconciler::RBAC;
 
 /// (API group, resource) granted only in jobgate's own namespace.
 const NAMESPACED_RESOURCES: &[(&str, &str)] = &[("coordination.k8s.io", "leases")];
