@@ -1,7 +1,6 @@
 //! `jobgate reconcile` flags; every flag also reads a `JOBGATE_*` environment variable.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -10,13 +9,8 @@ use crate::duration::parse_duration;
 
 #[derive(Debug, Clone, Args)]
 pub struct ReconcileArgs {
-    /// Path of a kubeconfig file. Without it and without --context: in-cluster config
-    /// (falling back to $KUBECONFIG / ~/.kube/config outside a cluster).
-    #[arg(long, env = "JOBGATE_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
-    /// kubeconfig context to use.
-    #[arg(long, env = "JOBGATE_CONTEXT")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterArgs,
     /// Time after a pod's deletionTimestamp (which already includes the pod's own grace
     /// period) before an opted-in pod on an unreachable node is forcefully terminated.
     #[arg(
@@ -112,6 +106,6 @@ mod tests {
         assert!(a.no_delete && a.dry_run);
         assert_eq!(a.lease_name, "l");
         assert_eq!(a.lease_namespace.as_deref(), Some("ns"));
-        assert_eq!(a.context.as_deref(), Some("kind-kind"));
+        assert_eq!(a.cluster.context.as_deref(), Some("kind-kind"));
     }
 }

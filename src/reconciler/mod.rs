@@ -10,6 +10,7 @@
 
 pub mod args;
 pub mod backoff_args;
+pub mod cluster;
 pub mod event;
 pub mod job_state;
 pub mod lease;
@@ -654,29 +655,6 @@ pub fn default_identity() -> String {
     format!("{host}_{:08x}", rand::random::<u32>())
 }
 
-async fn client_from(args: &ReconcileArgs) -> anyhow::Result<Client> {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-    let config = if args.kubeconfig.is_some() || args.context.is_some() {
-        let options = KubeConfigOptions {
-            context: args.context.clone(),
-            ..KubeConfigOptions::default()
-        };
-        match &args.kubeconfig {
-            Some(path) => {
-                let kubeconfig = Kubeconfig::read_from(path)?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?
-            }
-            None => kube::Config::from_kubeconfig(&options).await?,
-        }
-    } else {
-        match kube::Config::incluster() {
-            Ok(c) => c,
-            Err(_) => kube::Config::infer().await?,
-        }
-    };
-    Ok(Client::try_from(config)?)
-}
-
 /// `jobgate reconcile` until SIGTERM/SIGINT.
 pub async fn run(args: ReconcileArgs) -> anyhow::Result<()> {
     run_until(args, shutdown_signal()).await
@@ -687,7 +665,7 @@ pub async fn run_until(
     args: ReconcileArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let client = client_from(&args).await?;
+    let client = args.cluster.client(cluster::Prefer::InCluster).await?;
     run_with_client(client, args, shutdown, |_| {}).await
 }
 

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -14,9 +13,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::Client;
 use kube::api::{Api, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 
 use crate::reconciler::backoff_args::RecoveryBackoffArgs;
 use crate::recovery::UNREACHABLE_TAINT_KEY;
@@ -33,12 +31,8 @@ pub const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
 /// `jobgate status`.
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
-    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context (default: the current context).
-    #[arg(long)]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterArgs,
     /// Only this namespace (default: the context's namespace).
     #[arg(long, short = 'n', conflicts_with = "all_namespaces")]
     pub namespace: Option<String>,
@@ -99,7 +93,10 @@ pub struct RenderOptions {
 
 /// `jobgate status`: read the cluster, print the tables.
 pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let client = client(args.kubeconfig.clone(), args.context.clone()).await?;
+    let client = args
+        .cluster
+        .client(super::cluster::Prefer::Kubeconfig)
+        .await?;
     let namespace = if args.all_namespaces {
         None
     } else {
@@ -124,22 +121,6 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
     .await?;
     print!("{}", render(&snapshot, &options, Timestamp::now()));
     Ok(())
-}
-
-async fn client(kubeconfig: Option<PathBuf>, context: Option<String>) -> anyhow::Result<Client> {
-    let options = KubeConfigOptions {
-        context,
-        ..KubeConfigOptions::default()
-    };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(&path)?;
-            Config::from_custom_kubeconfig(file, &options).await?
-        }
-        None if options.context.is_some() => Config::from_kubeconfig(&options).await?,
-        None => Config::infer().await?,
-    };
-    Ok(Client::try_from(config)?)
 }
 
 /// Pages through a list 500 objects at a time.

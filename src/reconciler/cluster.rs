@@ -1,0 +1,52 @@
+//! How `reconcile` and `status` reach the cluster: `--kubeconfig` / `--context`, else the
+//! environment (in-cluster config or `$KUBECONFIG` / `~/.kube/config`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClusterArgs {
+    /// Path of a kubeconfig file. Without it and without --context, the environment decides
+    /// (in-cluster config for `reconcile`; $KUBECONFIG, ~/.kube/config, then in-cluster for `status`).
+    #[arg(long, env = "JOBGATE_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context to use (default: the current context).
+    #[arg(long, env = "JOBGATE_CONTEXT")]
+    pub context: Option<String>,
+}
+
+/// Which configuration wins when no flag names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefer {
+    /// A sidecar: the pod's service account first.
+    InCluster,
+    /// An operator's command: their kubeconfig first.
+    Kubeconfig,
+}
+
+impl ClusterArgs {
+    pub async fn client(&self, prefer: Prefer) -> anyhow::Result<Client> {
+        let config = if self.kubeconfig.is_some() || self.context.is_some() {
+            let options = KubeConfigOptions {
+                context: self.context.clone(),
+                ..KubeConfigOptions::default()
+            };
+            match &self.kubeconfig {
+                Some(path) => {
+                    kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options)
+                        .await?
+                }
+                None => kube::Config::from_kubeconfig(&options).await?,
+            }
+        } else {
+            match (prefer, kube::Config::incluster()) {
+                (Prefer::InCluster, Ok(config)) => config,
+                _ => kube::Config::infer().await?,
+            }
+        };
+        Ok(Client::try_from(config)?)
+    }
+}
