@@ -2,8 +2,7 @@
 //! Shared by `jobgate serve` and `jobgate check`.
 //!
 //! ```yaml
-//! recoveryAnnotationKeys:            # replaces the default list
-//!   - kueue.x-k8s.io/safe-to-forcefully-terminate
+//! recoveryAnnotationKeys:            # what /mutate sets; replaces the default list
 //!   - kueue.x-k8s.io/safe-to-forcefully-delete
 //! policies:                          # each off | warn | deny; omitted ones keep their default
 //!   recovery-annotation-value: deny
@@ -113,8 +112,10 @@ pub struct RuleArgs {
     )]
     pub policies: Vec<(PolicyName, Level)>,
 
-    /// Pod-template annotation key that opts pods into forced recovery (repeatable; replaces
-    /// the default kueue.x-k8s.io/safe-to-forcefully-terminate and ...-delete).
+    /// Pod-template annotation key that the mutating webhook sets to "true" to opt pods into
+    /// forced recovery (repeatable; replaces the default kueue.x-k8s.io/safe-to-forcefully-terminate;
+    /// Kueue >= 0.15.6 reads kueue.x-k8s.io/safe-to-forcefully-delete). Both Kueue keys are
+    /// always checked by the policies and respected as an opt-out when "false".
     #[arg(
         long = "recovery-annotation-key",
         env = "JOBGATE_RECOVERY_ANNOTATION_KEY",

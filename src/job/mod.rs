@@ -15,9 +15,14 @@ pub use model::{Field, JobObject, Kind};
 pub const SAFE_TO_FORCEFULLY_TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 /// The key Kueue >= 0.15.6 reads instead.
 pub const SAFE_TO_FORCEFULLY_DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
-/// Both keys, the default for `--recovery-annotation-key`.
+/// Both keys Kueue has read: the reconciler's default for `--recovery-annotation-key`, and the
+/// keys whose values the webhook always checks and respects (an explicit `"false"` under either
+/// is an opt-out).
 pub const DEFAULT_RECOVERY_ANNOTATION_KEYS: [&str; 2] =
     [SAFE_TO_FORCEFULLY_TERMINATE, SAFE_TO_FORCEFULLY_DELETE];
+/// The key the mutating webhook sets by default: the one KEP-6757 names. The reconciler reads
+/// both keys, so the pods are recovered whichever Kueue version runs beside it.
+pub const DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS: [&str; 1] = [SAFE_TO_FORCEFULLY_TERMINATE];
 
 /// The admission operation under review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,16 +89,32 @@ pub use validate::validate;
 /// Settings of the rules, shared by `serve` and `check`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Pod-template annotation keys that opt pods into forced recovery (`--recovery-annotation-key`).
+    /// Pod-template annotation keys the mutating webhook sets to `"true"` for an opted-in Job
+    /// (`--recovery-annotation-key`; default: Kueue's `safe-to-forcefully-terminate`).
     pub recovery_annotation_keys: Vec<String>,
     /// The level of each jobgate policy (`--policy NAME=off|warn|deny`, `policies:` in `--config`).
     pub policies: Policies,
 }
 
+impl Config {
+    /// The keys whose pod-template values mean something: the configured ones, then both of
+    /// Kueue's, once each, in that order (an empty key is no annotation).
+    pub fn recognized_recovery_keys(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = Vec::new();
+        let configured = self.recovery_annotation_keys.iter().map(String::as_str);
+        for key in configured.chain(DEFAULT_RECOVERY_ANNOTATION_KEYS) {
+            if !key.is_empty() && !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        keys
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
-            recovery_annotation_keys: DEFAULT_RECOVERY_ANNOTATION_KEYS
+            recovery_annotation_keys: DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS
                 .iter()
                 .map(|k| k.to_string())
                 .collect(),

@@ -74,9 +74,11 @@ pub fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Ver
     if opted_in(object, scope, &mut warnings) {
         let keys = recovery_keys(config);
         let template_value = |key: &str| spec.template.annotation(key);
-        let opted_out: Vec<&str> = keys
-            .iter()
-            .copied()
+        // A "false" under any key jobgate's reconciler or Kueue reads is an opt-out, not only
+        // under the keys this webhook sets.
+        let opted_out: Vec<&str> = config
+            .recognized_recovery_keys()
+            .into_iter()
             .filter(|k| template_value(k) == Some("false"))
             .collect();
         if !opted_out.is_empty() {

@@ -191,7 +191,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
 
     if on(PolicyName::RecoveryAnnotationValue) {
-        for key in &config.recovery_annotation_keys {
+        for key in config.recognized_recovery_keys() {
             if let Some(v) = template.annotation(key)
                 && v != "true"
                 && v != "false"
@@ -210,7 +210,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
 
     if on(PolicyName::RecoveryAnnotationOnJob) {
         let mut misplaced = |meta: &ObjectMeta, at: &str| {
-            for key in &config.recovery_annotation_keys {
+            for key in config.recognized_recovery_keys() {
                 if let Some(v) = meta.annotation(key) {
                     out.push(Finding {
                         policy: PolicyName::RecoveryAnnotationOnJob,
@@ -230,8 +230,8 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     }
 
     let opted_in = config
-        .recovery_annotation_keys
-        .iter()
+        .recognized_recovery_keys()
+        .into_iter()
         .any(|k| template.annotation(k) == Some("true"));
     // What the Job runs with: the value, else KEP-3939's default (also for a CronJob's
     // template, whose Jobs are defaulted when created).
@@ -348,6 +348,28 @@ mod tests {
         );
         // "True" is not opted in, so the opted-in policies stay quiet.
         assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    }
+
+    #[test]
+    fn issue_both_kueue_keys_are_checked_whatever_key_the_webhook_is_configured_to_set() {
+        // Policy 1 names `...-terminate` "(and `...-delete`)"; the webhook's key list only says
+        // what /mutate sets, so a custom list must not hide a "yes" under a Kueue key.
+        let delete = crate::job::SAFE_TO_FORCEFULLY_DELETE;
+        let spec = format!(
+            r#"{{"template":{{"metadata":{{"annotations":{{"{delete}":"yes"}}}},"spec":{{"restartPolicy":"Never","containers":[{{"name":"main"}}]}}}}}}"#
+        );
+        for keys in [vec![], vec!["example.com/recover".to_string()]] {
+            let config = Config {
+                recovery_annotation_keys: keys.clone(),
+                ..Config::default()
+            };
+            let f = run(&job(&spec, ""), &config);
+            assert_eq!(f.errors.len(), 1, "{keys:?}");
+            assert_eq!(
+                f.errors[0].path,
+                format!("spec.template.metadata.annotations[{delete}]")
+            );
+        }
     }
 
     #[test]

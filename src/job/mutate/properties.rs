@@ -241,10 +241,13 @@ fn expected(case: &Case) -> Option<(Value, Value)> {
         explicit => explicit.clone(),
     };
     let mut annotations = spec["template"]["metadata"]["annotations"].clone();
+    // "false" under a configured key or either Kueue key is the pods' opt-out.
     let pods_opted_out = case
         .keys
         .iter()
-        .any(|k| annotations[k.as_str()] == json!("false"));
+        .map(String::as_str)
+        .chain(crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS)
+        .any(|k| !k.is_empty() && annotations[k] == json!("false"));
     if opted_in && !pods_opted_out {
         for key in case.keys.iter().filter(|k| !k.is_empty()) {
             if annotations.get(key.as_str()).is_none() {

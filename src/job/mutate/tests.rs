@@ -81,8 +81,9 @@ fn enabled() -> Value {
     json!({"name": "train", "annotations": {"jobgate.dev/failure-recovery": "enabled"}})
 }
 
-fn both_true() -> Value {
-    json!({TERMINATE: "true", DELETE: "true"})
+/// What the default configuration sets: the key KEP-6757 names.
+fn terminate_true() -> Value {
+    json!({TERMINATE: "true"})
 }
 
 #[test]
@@ -151,19 +152,20 @@ fn kep_3939_an_explicit_value_including_empty_is_never_overwritten_by_defaulting
 }
 
 #[test]
-fn issue_opt_in_by_job_annotation_adds_both_kueue_keys_and_sets_failed_with_the_warning() {
+fn issue_opt_in_by_job_annotation_adds_safe_to_forcefully_terminate_and_sets_failed_with_the_warning()
+ {
     let object = job(enabled(), json!({}));
     let out = create(&object, RecoveryScope::JobAnnotation);
     assert_eq!(
         out.ops,
         json!([
             {"op": "add", "path": "/spec/podReplacementPolicy", "value": "Failed"},
-            {"op": "add", "path": "/spec/template/metadata", "value": {"annotations": both_true()}}
+            {"op": "add", "path": "/spec/template/metadata", "value": {"annotations": terminate_true()}}
         ])
     );
     assert_eq!(
         out.patched["spec"]["template"]["metadata"]["annotations"],
-        both_true()
+        terminate_true()
     );
     assert_eq!(out.warnings, [POLICY_WARNING]);
 }
@@ -230,7 +232,7 @@ fn issue_mutate_recovery_opts_in_every_job_not_annotated_disabled() {
         );
         assert_eq!(
             out.patched["spec"]["template"]["metadata"]["annotations"],
-            both_true(),
+            terminate_true(),
             "{metadata}"
         );
         assert_eq!(out.warnings, [POLICY_WARNING]);
@@ -271,39 +273,38 @@ fn issue_creates_missing_or_null_maps_with_add_and_never_replaces_existing_annot
         (
             "template metadata absent",
             json!({}),
-            json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": both_true()}}]),
+            json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": terminate_true()}}]),
         ),
         (
             "template metadata null",
             json!({"metadata": null}),
-            json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": both_true()}}]),
+            json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": terminate_true()}}]),
         ),
         (
             "annotations absent",
             json!({"metadata": {"labels": {"app": "pi"}}}),
-            json!([{"op": "add", "path": "/spec/template/metadata/annotations", "value": both_true()}]),
+            json!([{"op": "add", "path": "/spec/template/metadata/annotations", "value": terminate_true()}]),
         ),
         (
             "annotations null",
             json!({"metadata": {"annotations": null}}),
-            json!([{"op": "add", "path": "/spec/template/metadata/annotations", "value": both_true()}]),
+            json!([{"op": "add", "path": "/spec/template/metadata/annotations", "value": terminate_true()}]),
         ),
         (
             "annotations with other keys",
             json!({"metadata": {"annotations": {"sidecar.istio.io/inject": "false"}}}),
             json!([
-                {"op": "add", "path": "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-terminate", "value": "true"},
-                {"op": "add", "path": "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-delete", "value": "true"}
+                {"op": "add", "path": "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-terminate", "value": "true"}
             ]),
         ),
         (
-            "one key already true",
-            json!({"metadata": {"annotations": {TERMINATE: "true"}}}),
-            json!([{"op": "add", "path": "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-delete", "value": "true"}]),
+            "only the newer Kueue key, true",
+            json!({"metadata": {"annotations": {DELETE: "true"}}}),
+            json!([{"op": "add", "path": "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-terminate", "value": "true"}]),
         ),
         (
-            "both keys already true",
-            json!({"metadata": {"annotations": both_true()}}),
+            "key already true",
+            json!({"metadata": {"annotations": terminate_true()}}),
             json!([]),
         ),
     ];
@@ -318,7 +319,9 @@ fn issue_creates_missing_or_null_maps_with_add_and_never_replaces_existing_annot
         assert_eq!(out.ops, want, "{name}");
         let annotations = &out.patched["spec"]["template"]["metadata"]["annotations"];
         assert_eq!(annotations[TERMINATE], "true", "{name}");
-        assert_eq!(annotations[DELETE], "true", "{name}");
+        if name != "only the newer Kueue key, true" {
+            assert_eq!(annotations.get(DELETE), None, "{name}");
+        }
         if name == "annotations with other keys" {
             assert_eq!(annotations["sidecar.istio.io/inject"], "false");
         }
@@ -378,10 +381,7 @@ fn kueue_honours_only_the_exact_value_true_so_other_values_are_left_with_a_warni
         let out = create(&object, RecoveryScope::JobAnnotation);
         assert_eq!(
             out.ops,
-            json!([
-                {"op": "add", "path": "/spec/podReplacementPolicy", "value": "Failed"},
-                {"op": "add", "path": "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-delete", "value": "true"}
-            ]),
+            json!([{"op": "add", "path": "/spec/podReplacementPolicy", "value": "Failed"}]),
             "{value:?}"
         );
         assert_eq!(
@@ -411,7 +411,7 @@ fn apiserver_rejects_terminating_or_failed_with_a_pod_failure_policy_so_it_is_le
     let out = create(&object, RecoveryScope::JobAnnotation);
     assert_eq!(
         out.ops,
-        json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": both_true()}}])
+        json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": terminate_true()}}])
     );
     assert_eq!(
         out.warnings,
@@ -441,7 +441,7 @@ fn cron_job_is_mutated_through_spec_job_template_spec_and_opts_in_by_the_job_tem
         out.ops,
         json!([
             {"op": "add", "path": "/spec/jobTemplate/spec/podReplacementPolicy", "value": "Failed"},
-            {"op": "add", "path": "/spec/jobTemplate/spec/template/metadata", "value": {"annotations": both_true()}}
+            {"op": "add", "path": "/spec/jobTemplate/spec/template/metadata", "value": {"annotations": terminate_true()}}
         ])
     );
     assert_eq!(
@@ -546,7 +546,7 @@ fn issue_only_create_and_update_of_a_cron_job_template_are_mutated() {
     );
     assert_eq!(
         out.patched["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"],
-        both_true()
+        terminate_true()
     );
     // Reinvoked on its own output (reinvocationPolicy: IfNeeded): nothing more.
     let again = run_with(
