@@ -844,6 +844,72 @@ fn test_validate_job_upstream_error_cases() {
     }
 }
 
+/// Kubernetes 1.34 `field.Error.ErrorBody` (kubernetes#132314) prints only the exact type
+/// `string` with `%q`; named string types (`PodFailurePolicyAction`, `...OnExitCodesOperator`,
+/// `ConditionStatus`, `PodReplacementPolicy`, `RestartPolicy`, `*CompletionMode`) go through
+/// `json.Marshal`: `<` is `\u003c`, a control byte `\u0001`, a zero-width space stays raw.
+/// `onPodConditions[].type` (`string(pattern.Type)`), `containerName` and `succeededIndexes`
+/// (`*string`) stay `%q`.
+#[test]
+fn upstream_validate_job_named_string_values_print_as_json_in_1_34() {
+    let odd = "a<b>&\u{1}\u{200b}";
+    let json_form = r#""a\u003cb\u003e\u0026\u0001"#.to_string() + "\u{200b}\"";
+    let go_form = r#""a<b>&\x01\u200b""#;
+    let spec = json!({
+        "podFailurePolicy": {"rules": [
+            {"action": odd, "onExitCodes": {"containerName": odd, "operator": odd, "values": [1]}},
+            {"action": "Ignore", "onPodConditions": [{"type": "Ready", "status": odd}]},
+            {"action": "Ignore", "onPodConditions": [{"type": odd, "status": "True"}]},
+        ]},
+        "podReplacementPolicy": odd,
+        "completionMode": odd, "completions": 1,
+        "successPolicy": {"rules": [{"succeededIndexes": odd}]},
+        "template": {"spec": {"restartPolicy": odd}},
+    });
+    let got = errors(spec);
+    let want_prefixes = [
+        format!("spec.completionMode: Unsupported value: {json_form}: "),
+        format!("{P}.action: Unsupported value: {json_form}: "),
+        format!("{P}.onExitCodes.operator: Unsupported value: {json_form}: "),
+        format!("{P}.onExitCodes.containerName: Invalid value: {go_form}: "),
+        format!(
+            "spec.podFailurePolicy.rules[1].onPodConditions[0].status: Unsupported value: {json_form}: "
+        ),
+        format!(
+            "spec.podFailurePolicy.rules[2].onPodConditions[0].type: Invalid value: {go_form}: "
+        ),
+        // The whole struct goes through json.Marshal: Go escaping inside it too.
+        format!(
+            r#"spec.successPolicy: Invalid value: {{"Rules":[{{"SucceededIndexes":{json_form},"SucceededCount":null}}]}}: "#
+        ),
+        format!("spec.podReplacementPolicy: Unsupported value: {json_form}: "),
+        format!("spec.template.spec.restartPolicy: Unsupported value: {json_form}: "),
+    ];
+    for want in &want_prefixes {
+        assert!(
+            got.iter().any(|e| e.starts_with(want.as_str())),
+            "missing {want:?} in {got:#?}"
+        );
+    }
+}
+
+#[test]
+fn upstream_validate_job_update_immutable_values_print_as_json_in_1_34() {
+    let old = stored(json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2}));
+    let new = stored(
+        json!({"completionMode": "<I>", "completions": 2, "parallelism": 2,
+        "podFailurePolicy": {"rules": [{"action": "<A>", "onExitCodes":
+            {"containerName": "<c>", "operator": "<o>", "values": [1]}}]}}),
+    );
+    assert_eq!(
+        update_errors(&new, &old),
+        vec![
+            r#"spec.completionMode: Invalid value: "\u003cI\u003e": field is immutable"#,
+            r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"\u003cA\u003e","OnExitCodes":{"ContainerName":"\u003cc\u003e","Operator":"\u003co\u003e","Values":[1]},"OnPodConditions":null}]}: field is immutable"#,
+        ]
+    );
+}
+
 mod never_panics {
     use super::*;
     use proptest::prelude::*;
