@@ -726,6 +726,7 @@ fn same_rule(a: &PodFailurePolicyRule, b: &PodFailurePolicyRule) -> bool {
 fn same_success_policy(a: Option<&SuccessPolicy>, b: Option<&SuccessPolicy>) -> bool {
     match (a, b) {
         (None, None) => true,
+        // Semantic DeepEqual: a nil slice equals an empty one.
         (Some(a), Some(b)) => a.rules == b.rules,
         _ => false,
     }
@@ -733,8 +734,8 @@ fn same_success_policy(a: Option<&SuccessPolicy>, b: Option<&SuccessPolicy>) -> 
 
 /// `json.Marshal` of the internal `*batch.PodFailurePolicy`: no json tags, so Go field names in
 /// declaration order (serde_json's `Value` would sort keys), and Go's string escaping
-/// (`go_json_string`: `<` is `\u003c`). An empty list prints as `null` (the nil slice a stored
-/// object decodes to).
+/// (`go_json_string`: `<` is `\u003c`). A list given as `[]` prints `[]`, a missing or `null`
+/// one `null`, as the apiserver's decoded slice would.
 fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> String {
     let Some(policy) = policy.value() else {
         return "null".into();
@@ -771,16 +772,16 @@ fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> String {
             format!(
                 r#"{{"Action":{},"OnExitCodes":{codes},"OnPodConditions":{}}}"#,
                 go_json_string(s(&r.action)),
-                go_list(patterns)
+                go_list(patterns, r.on_pod_conditions_null)
             )
         })
         .collect();
-    format!(r#"{{"Rules":{}}}"#, go_list(rules))
+    format!(r#"{{"Rules":{}}}"#, go_list(rules, policy.rules_null))
 }
 
-/// A JSON array of already-rendered items, `null` when empty.
-fn go_list(items: Vec<String>) -> String {
-    if items.is_empty() {
+/// A JSON array of already-rendered items; `null` for a nil slice (absent or `null` in JSON).
+fn go_list(items: Vec<String>, nil: bool) -> String {
+    if nil {
         "null".into()
     } else {
         format!("[{}]", items.join(","))
@@ -802,7 +803,7 @@ fn success_policy_go_json(policy: &SuccessPolicy) -> String {
             )
         })
         .collect();
-    format!(r#"{{"Rules":{}}}"#, go_list(rules))
+    format!(r#"{{"Rules":{}}}"#, go_list(rules, policy.rules_null))
 }
 
 /// `validatePodTemplateUpdate`: is the template different, ignoring what a suspended,

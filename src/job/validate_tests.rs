@@ -606,6 +606,43 @@ fn update_pod_failure_policy_is_immutable() {
     );
 }
 
+/// The decoded slice of `rules: []` is empty, not nil: `json.Marshal` prints `[]`; a missing or
+/// `null` list prints `null` (upstream case `spec.successPolicy: Invalid value: {"Rules":[]}`).
+#[test]
+fn upstream_validate_job_empty_list_prints_brackets_and_missing_list_null() {
+    assert_eq!(
+        errors(json!({"successPolicy": {}})),
+        vec![
+            r#"spec.successPolicy: Invalid value: {"Rules":null}: requires indexed completion mode"#
+        ]
+    );
+    assert_eq!(
+        errors(json!({"successPolicy": {"rules": null}})),
+        vec![
+            r#"spec.successPolicy: Invalid value: {"Rules":null}: requires indexed completion mode"#
+        ]
+    );
+    let old = stored(json!({}));
+    let empty_rules = stored(json!({"podFailurePolicy": {"rules": []}}));
+    assert_eq!(
+        update_errors(&empty_rules, &old),
+        vec![r#"spec.podFailurePolicy: Invalid value: {"Rules":[]}: field is immutable"#]
+    );
+    let no_rules = stored(json!({"podFailurePolicy": {}}));
+    assert_eq!(
+        update_errors(&no_rules, &old),
+        vec![r#"spec.podFailurePolicy: Invalid value: {"Rules":null}: field is immutable"#]
+    );
+    let empty_conditions = stored(pfp(json!([{"action": "FailJob", "onPodConditions": [],
+        "onExitCodes": {"operator": "In", "values": [1]}}])));
+    assert_eq!(
+        update_errors(&empty_conditions, &old),
+        vec![
+            r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"FailJob","OnExitCodes":{"ContainerName":null,"Operator":"In","Values":[1]},"OnPodConditions":[]}]}: field is immutable"#
+        ]
+    );
+}
+
 #[test]
 fn update_immutable_pod_failure_policy_prints_go_field_names_in_declaration_order() {
     let old = stored(json!({}));
@@ -753,6 +790,8 @@ fn test_validate_job_upstream_error_cases() {
     let success =
         |rules: Value| indexed(json!({"completions": 5, "successPolicy": {"rules": rules}}));
     let cases: Vec<(&str, Value, String)> = vec![
+        (r#"spec.successPolicy: Invalid value: {"Rules":[]}: requires indexed completion mode"#,
+            json!({"successPolicy": {"rules": []}}), String::new()),
         ("spec.podFailurePolicy.rules[0]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
             pfp(json!([{"action": "FailJob"}])), String::new()),
         ("spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Duplicate value: 11", on_exit(json!([11, 11])), String::new()),
