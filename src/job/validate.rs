@@ -586,8 +586,21 @@ fn validate_pod_replacement_policy(spec: &JobSpec, path: String, errs: &mut Vec<
     }
 }
 
+/// The pod template's own `validateRestartPolicy` (core validation, inside
+/// `ValidatePodTemplateSpec`, which upstream runs just before the Job's check) and then the Job's:
+/// a value neither accepts is reported by both, Pod's first.
 fn validate_restart_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldError>) {
-    match spec.template.spec.restart_policy.as_deref().unwrap_or("") {
+    let restart_policy = spec.template.spec.restart_policy.as_deref().unwrap_or("");
+    match restart_policy {
+        "Always" | "OnFailure" | "Never" => {}
+        "" => errs.push(FieldError::required(path.clone(), "")),
+        other => errs.push(FieldError::not_supported(
+            path.clone(),
+            BadValue::named_str(other),
+            &["Always", "OnFailure", "Never"],
+        )),
+    }
+    match restart_policy {
         "" | "Always" => errs.push(FieldError::required(
             path,
             r#"valid values: "OnFailure", "Never""#,
