@@ -234,7 +234,7 @@ fn admission_review_update_uses_old_object() {
     assert_eq!(code, EXIT_DENIED);
     assert_eq!(
         out,
-        "-:1 Job/j: spec.podFailurePolicy: Invalid value: {\"Rules\":null}: field is immutable\n"
+        "-:1 Job/j: spec.podFailurePolicy: Invalid value: {\"Rules\":[]}: field is immutable\n"
     );
 }
 

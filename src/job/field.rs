@@ -80,6 +80,13 @@ impl BadValue {
     pub fn null() -> BadValue {
         BadValue::Raw("null".into())
     }
+
+    /// A value of a named string type (`PodFailurePolicyAction`, `RestartPolicy`, ...). 1.34's
+    /// type switch only prints the exact type `string` with `%q`; named types fall through to
+    /// `json.Marshal` (kubernetes#132314), so they are quoted the JSON way: `"\u003c"` for `<`.
+    pub fn named_str(s: &str) -> BadValue {
+        BadValue::Raw(go_json_string(s))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,6 +235,31 @@ pub fn go_quote(s: &str) -> String {
     out
 }
 
+/// Go's `json.Marshal` of a string (encoding/json, Go >= 1.22): `\b \f \n \r \t` and other
+/// control bytes as `\u00XX`, HTML-escaped `<`, `>`, `&`, and U+2028/U+2029; everything else,
+/// DEL and invisible characters included, as is.
+pub fn go_json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Go's `strconv.IsPrint`, approximately: ASCII space is printable, other spaces, controls,
 /// format characters (zero-width, bidi controls, BOM), separators and private use are not.
 /// (Unassigned code points, which Go also escapes, are printed as is.)
@@ -337,6 +369,41 @@ mod tests {
         let long = FieldError::too_long("spec.successPolicy.rules[0].succeededIndexes", 65536);
         assert_eq!(long.body(), "Too long: may not be more than 65536 bytes");
         assert_eq!(long.kind.cause(), "FieldValueTooLong");
+    }
+
+    #[test]
+    fn go_json_string_escapes_like_encoding_json_marshal() {
+        assert_eq!(
+            go_json_string("Fail<Job>&"),
+            r#""Fail\u003cJob\u003e\u0026""#
+        );
+        assert_eq!(
+            go_json_string("a\"b\\c\u{8}\u{c}\n\r\t\u{1}\u{1f}"),
+            r#""a\"b\\c\b\f\n\r\t\u0001\u001f""#
+        );
+        // DEL, zero-width space and non-ASCII stay raw; the line separators do not.
+        assert_eq!(
+            go_json_string("\u{7f}\u{200b}é\u{2028}\u{2029}"),
+            "\"\u{7f}\u{200b}é\\u2028\\u2029\""
+        );
+    }
+
+    #[test]
+    fn named_string_values_print_as_json_not_go_quoted() {
+        let e = FieldError::not_supported(
+            "spec.podFailurePolicy.rules[0].action",
+            BadValue::named_str("<\u{1}\u{200b}"),
+            &["Count"],
+        );
+        assert_eq!(
+            e.body(),
+            "Unsupported value: \"\\u003c\\u0001\u{200b}\": supported values: \"Count\""
+        );
+        let plain = FieldError::not_supported("x", BadValue::str("<\u{1}\u{200b}"), &["Count"]);
+        assert_eq!(
+            plain.body(),
+            r#"Unsupported value: "<\x01\u200b": supported values: "Count""#
+        );
     }
 
     #[test]

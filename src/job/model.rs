@@ -165,22 +165,60 @@ pub struct JobSpec {
     pub template: PodTemplateSpec,
 }
 
+/// `rules: []` and a missing or `null` list validate alike, but kube-apiserver prints the
+/// decoded empty slice as `[]` and the nil one as `null` (`{"Rules":[]}`), so `*_null` keeps
+/// which it was, as `OnExitCodes::values_null` does.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(from = "PodFailurePolicyWire")]
 pub struct PodFailurePolicy {
-    #[serde(default, deserialize_with = "null_as_default")]
     pub rules: Vec<PodFailurePolicyRule>,
+    pub rules_null: bool,
+}
+
+#[derive(Deserialize)]
+struct PodFailurePolicyWire {
+    #[serde(default)]
+    rules: Option<Vec<PodFailurePolicyRule>>,
+}
+
+impl From<PodFailurePolicyWire> for PodFailurePolicy {
+    fn from(w: PodFailurePolicyWire) -> PodFailurePolicy {
+        PodFailurePolicy {
+            rules_null: w.rules.is_none(),
+            rules: w.rules.unwrap_or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(from = "PodFailurePolicyRuleWire")]
 pub struct PodFailurePolicyRule {
-    #[serde(default)]
     pub action: Option<String>,
-    #[serde(default)]
     pub on_exit_codes: Option<OnExitCodes>,
-    #[serde(default, deserialize_with = "null_as_default")]
     pub on_pod_conditions: Vec<OnPodConditionsPattern>,
+    pub on_pod_conditions_null: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodFailurePolicyRuleWire {
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    on_exit_codes: Option<OnExitCodes>,
+    #[serde(default)]
+    on_pod_conditions: Option<Vec<OnPodConditionsPattern>>,
+}
+
+impl From<PodFailurePolicyRuleWire> for PodFailurePolicyRule {
+    fn from(w: PodFailurePolicyRuleWire) -> PodFailurePolicyRule {
+        PodFailurePolicyRule {
+            action: w.action,
+            on_exit_codes: w.on_exit_codes,
+            on_pod_conditions_null: w.on_pod_conditions.is_none(),
+            on_pod_conditions: w.on_pod_conditions.unwrap_or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -225,11 +263,27 @@ pub struct OnPodConditionsPattern {
     pub status: Option<String>,
 }
 
+/// `rules_null`: see `PodFailurePolicy`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(from = "SuccessPolicyWire")]
 pub struct SuccessPolicy {
-    #[serde(default, deserialize_with = "null_as_default")]
     pub rules: Vec<SuccessPolicyRule>,
+    pub rules_null: bool,
+}
+
+#[derive(Deserialize)]
+struct SuccessPolicyWire {
+    #[serde(default)]
+    rules: Option<Vec<SuccessPolicyRule>>,
+}
+
+impl From<SuccessPolicyWire> for SuccessPolicy {
+    fn from(w: SuccessPolicyWire) -> SuccessPolicy {
+        SuccessPolicy {
+            rules_null: w.rules.is_none(),
+            rules: w.rules.unwrap_or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

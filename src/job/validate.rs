@@ -12,6 +12,7 @@
 
 use serde_json::{Value, json};
 
+use super::field::go_json_string;
 use super::model::{
     Field, JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
     PodFailurePolicyRule, SuccessPolicy,
@@ -103,7 +104,7 @@ fn validate_job_spec(spec: &JobSpec, base: &str, errs: &mut Vec<FieldError>) {
         if mode != NON_INDEXED && mode != INDEXED {
             errs.push(FieldError::not_supported(
                 p("completionMode"),
-                BadValue::str(mode),
+                BadValue::named_str(mode),
                 &[NON_INDEXED, INDEXED],
             ));
         }
@@ -268,12 +269,12 @@ fn validate_rule(
         "" => errs.push(FieldError::required(action_path, valid_values(&ACTIONS))),
         "FailIndex" if spec.backoff_limit_per_index.is_none() => errs.push(FieldError::invalid(
             action_path,
-            BadValue::str("FailIndex"),
+            BadValue::named_str("FailIndex"),
             "requires the backoffLimitPerIndex to be set",
         )),
         a if !ACTIONS.contains(&a) => errs.push(FieldError::not_supported(
             action_path,
-            BadValue::str(a),
+            BadValue::named_str(a),
             &ACTIONS,
         )),
         _ => {}
@@ -325,6 +326,7 @@ fn validate_on_pod_conditions(
     }
     for (j, pattern) in patterns.iter().enumerate() {
         let pattern_path = format!("{path}[{j}]");
+        // `ValidateQualifiedName(string(pattern.Type))`: a plain string, printed with `%q`.
         let type_ = pattern.type_.as_deref().unwrap_or("");
         for msg in is_qualified_name(type_) {
             errs.push(FieldError::invalid(
@@ -341,7 +343,7 @@ fn validate_on_pod_conditions(
             )),
             s if !CONDITION_STATUSES.contains(&s) => errs.push(FieldError::not_supported(
                 status_path,
-                BadValue::str(s),
+                BadValue::named_str(s),
                 &CONDITION_STATUSES,
             )),
             _ => {}
@@ -365,7 +367,7 @@ fn validate_on_exit_codes(
     } else if !OPERATORS.contains(&operator) {
         errs.push(FieldError::not_supported(
             operator_path,
-            BadValue::str(operator),
+            BadValue::named_str(operator),
             &OPERATORS,
         ));
     }
@@ -571,21 +573,34 @@ fn validate_pod_replacement_policy(spec: &JobSpec, path: String, errs: &mut Vec<
         if value != "Failed" {
             errs.push(FieldError::not_supported(
                 path,
-                BadValue::str(value.as_str()),
+                BadValue::named_str(value),
                 &["Failed"],
             ));
         }
     } else if !POD_REPLACEMENT_POLICIES.contains(&value.as_str()) {
         errs.push(FieldError::not_supported(
             path,
-            BadValue::str(value.as_str()),
+            BadValue::named_str(value),
             &POD_REPLACEMENT_POLICIES,
         ));
     }
 }
 
+/// The pod template's own `validateRestartPolicy` (core validation, inside
+/// `ValidatePodTemplateSpec`, which upstream runs just before the Job's check) and then the Job's:
+/// a value neither accepts is reported by both, Pod's first.
 fn validate_restart_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldError>) {
-    match spec.template.spec.restart_policy.as_deref().unwrap_or("") {
+    let restart_policy = spec.template.spec.restart_policy.as_deref().unwrap_or("");
+    match restart_policy {
+        "Always" | "OnFailure" | "Never" => {}
+        "" => errs.push(FieldError::required(path.clone(), "")),
+        other => errs.push(FieldError::not_supported(
+            path.clone(),
+            BadValue::named_str(other),
+            &["Always", "OnFailure", "Never"],
+        )),
+    }
+    match restart_policy {
         "" | "Always" => errs.push(FieldError::required(
             path,
             r#"valid values: "OnFailure", "Never""#,
@@ -595,14 +610,14 @@ fn validate_restart_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldErr
             if spec.pod_failure_policy.is_set() {
                 errs.push(FieldError::invalid(
                     path,
-                    BadValue::str("OnFailure"),
+                    BadValue::named_str("OnFailure"),
                     r#"only "Never" is supported when podFailurePolicy is specified"#,
                 ));
             }
         }
         other => errs.push(FieldError::not_supported(
             path,
-            BadValue::str(other),
+            BadValue::named_str(other),
             &["OnFailure", "Never"],
         )),
     }
@@ -645,7 +660,7 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> 
         errs.push(FieldError::invalid(
             format!("{base}.completionMode"),
             match &spec.completion_mode {
-                Some(m) => BadValue::str(m.as_str()),
+                Some(m) => BadValue::named_str(m),
                 None => BadValue::null(),
             },
             IMMUTABLE,
@@ -724,14 +739,16 @@ fn same_rule(a: &PodFailurePolicyRule, b: &PodFailurePolicyRule) -> bool {
 fn same_success_policy(a: Option<&SuccessPolicy>, b: Option<&SuccessPolicy>) -> bool {
     match (a, b) {
         (None, None) => true,
+        // Semantic DeepEqual: a nil slice equals an empty one.
         (Some(a), Some(b)) => a.rules == b.rules,
         _ => false,
     }
 }
 
 /// `json.Marshal` of the internal `*batch.PodFailurePolicy`: no json tags, so Go field names in
-/// declaration order (serde_json's `Value` would sort keys). An empty list prints as `null`
-/// (the nil slice a stored object decodes to).
+/// declaration order (serde_json's `Value` would sort keys), and Go's string escaping
+/// (`go_json_string`: `<` is `\u003c`). A list given as `[]` prints `[]`, a missing or `null`
+/// one `null`, as the apiserver's decoded slice would.
 fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> String {
     let Some(policy) = policy.value() else {
         return "null".into();
@@ -743,8 +760,10 @@ fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> String {
             let codes = r.on_exit_codes.as_ref().map_or("null".into(), |c| {
                 format!(
                     r#"{{"ContainerName":{},"Operator":{},"Values":{}}}"#,
-                    json!(c.container_name),
-                    json!(s(&c.operator)),
+                    c.container_name
+                        .as_deref()
+                        .map_or("null".into(), go_json_string),
+                    go_json_string(s(&c.operator)),
                     if c.values_null {
                         Value::Null
                     } else {
@@ -758,24 +777,24 @@ fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> String {
                 .map(|p| {
                     format!(
                         r#"{{"Type":{},"Status":{}}}"#,
-                        json!(s(&p.type_)),
-                        json!(s(&p.status))
+                        go_json_string(s(&p.type_)),
+                        go_json_string(s(&p.status))
                     )
                 })
                 .collect();
             format!(
                 r#"{{"Action":{},"OnExitCodes":{codes},"OnPodConditions":{}}}"#,
-                json!(s(&r.action)),
-                go_list(patterns)
+                go_json_string(s(&r.action)),
+                go_list(patterns, r.on_pod_conditions_null)
             )
         })
         .collect();
-    format!(r#"{{"Rules":{}}}"#, go_list(rules))
+    format!(r#"{{"Rules":{}}}"#, go_list(rules, policy.rules_null))
 }
 
-/// A JSON array of already-rendered items, `null` when empty.
-fn go_list(items: Vec<String>) -> String {
-    if items.is_empty() {
+/// A JSON array of already-rendered items; `null` for a nil slice (absent or `null` in JSON).
+fn go_list(items: Vec<String>, nil: bool) -> String {
+    if nil {
         "null".into()
     } else {
         format!("[{}]", items.join(","))
@@ -790,12 +809,14 @@ fn success_policy_go_json(policy: &SuccessPolicy) -> String {
         .map(|r| {
             format!(
                 r#"{{"SucceededIndexes":{},"SucceededCount":{}}}"#,
-                json!(r.succeeded_indexes),
+                r.succeeded_indexes
+                    .as_deref()
+                    .map_or("null".into(), go_json_string),
                 json!(r.succeeded_count)
             )
         })
         .collect();
-    format!(r#"{{"Rules":{}}}"#, go_list(rules))
+    format!(r#"{{"Rules":{}}}"#, go_list(rules, policy.rules_null))
 }
 
 /// `validatePodTemplateUpdate`: is the template different, ignoring what a suspended,

@@ -334,18 +334,32 @@ fn pod_replacement_policy_without_pod_failure_policy_failed_or_terminating_or_fa
 
 #[test]
 fn restart_policy_always_or_empty_is_required_value() {
-    for rp in ["Always", ""] {
-        assert_eq!(
-            errors(json!({"template": {"spec": {"restartPolicy": rp}}})),
-            vec![
-                r#"spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#
-            ]
-        );
-    }
+    assert_eq!(
+        errors(json!({"template": {"spec": {"restartPolicy": "Always"}}})),
+        vec![
+            r#"spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#
+        ]
+    );
+}
+
+/// Upstream cases `spec.template.spec.restartPolicy: Required value` and `...: Unsupported
+/// value`: `ValidatePodTemplateSpec` (core `validateRestartPolicy`) reports the field first,
+/// then `validateJobSpec` does again with the Job's own choices. (The apiserver defaults `""` to
+/// `Always` before validating; a review's object arrives defaulted.)
+#[test]
+fn upstream_validate_job_restart_policy_pod_template_error_then_job_error() {
+    assert_eq!(
+        errors(json!({"template": {"spec": {"restartPolicy": ""}}})),
+        vec![
+            "spec.template.spec.restartPolicy: Required value",
+            r#"spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#,
+        ]
+    );
     assert_eq!(
         errors(json!({"template": {"spec": {"restartPolicy": "Sometimes"}}})),
         vec![
-            r#"spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "OnFailure", "Never""#
+            r#"spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never""#,
+            r#"spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "OnFailure", "Never""#,
         ]
     );
 }
@@ -606,6 +620,43 @@ fn update_pod_failure_policy_is_immutable() {
     );
 }
 
+/// The decoded slice of `rules: []` is empty, not nil: `json.Marshal` prints `[]`; a missing or
+/// `null` list prints `null` (upstream case `spec.successPolicy: Invalid value: {"Rules":[]}`).
+#[test]
+fn upstream_validate_job_empty_list_prints_brackets_and_missing_list_null() {
+    assert_eq!(
+        errors(json!({"successPolicy": {}})),
+        vec![
+            r#"spec.successPolicy: Invalid value: {"Rules":null}: requires indexed completion mode"#
+        ]
+    );
+    assert_eq!(
+        errors(json!({"successPolicy": {"rules": null}})),
+        vec![
+            r#"spec.successPolicy: Invalid value: {"Rules":null}: requires indexed completion mode"#
+        ]
+    );
+    let old = stored(json!({}));
+    let empty_rules = stored(json!({"podFailurePolicy": {"rules": []}}));
+    assert_eq!(
+        update_errors(&empty_rules, &old),
+        vec![r#"spec.podFailurePolicy: Invalid value: {"Rules":[]}: field is immutable"#]
+    );
+    let no_rules = stored(json!({"podFailurePolicy": {}}));
+    assert_eq!(
+        update_errors(&no_rules, &old),
+        vec![r#"spec.podFailurePolicy: Invalid value: {"Rules":null}: field is immutable"#]
+    );
+    let empty_conditions = stored(pfp(json!([{"action": "FailJob", "onPodConditions": [],
+        "onExitCodes": {"operator": "In", "values": [1]}}])));
+    assert_eq!(
+        update_errors(&empty_conditions, &old),
+        vec![
+            r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"FailJob","OnExitCodes":{"ContainerName":null,"Operator":"In","Values":[1]},"OnPodConditions":[]}]}: field is immutable"#
+        ]
+    );
+}
+
 #[test]
 fn update_immutable_pod_failure_policy_prints_go_field_names_in_declaration_order() {
     let old = stored(json!({}));
@@ -736,10 +787,10 @@ fn update_of_a_cron_job_has_no_immutable_job_template_fields() {
 }
 
 /// `TestValidateJob` error cases of kubernetes `pkg/apis/batch/validation/validation_test.go`,
-/// named by their upstream case name (the first error upstream expects). jobgate's first error
-/// must be that message, except where the case name shows 1.31's `%#v` for a composite value
-/// (`[]int32{19, 11}`) or 1.31's TooLong wording: jobgate prints 1.34's (`[19,11]`, "may not be
-/// more than"), and where the name omits the value (`succeededCount: must be ...`).
+/// named by their upstream case name (the first error upstream expects; upstream's names show
+/// 1.34's values, `[19,11]`, where 1.31 named them `[]int32{19, 11}`). jobgate's first error must
+/// be that message; where upstream's name is `field:detail` or omits the value, the third column
+/// holds the whole message jobgate prints.
 #[test]
 fn test_validate_job_upstream_error_cases() {
     let on_exit = |values: Value| {
@@ -753,6 +804,8 @@ fn test_validate_job_upstream_error_cases() {
     let success =
         |rules: Value| indexed(json!({"completions": 5, "successPolicy": {"rules": rules}}));
     let cases: Vec<(&str, Value, String)> = vec![
+        (r#"spec.successPolicy: Invalid value: {"Rules":[]}: requires indexed completion mode"#,
+            json!({"successPolicy": {"rules": []}}), String::new()),
         ("spec.podFailurePolicy.rules[0]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
             pfp(json!([{"action": "FailJob"}])), String::new()),
         ("spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Duplicate value: 11", on_exit(json!([11, 11])), String::new()),
@@ -766,10 +819,10 @@ fn test_validate_job_upstream_error_cases() {
                 (0..21).map(|i| json!({"type": format!("CustomType_{i}"), "status": "True"})).collect::<Vec<_>>()}])),
             String::new()),
         ("spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Duplicate value: 13", on_exit(json!([12, 13, 13, 13])), String::new()),
-        ("spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{19, 11}: must be ordered",
-            on_exit(json!([19, 11])), "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [19,11]: must be ordered".into()),
-        ("spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{}: at least one value is required",
-            on_exit(json!([])), "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []: at least one value is required".into()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [19,11]: must be ordered",
+            on_exit(json!([19, 11])), String::new()),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []: at least one value is required",
+            on_exit(json!([])), String::new()),
         (r#"spec.podFailurePolicy.rules[0].action: Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]"#,
             pfp(json!([{"action": "", "onExitCodes": {"operator": "In", "values": [1, 2, 3]}}])), String::new()),
         (r#"spec.podFailurePolicy.rules[0].onExitCodes.operator: Required value: valid values: ["In" "NotIn"]"#,
@@ -816,9 +869,39 @@ fn test_validate_job_upstream_error_cases() {
             indexed(json!({"completions": 1, "maxFailedIndexes": 1})), String::new()),
         (r#"spec.successPolicy.rules[0].succeededIndexes: Invalid value: "invalid-format": error parsing succeededIndexes: cannot convert string to integer for index: "invalid""#,
             success(json!([{"succeededIndexes": "invalid-format"}])), String::new()),
-        ("spec.successPolicy.rules[0].succeededIndexes: Too long: must have at most 65536 bytes",
-            success(json!([{"succeededIndexes": "1".repeat(65_537)}])),
-            "spec.successPolicy.rules[0].succeededIndexes: Too long: may not be more than 65536 bytes".into()),
+        ("spec.successPolicy.rules[0].succeededIndexes: Too long: may not be more than 65536 bytes",
+            success(json!([{"succeededIndexes": "1".repeat(65_537)}])), String::new()),
+        ("spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified",
+            success(json!([])), String::new()),
+        ("spec.successPolicy.rules[0]: Required value: at least one of succeededCount or succeededIndexes must be specified",
+            success(json!([{}])), String::new()),
+        ("spec.parallelism:must be greater than or equal to 0", json!({"parallelism": -1}),
+            "spec.parallelism: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.backoffLimit:must be greater than or equal to 0", json!({"backoffLimit": -1}),
+            "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.backoffLimitPerIndex:must be greater than or equal to 0",
+            indexed(json!({"backoffLimitPerIndex": -1})),
+            "spec.backoffLimitPerIndex: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.maxFailedIndexes:must be greater than or equal to 0",
+            indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": -1})),
+            "spec.maxFailedIndexes: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.completions:must be greater than or equal to 0", json!({"completions": -1}),
+            "spec.completions: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.activeDeadlineSeconds:must be greater than or equal to 0", json!({"activeDeadlineSeconds": -1}),
+            "spec.activeDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.ttlSecondsAfterFinished: must be greater than or equal to 0", json!({"ttlSecondsAfterFinished": -1}),
+            "spec.ttlSecondsAfterFinished: Invalid value: -1: must be greater than or equal to 0".into()),
+        ("spec.completions: Required value: when completion mode is Indexed", indexed(json!({})), String::new()),
+        ("spec.parallelism: must be less than or equal to 100000 when completion mode is Indexed",
+            indexed(json!({"completions": 2, "parallelism": 100_001})),
+            "spec.parallelism: Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed".into()),
+        // podtest.MakePodSpec's restartPolicy is Always.
+        ("spec.template.spec.restartPolicy: Required value",
+            json!({"template": {"spec": {"restartPolicy": "Always"}}}),
+            r#"spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never""#.into()),
+        ("spec.template.spec.restartPolicy: Unsupported value",
+            json!({"template": {"spec": {"restartPolicy": "Invalid"}}}),
+            r#"spec.template.spec.restartPolicy: Unsupported value: "Invalid": supported values: "Always", "OnFailure", "Never""#.into()),
         ("spec.successPolicy.rules[0].succeededCount: must be greater than or equal to 0",
             success(json!([{"succeededCount": -1}])),
             "spec.successPolicy.rules[0].succeededCount: Invalid value: -1: must be greater than or equal to 0".into()),
@@ -842,6 +925,474 @@ fn test_validate_job_upstream_error_cases() {
             "upstream case {name:?}: all errors {got:?}"
         );
     }
+}
+
+/// Kubernetes 1.34 `field.Error.ErrorBody` (kubernetes#132314) prints only the exact type
+/// `string` with `%q`; named string types (`PodFailurePolicyAction`, `...OnExitCodesOperator`,
+/// `ConditionStatus`, `PodReplacementPolicy`, `RestartPolicy`, `*CompletionMode`) go through
+/// `json.Marshal`: `<` is `\u003c`, a control byte `\u0001`, a zero-width space stays raw.
+/// `onPodConditions[].type` (`string(pattern.Type)`), `containerName` and `succeededIndexes`
+/// (`*string`) stay `%q`.
+#[test]
+fn upstream_validate_job_named_string_values_print_as_json_in_1_34() {
+    let odd = "a<b>&\u{1}\u{200b}";
+    let json_form = r#""a\u003cb\u003e\u0026\u0001"#.to_string() + "\u{200b}\"";
+    let go_form = r#""a<b>&\x01\u200b""#;
+    let spec = json!({
+        "podFailurePolicy": {"rules": [
+            {"action": odd, "onExitCodes": {"containerName": odd, "operator": odd, "values": [1]}},
+            {"action": "Ignore", "onPodConditions": [{"type": "Ready", "status": odd}]},
+            {"action": "Ignore", "onPodConditions": [{"type": odd, "status": "True"}]},
+        ]},
+        "podReplacementPolicy": odd,
+        "completionMode": odd, "completions": 1,
+        "successPolicy": {"rules": [{"succeededIndexes": odd}]},
+        "template": {"spec": {"restartPolicy": odd}},
+    });
+    let got = errors(spec);
+    let want_prefixes = [
+        format!("spec.completionMode: Unsupported value: {json_form}: "),
+        format!("{P}.action: Unsupported value: {json_form}: "),
+        format!("{P}.onExitCodes.operator: Unsupported value: {json_form}: "),
+        format!("{P}.onExitCodes.containerName: Invalid value: {go_form}: "),
+        format!(
+            "spec.podFailurePolicy.rules[1].onPodConditions[0].status: Unsupported value: {json_form}: "
+        ),
+        format!(
+            "spec.podFailurePolicy.rules[2].onPodConditions[0].type: Invalid value: {go_form}: "
+        ),
+        // The whole struct goes through json.Marshal: Go escaping inside it too.
+        format!(
+            r#"spec.successPolicy: Invalid value: {{"Rules":[{{"SucceededIndexes":{json_form},"SucceededCount":null}}]}}: "#
+        ),
+        format!("spec.podReplacementPolicy: Unsupported value: {json_form}: "),
+        format!("spec.template.spec.restartPolicy: Unsupported value: {json_form}: "),
+    ];
+    for want in &want_prefixes {
+        assert!(
+            got.iter().any(|e| e.starts_with(want.as_str())),
+            "missing {want:?} in {got:#?}"
+        );
+    }
+}
+
+#[test]
+fn upstream_validate_job_update_immutable_values_print_as_json_in_1_34() {
+    let old = stored(json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2}));
+    let new = stored(
+        json!({"completionMode": "<I>", "completions": 2, "parallelism": 2,
+        "podFailurePolicy": {"rules": [{"action": "<A>", "onExitCodes":
+            {"containerName": "<c>", "operator": "<o>", "values": [1]}}]}}),
+    );
+    assert_eq!(
+        update_errors(&new, &old),
+        vec![
+            r#"spec.completionMode: Invalid value: "\u003cI\u003e": field is immutable"#,
+            r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"\u003cA\u003e","OnExitCodes":{"ContainerName":"\u003cc\u003e","Operator":"\u003co\u003e","Values":[1]},"OnPodConditions":null}]}: field is immutable"#,
+        ]
+    );
+}
+
+/// `TestValidateJob` success cases that touch jobgate's fields (upstream's pod template has a
+/// container `ctr` and an init container `def`).
+#[test]
+fn test_validate_job_upstream_success_cases() {
+    let job = |extra: Value| {
+        let mut spec = json!({"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "ctr"}], "initContainers": [{"name": "def"}]}}});
+        merge(&mut spec, extra);
+        JobObject::from_value(
+            Kind::Job,
+            json!({"metadata": {"name": "myjob"}, "spec": spec}),
+        )
+        .unwrap()
+    };
+    let cases = [
+        (
+            "valid success policy",
+            json!({"completionMode": "Indexed", "completions": 10,
+            "successPolicy": {"rules": [{"succeededCount": 1, "succeededIndexes": "0,2,4"}, {"succeededIndexes": "1,3,5-9"}]}}),
+        ),
+        (
+            "valid pod failure policy with negative exitCodes - need for Windows support",
+            pfp(
+                json!([{"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [-1073741819, -1073741676, -1073741510]}}]),
+            ),
+        ),
+        (
+            "valid pod failure policy",
+            pfp(json!([
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "FailJob", "onPodConditions": [{"type": "CustomConditionType", "status": "False"}]},
+            {"action": "Count", "onExitCodes": {"containerName": "ctr", "operator": "In", "values": [1, 2, 3]}},
+            {"action": "Ignore", "onExitCodes": {"containerName": "def", "operator": "In", "values": [4]}},
+            {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [5, 6, 7]}}])),
+        ),
+        ("valid pod failure policy with FailIndex", {
+            let mut s = pfp(
+                json!([{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [10]}}]),
+            );
+            merge(
+                &mut s,
+                json!({"completionMode": "Indexed", "completions": 2, "backoffLimitPerIndex": 1}),
+            );
+            s
+        }),
+        (
+            "valid pod replacement",
+            json!({"podReplacementPolicy": "TerminatingOrFailed"}),
+        ),
+        (
+            "valid pod replacement with failed",
+            json!({"podReplacementPolicy": "Failed"}),
+        ),
+        (
+            "valid NonIndexed completion mode",
+            json!({"completionMode": "NonIndexed"}),
+        ),
+        (
+            "valid Indexed completion mode",
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 100_000}),
+        ),
+        (
+            "valid parallelism and maxFailedIndexes for high completions when backoffLimitPerIndex is used",
+            json!({"completionMode": "Indexed", "completions": 100_000, "parallelism": 100_000,
+                "maxFailedIndexes": 100_000, "backoffLimitPerIndex": 1}),
+        ),
+        (
+            "valid parallelism and maxFailedIndexes for unlimited completions when backoffLimitPerIndex is used",
+            json!({"completionMode": "Indexed", "completions": 1_000_000_000, "parallelism": 10_000,
+                "maxFailedIndexes": 10_000, "backoffLimitPerIndex": 1}),
+        ),
+    ];
+    for (name, extra) in cases {
+        let got: Vec<String> = validate_object(&job(extra))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(got, Vec::<String>::new(), "upstream success case {name:?}");
+    }
+}
+
+/// `TestValidateJobUpdate` cases on jobgate's fields: (name, old spec, new spec, errors).
+/// Upstream's `AllowMutableSchedulingDirectives` is the strategy's "old Job suspended and never
+/// started", here `suspend: true` on the old object.
+#[test]
+fn test_validate_job_update_upstream_cases() {
+    let indexed = |extra: Value| {
+        let mut s = json!({"completionMode": "Indexed", "completions": 3, "parallelism": 3});
+        merge(&mut s, extra);
+        s
+    };
+    let ignore_rule = json!({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]});
+    let count_rule = json!({"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]});
+    let node_affinity = |value: &str| {
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": ["bar", value]}]}]}}})
+    };
+    let immutable_template = vec!["spec.template: Invalid value: field is immutable"];
+    let suspended = json!({"suspend": true});
+    let template = |t: Value| json!({"template": t});
+    let with = |base: &Value, extra: Value| {
+        let mut s = base.clone();
+        merge(&mut s, extra);
+        s
+    };
+    let cases: Vec<(&str, Value, Value, Vec<&str>)> = vec![
+        (
+            "mutable fields",
+            json!({"parallelism": 5, "activeDeadlineSeconds": 2, "ttlSecondsAfterFinished": 1}),
+            json!({"parallelism": 2, "activeDeadlineSeconds": 3, "ttlSecondsAfterFinished": 2}),
+            vec![],
+        ),
+        (
+            "immutable completions for non-indexed jobs",
+            json!({}),
+            json!({"completions": 2}),
+            vec!["spec.completions: Invalid value: 2: field is immutable"],
+        ),
+        (
+            "add success policy",
+            indexed(json!({})),
+            indexed(json!({"successPolicy": {"rules": [{"succeededCount": 2}]}})),
+            vec![
+                r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededIndexes":null,"SucceededCount":2}]}: field is immutable"#,
+            ],
+        ),
+        (
+            "update success policy",
+            indexed(json!({"successPolicy": {"rules": [{"succeededIndexes": "1-2"}]}})),
+            indexed(
+                json!({"successPolicy": {"rules": [{"succeededIndexes": "1-2"}, {"succeededCount": 2}]}}),
+            ),
+            vec![
+                r#"spec.successPolicy: Invalid value: {"Rules":[{"SucceededIndexes":"1-2","SucceededCount":null},{"SucceededIndexes":null,"SucceededCount":2}]}: field is immutable"#,
+            ],
+        ),
+        (
+            "remove success policy",
+            indexed(json!({"successPolicy": {"rules": [{"succeededIndexes": "1-2"}]}})),
+            indexed(json!({})),
+            vec!["spec.successPolicy: Invalid value: null: field is immutable"],
+        ),
+        (
+            "add pod failure policy",
+            json!({}),
+            pfp(json!([ignore_rule])),
+            vec![
+                r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"Ignore","OnExitCodes":null,"OnPodConditions":[{"Type":"DisruptionTarget","Status":"True"}]}]}: field is immutable"#,
+            ],
+        ),
+        (
+            "update pod failure policy",
+            pfp(json!([ignore_rule])),
+            pfp(json!([ignore_rule, count_rule])),
+            vec![
+                r#"spec.podFailurePolicy: Invalid value: {"Rules":[{"Action":"Ignore","OnExitCodes":null,"OnPodConditions":[{"Type":"DisruptionTarget","Status":"True"}]},{"Action":"Count","OnExitCodes":null,"OnPodConditions":[{"Type":"DisruptionTarget","Status":"True"}]}]}: field is immutable"#,
+            ],
+        ),
+        (
+            "remove pod failure policy",
+            pfp(json!([ignore_rule])),
+            json!({}),
+            vec!["spec.podFailurePolicy: Invalid value: null: field is immutable"],
+        ),
+        (
+            "set backoff limit per index",
+            indexed(json!({})),
+            indexed(json!({"backoffLimitPerIndex": 1})),
+            vec!["spec.backoffLimitPerIndex: Invalid value: 1: field is immutable"],
+        ),
+        (
+            "unset backoff limit per index",
+            indexed(json!({"backoffLimitPerIndex": 1})),
+            indexed(json!({})),
+            vec!["spec.backoffLimitPerIndex: Invalid value: null: field is immutable"],
+        ),
+        (
+            "update backoff limit per index",
+            indexed(json!({"backoffLimitPerIndex": 1})),
+            indexed(json!({"backoffLimitPerIndex": 2})),
+            vec!["spec.backoffLimitPerIndex: Invalid value: 2: field is immutable"],
+        ),
+        (
+            "set max failed indexes",
+            indexed(json!({"backoffLimitPerIndex": 1})),
+            indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 1})),
+            vec![],
+        ),
+        (
+            "unset max failed indexes",
+            indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 1})),
+            indexed(json!({"backoffLimitPerIndex": 1})),
+            vec![],
+        ),
+        (
+            "update max failed indexes",
+            indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 1})),
+            indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 2})),
+            vec![],
+        ),
+        (
+            "immutable pod template",
+            indexed(json!({})),
+            indexed(template(
+                json!({"spec": {"dnsPolicy": "ClusterFirstWithHostNet"}}),
+            )),
+            immutable_template.clone(),
+        ),
+        (
+            "immutable completion mode",
+            indexed(json!({})),
+            json!({"completionMode": "NonIndexed", "completions": 3, "parallelism": 3}),
+            vec![r#"spec.completionMode: Invalid value: "NonIndexed": field is immutable"#],
+        ),
+        (
+            "immutable completions for non-indexed job",
+            json!({"completions": 2}),
+            json!({"completions": 4}),
+            vec!["spec.completions: Invalid value: 4: field is immutable"],
+        ),
+        (
+            "immutable node affinity",
+            json!({}),
+            template(json!({"spec": {"affinity": node_affinity("value2")}})),
+            immutable_template.clone(),
+        ),
+        (
+            "add node affinity",
+            suspended.clone(),
+            with(
+                &suspended,
+                template(json!({"spec": {"affinity": node_affinity("value2")}})),
+            ),
+            vec![],
+        ),
+        (
+            "update node affinity",
+            with(
+                &suspended,
+                template(json!({"spec": {"affinity": node_affinity("value")}})),
+            ),
+            with(
+                &suspended,
+                template(json!({"spec": {"affinity": node_affinity("value2")}})),
+            ),
+            vec![],
+        ),
+        (
+            "remove node affinity",
+            with(
+                &suspended,
+                template(json!({"spec": {"affinity": node_affinity("value")}})),
+            ),
+            with(&suspended, template(json!({"spec": {"affinity": {}}}))),
+            vec![],
+        ),
+        (
+            "remove affinity",
+            with(
+                &suspended,
+                template(json!({"spec": {"affinity": node_affinity("value")}})),
+            ),
+            suspended.clone(),
+            vec![],
+        ),
+        (
+            "immutable tolerations",
+            json!({}),
+            template(
+                json!({"spec": {"tolerations": [{"key": "foo", "operator": "Equal", "value": "bar", "effect": "PreferNoSchedule"}]}}),
+            ),
+            immutable_template.clone(),
+        ),
+        (
+            "mutable tolerations",
+            suspended.clone(),
+            with(
+                &suspended,
+                template(
+                    json!({"spec": {"tolerations": [{"key": "foo", "operator": "Equal", "value": "bar", "effect": "PreferNoSchedule"}]}}),
+                ),
+            ),
+            vec![],
+        ),
+        (
+            "immutable node selector",
+            json!({}),
+            template(json!({"spec": {"nodeSelector": {"foo": "bar"}}})),
+            immutable_template.clone(),
+        ),
+        (
+            "mutable node selector",
+            suspended.clone(),
+            with(
+                &suspended,
+                template(json!({"spec": {"nodeSelector": {"foo": "bar"}}})),
+            ),
+            vec![],
+        ),
+        (
+            "immutable annotations",
+            json!({}),
+            template(json!({"metadata": {"annotations": {"foo": "baz"}}})),
+            immutable_template.clone(),
+        ),
+        (
+            "mutable annotations",
+            suspended.clone(),
+            with(
+                &suspended,
+                template(json!({"metadata": {"annotations": {"foo": "baz"}}})),
+            ),
+            vec![],
+        ),
+        (
+            "immutable labels",
+            json!({}),
+            template(json!({"metadata": {"labels": {"bar": "baz"}}})),
+            immutable_template.clone(),
+        ),
+        (
+            "mutable labels",
+            suspended.clone(),
+            with(
+                &suspended,
+                template(json!({"metadata": {"labels": {"bar": "baz"}}})),
+            ),
+            vec![],
+        ),
+        (
+            "immutable schedulingGates",
+            json!({}),
+            template(json!({"spec": {"schedulingGates": [{"name": "gate"}]}})),
+            immutable_template.clone(),
+        ),
+        (
+            "mutable schedulingGates",
+            suspended.clone(),
+            with(
+                &suspended,
+                template(json!({"spec": {"schedulingGates": [{"name": "gate"}]}})),
+            ),
+            vec![],
+        ),
+        (
+            "update completions and parallelism to same value is valid",
+            json!({"completionMode": "Indexed", "completions": 1, "parallelism": 1}),
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2}),
+            vec![],
+        ),
+        (
+            "previous parallelism != previous completions, new parallelism == new completions",
+            json!({"completionMode": "Indexed", "completions": 1, "parallelism": 2}),
+            json!({"completionMode": "Indexed", "completions": 3, "parallelism": 3}),
+            vec![],
+        ),
+        (
+            "indexed job updating completions and parallelism to different values is invalid",
+            json!({"completionMode": "Indexed", "completions": 1, "parallelism": 1}),
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 3}),
+            vec![
+                "spec.completions: Invalid value: 2: can only be modified in tandem with spec.parallelism",
+            ],
+        ),
+        (
+            "indexed job with completions unchanged, parallelism reduced to less than completions",
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2}),
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 1}),
+            vec![],
+        ),
+        (
+            "indexed job with completions unchanged, parallelism increased higher than completions",
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2}),
+            json!({"completionMode": "Indexed", "completions": 2, "parallelism": 3}),
+            vec![],
+        ),
+    ];
+    for (name, old, new, want) in cases {
+        let got = update_errors(&stored(new), &stored(old));
+        assert_eq!(got, want, "upstream case {name:?}");
+    }
+    // "indexed job with completions set updated to nil does not panic": the only error is
+    // validateJobSpec's Required; the update check adds none.
+    let old = stored(json!({"completionMode": "Indexed", "completions": 1, "parallelism": 1}));
+    let mut new = stored(json!({"completionMode": "Indexed", "parallelism": 3}));
+    new.spec.completions = None;
+    let review = Review {
+        operation: Operation::Update,
+        object: &new,
+        old_object: Some(&old),
+    };
+    let got: Vec<String> = validate(&review, &Config::default())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        got,
+        vec!["spec.completions: Required value: when completion mode is Indexed"]
+    );
 }
 
 mod never_panics {
