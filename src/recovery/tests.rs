@@ -457,6 +457,32 @@ fn status_change_new_transition_time_when_condition_was_false() {
     );
 }
 
+#[test]
+fn recovery_recorded_needs_a_terminal_phase_and_our_true_condition() {
+    let recorded = |phase: &str, condition: PodCondition| PodFacts {
+        phase: Some(phase.into()),
+        conditions: vec![condition],
+        ..pod_to_forcefully_terminate()
+    };
+    let ours = recovery_condition("m", "True", Some("2026-11-21T19:58:30Z"));
+    assert!(recovery_recorded(&recorded("Failed", ours.clone())));
+    assert!(recovery_recorded(&recorded("Succeeded", ours.clone())));
+    assert!(!recovery_recorded(&recorded("Running", ours.clone())));
+    assert!(!recovery_recorded(&recorded(
+        "Failed",
+        recovery_condition("m", "False", None)
+    )));
+    // Kueue's later reason is not our record.
+    let kueue_deleted = PodCondition {
+        reason: Some("KueueForcefullyDeleted".into()),
+        ..ours
+    };
+    assert!(!recovery_recorded(&recorded("Failed", kueue_deleted)));
+    let mut failed_without = pod_to_forcefully_terminate();
+    failed_without.phase = Some("Failed".into());
+    assert!(!recovery_recorded(&failed_without));
+}
+
 // ---- generated product over the state space: the safety invariant ----
 
 const KEYS_UNDER_TEST: [&str; 4] = [
