@@ -326,7 +326,14 @@ pub async fn reconcile_pod(ctx: &Context, key: &PodKey) -> Result<Action, Reconc
             }
             Decision::Recover(recovery) => {
                 ctx.update_tracked(key, |t| t.node = node);
-                match job_gate(ctx, &pod, &recovery, now).await? {
+                // A recovery already recorded on the pod (its delete failed, a restart, or
+                // --no-delete) is no new intervention: it never starts or counts an episode.
+                let gate = if recovery::recovery_recorded(&facts) {
+                    Gate::Recover
+                } else {
+                    job_gate(ctx, &pod, &recovery, now).await?
+                };
+                match gate {
                     Gate::Recover => {}
                     Gate::NotLeader => return Ok(Action::await_change()),
                     Gate::Hold(waiting) => {

@@ -399,6 +399,8 @@ struct PodView {
     node: Option<String>,
     node_state: &'static str,
     deadline: Option<Timestamp>,
+    /// Its recovery is already recorded on its status: only the delete is left, no episode.
+    recorded: bool,
 }
 
 impl PodView {
@@ -430,6 +432,7 @@ impl PodView {
             node: node.map(str::to_string),
             node_state,
             deadline,
+            recorded: crate::recovery::recovery_recorded(&crate::recovery::pod_facts(pod)),
         }
     }
 
@@ -463,6 +466,7 @@ fn pod_statuses(
         views
             .iter()
             .zip(&due)
+            .filter(|(v, _)| !v.recorded)
             .filter_map(|(v, d)| d.clone().map(|d| (v.job.clone(), d))),
     );
     let mut decisions = BTreeMap::new();
@@ -492,6 +496,9 @@ fn pod_statuses(
             (_, "not scheduled", _) => "never recovered: not scheduled on a node".into(),
             (_, "missing", _) => "never recovered: node missing".into(),
             (_, "reachable", _) => "waiting for the node to become unreachable".into(),
+            (_, _, Some(_)) if view.recorded => {
+                "recovered (recorded on the pod): only the delete is left, no episode".into()
+            }
             (_, _, Some(pod)) => match view.job.as_ref().and_then(|j| decisions.get(j)) {
                 None => "due: recovered on the next pass (no Job: no backoff)".into(),
                 Some((decision, count)) => job_pod_status(pod, decision, *count, now),
@@ -779,6 +786,38 @@ team-c      gone      -       node-x   missing       2026-11-21T02:01:00Z   neve
         let text = render(&snap, &options(), ts("2026-11-21T03:03:00Z"));
         assert!(text.contains("was suspended, resumed: count restarts at the next episode"));
         assert!(text.contains("etl-0     etl     node-c   unreachable   2026-11-21T02:41:00Z   due: episode 1 on the next pass"), "{text}");
+    }
+
+    /// A pod whose recovery is recorded (Failed + KueueFailureRecovery) starts no episode in the
+    /// reconciler, so status neither counts it into one nor shows it as one.
+    #[test]
+    fn a_recorded_pod_is_shown_as_recovered_and_joins_no_episode() {
+        let mut snap = snapshot();
+        let mut recorded = pod(
+            "team-a",
+            "fresh-1",
+            Some("fresh"),
+            "node-a",
+            "2026-11-21T03:00:00Z",
+        );
+        recorded.status = serde_json::from_value(json!({
+            "phase": "Failed",
+            "conditions": [{"type": "KueueFailureRecovery", "status": "True",
+                            "reason": "KueueForcefullyTerminated", "message": "m"}],
+        }))
+        .unwrap();
+        snap.pods.push(recorded);
+        let mut options = options();
+        options.episode.limit_count = Some(0);
+        let text = render(&snap, &options, ts("2026-11-21T03:03:00Z"));
+        assert!(
+            text.contains("fresh-1   fresh   node-a   unreachable   2026-11-21T03:01:00Z   recovered (recorded on the pod): only the delete is left, no episode"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fresh-0   fresh   node-a   unreachable   2026-11-21T03:01:00Z   not recovered: the Job reaches its recovery limit on the next pass\n"),
+            "{text}"
+        );
     }
 
     /// With the reconciler's limit flags, status predicts the episode that trips the limit.

@@ -1408,6 +1408,37 @@ async fn at_the_limit_the_job_is_suspended_and_the_pod_is_left_alone() {
     assert_eq!(terminated(&h.ctx, "node-a"), 0);
 }
 
+// A pod of a Job whose recovery is already recorded (Failed + KueueFailureRecovery: a delete that
+// failed, a restart, or --no-delete) is reconciled again after the Job's backoff, with the limit
+// reached: no new episode is counted, the Job is neither read nor suspended, the delete is
+// finished.
+#[tokio::test]
+async fn a_recorded_pod_of_a_job_is_only_deleted_and_starts_no_episode() {
+    let (client, handle) = mock();
+    let config = EpisodeConfig {
+        backoff: Backoff::default(),
+        limit_count: Some(1),
+        on_limit: LimitAction::Suspend,
+    };
+    let h = episode_context(client, config);
+    let recorded = owned_by_train(pod_json(
+        "101",
+        "Failed",
+        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": "KueueForcefullyTerminated",
+                "message": MESSAGE, "lastTransitionTime": "2026-11-21T19:58:00Z"}]),
+    ));
+    let script = vec![
+        get_pod(recorded),
+        get_node_a(true),
+        delete_pod(200, json!({})),
+    ];
+    let action = run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&h.ctx, "node-a"), 0);
+}
+
 // A pod without a Job owner is recovered as in issue 5, without reading any Job.
 #[tokio::test]
 async fn a_pod_without_a_job_is_recovered_without_state() {

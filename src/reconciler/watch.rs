@@ -270,6 +270,33 @@ mod tests {
         }
     }
 
+    // kueue TestUpdateEventFilter, adapted. Kueue enqueues an update only when the pod becomes
+    // eligible (`!eligible(old) && eligible(new)`); the watch here sees only the new object, so
+    // every update of an eligible pod is a trigger. "pod is annotated and was marked for
+    // deletion": triggered. "updated object is not annotated": not triggered, forgotten. "pod was
+    // already deleted": Kueue skips it, jobgate decides again (idempotent), which also notices a
+    // deletionTimestamp that a second, shorter delete moved earlier.
+    #[test]
+    fn kueue_update_event_filter_cases() {
+        let config = recovery::Config::default();
+        let marked = pod(json!({KEY: "true"}), true);
+        let f = filter_pod_event(Event::Apply(marked.clone()), &config);
+        assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
+        assert!(matches!(f.store_event, Some(Event::Apply(_))));
+
+        let not_annotated = pod(json!({KEY: "false"}), true);
+        let f = filter_pod_event(Event::Apply(not_annotated), &config);
+        assert_eq!(f.trigger, None);
+        assert_eq!(f.forget, Some(PodKey::new("ns", "p")));
+
+        let mut shortened = marked;
+        shortened.metadata.resource_version = Some("6".into());
+        shortened.metadata.deletion_grace_period_seconds = Some(0);
+        let f = filter_pod_event(Event::Apply(shortened), &config);
+        assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
+        assert_eq!(f.forget, None);
+    }
+
     #[test]
     fn deletes_forget_the_pod() {
         let config = recovery::Config::default();

@@ -4,19 +4,25 @@
 //! (`pkg/workload/workload.go`) as
 //!
 //! ```go
-//! backoff := &wait.Backoff{Duration: base, Factor: 2, Jitter: 0.0001, Steps: n}
-//! for backoff.Steps > 0 { waitDuration = min(backoff.Step(), max) }
+//! backoff := wait.NewBackoff(base, max, 2, 0.0001) // pkg/util/wait
+//! waitDuration := backoff.WaitTime(n)
 //! ```
 //!
-//! `wait.Backoff.Step` returns the current duration plus `wait.Jitter(d, 0.0001)` =
-//! `d + rand.Float64()*0.0001*d` and then doubles the duration, so the value of the last step is
-//! `base * 2^(n-1) * (1 + r * 0.0001)` with `r` in [0, 1), and it is capped by `max` *after* the
-//! jitter: at the cap the delay is exactly `max`. This module reproduces that with `r` passed in by
-//! the caller, so it is a pure function.
+//! `NewBackoff` is apimachinery's `wait.Backoff{Duration: base, Factor: 2, Jitter: 0.0001,
+//! Cap: cmp.Or(max, MaxInt64/2)}` and `WaitTime(n)` returns its n-th `Step()`. `Step` returns
+//! `wait.Jitter(d, 0.0001)` = `d + rand.Float64()*0.0001*d` of the current duration `d` and then
+//! sets the next duration to `min(2d, Cap)`: the cap applies *before* the jitter ("the actual
+//! maximum cap is `cap * (1.0 + jitter)`", apimachinery's `Backoff.Cap`). So the delay is
+//! `min(base * 2^(n-1), max) * (1 + r * 0.0001)` with `r` in [0, 1): at the cap it is `max` plus
+//! at most 0.01 %. `max = 0` means no cap (`cmp.Or` falls back to `MaxInt64/2`). This module
+//! reproduces that with `r` passed in by the caller, so it is a pure function.
 //!
-//! Two deliberate departures, both from the jobgate issue: `max = 0` means "no cap" (Kueue would
-//! compute `min(step, 0) = 0`), and large `n` saturates instead of overflowing (Go converts the
-//! float product back to an `int64` of nanoseconds, which overflows near n = 28 with base 60s).
+//! (Kueue before `pkg/util/wait.Backoff` looped `min(backoff.Step(), max)` over a `wait.Backoff`
+//! without `Cap`, which capped after the jitter and read `max = 0` as "no wait".)
+//!
+//! Two deliberate departures: with `base > max` the first delay is already `max` (the issue's
+//! `min(base * 2^(n-1), max)`; apimachinery never caps the initial duration, so Kueue would wait
+//! `base` once), and large `n` saturates instead of stopping at `MaxInt64/2` nanoseconds.
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -49,7 +55,7 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    /// The delay after episode `n` (n >= 1): `min(base * 2^(n-1) * (1 + jitter * 0.0001), max)`.
+    /// The delay after episode `n` (n >= 1): `min(base * 2^(n-1), max) * (1 + jitter * 0.0001)`.
     ///
     /// `jitter` is a random number in [0, 1) drawn by the caller (`rand::random::<f64>()`); values
     /// outside that range (or NaN) are clamped into it. `n = 0` (no episode yet) gives no delay,
@@ -72,15 +78,18 @@ impl Backoff {
             .checked_shl(n - 1)
             .and_then(|factor| base.checked_mul(factor))
             .unwrap_or(u128::MAX);
-        let jitter = clamp_unit(jitter);
-        // `as u128` saturates on large floats; the product is at most 0.0001 * step.
-        let extra = (jitter * JITTER_FACTOR * step as f64) as u128;
-        let jittered = step.saturating_add(extra);
-        if self.max_seconds == 0 {
-            jittered
+        // The cap applies to the step, before the jitter (apimachinery `wait.Backoff.Cap`).
+        let capped = if self.max_seconds == 0 {
+            step
         } else {
-            jittered.min(u128::from(self.max_seconds) * NANOS_PER_SECOND)
-        }
+            step.min(u128::from(self.max_seconds) * NANOS_PER_SECOND)
+        };
+        // `wait.Jitter`: `d + time.Duration(rand.Float64()*maxFactor*float64(d))`, the same
+        // float operations in the same order, truncated to whole nanoseconds. `as u128`
+        // saturates on large floats; the product is at most 0.0001 * capped.
+        let jitter = clamp_unit(jitter);
+        let extra = (jitter * JITTER_FACTOR * capped as f64) as u128;
+        capped.saturating_add(extra)
     }
 
     /// `requeueAt` after episode `n` recorded at `episode_time`: `episode_time + delay(n)`,
@@ -139,9 +148,9 @@ mod tests {
         }
     }
 
-    /// `wait.Jitter(d, 0.0001)` adds less than 0.01 % of the step; the cap applies after the jitter.
+    /// `wait.Jitter(d, 0.0001)` adds less than 0.01 % of the step.
     #[test]
-    fn jitter_adds_at_most_one_hundredth_of_a_percent_and_never_exceeds_the_cap() {
+    fn jitter_adds_at_most_one_hundredth_of_a_percent() {
         let b = kueue_defaults();
         let almost_one = 1.0 - f64::EPSILON / 2.0;
         for n in 1..=6u32 {
@@ -155,13 +164,108 @@ mod tests {
                 hi - lo < SignedDuration::from_nanos(step * 100_000),
                 "n={n}: {hi:?}"
             );
-            assert!(hi < secs(3600) || n >= 7);
         }
         // 60s: the jitter is below 6 ms.
         assert_eq!(b.delay(1, 0.5), SignedDuration::new(60, 3_000_000));
-        // At the cap the delay is exactly max: min(step + jitter, max).
-        assert_eq!(b.delay(7, almost_one), secs(3600));
-        assert_eq!(b.delay(40, 0.99), secs(3600));
+    }
+
+    /// Kueue's `wait.NewBackoff(base, max, 2, 0.0001)` is apimachinery's `wait.Backoff` with
+    /// `Cap: max`, which caps the duration before `Step` adds the jitter ("The actual maximum cap
+    /// is `cap * (1.0 + jitter)`"): at the cap the wait is `max` plus up to 0.01 %, not exactly
+    /// `max`.
+    #[test]
+    fn at_the_cap_the_jitter_is_added_to_max() {
+        let b = kueue_defaults();
+        let almost_one = 1.0 - f64::EPSILON / 2.0;
+        assert_eq!(b.delay(7, 0.0), secs(3600));
+        // 3600s * 0.0001 * 0.5 = 180 ms.
+        assert_eq!(b.delay(7, 0.5), SignedDuration::new(3600, 180_000_000));
+        assert_eq!(b.delay(40, 0.5), SignedDuration::new(3600, 180_000_000));
+        let hi = b.delay(7, almost_one);
+        assert!(hi > secs(3600), "{hi:?}");
+        assert!(hi < SignedDuration::new(3600, 360_000_000), "{hi:?}");
+    }
+
+    /// Kueue `pkg/util/wait` `TestBackoff_WaitTime` (factor 2, jitter 0), in seconds.
+    #[test]
+    fn kueue_test_backoff_wait_time_cases() {
+        let b = |base, max| Backoff {
+            base_seconds: base,
+            max_seconds: max,
+        };
+        // "iteration zero returns zero"
+        assert_eq!(b(1, 1000).delay(0, 0.0), secs(0));
+        // "simple exponential (factor=2)": steps 1, 2, 4, 8
+        assert_eq!(b(1, 1000).delay(4, 0.0), secs(8));
+        // "caps at limit": steps 1, 2, 4, 8 -> cap 5
+        assert_eq!(b(1, 5).delay(4, 0.0), secs(5));
+        // "very large iteration still returns cap"
+        assert_eq!(b(1, 1000).delay(1000, 0.0), secs(1000));
+        // "very large iteration, no cap": Kueue stops at MaxInt64/2 ns (~146 years); we
+        // saturate further, which is as much "never" for a requeue time.
+        assert!(b(1, 0).delay(1000, 0.0) >= SignedDuration::from_nanos(1 << 62));
+    }
+
+    /// apimachinery `wait.Backoff.Step` driven the way Kueue's `pkg/util/wait.Backoff.WaitTime(n)`
+    /// drives it (`NewBackoff(base, max, 2, 0.0001)`: `Steps: MaxInt`, `Cap: cmp.Or(max,
+    /// MaxInt64/2)`, stop early when a step returns exactly `Cap`), in Go's int64 nanoseconds
+    /// and float64 arithmetic, with `rand.Float64()` replaced by `r`.
+    fn kueue_wait_time(base_ns: i64, max_ns: i64, n: u32, r: f64) -> i64 {
+        let cap = if max_ns == 0 { 1i64 << 62 } else { max_ns };
+        let jitter = |d: i64| d + (r * 0.0001 * d as f64) as i64;
+        let (mut duration, mut steps, mut out) = (base_ns, i64::MAX, 0);
+        for _ in 0..n {
+            if steps < 1 {
+                out = jitter(duration);
+            } else {
+                steps -= 1;
+                let mut next = (duration as f64 * 2.0) as i64;
+                if next > cap {
+                    next = cap;
+                    steps = 0;
+                }
+                out = jitter(duration);
+                duration = next;
+            }
+            if out == cap {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Every step of Kueue's `UpdateRequeueState` wait, to the nanosecond, for the same random
+    /// draw: the doubling, the cap (before the jitter) and the truncated jitter.
+    #[test]
+    fn delay_equals_kueue_update_requeue_state_wait_time() {
+        const NS: i64 = 1_000_000_000;
+        for (base, max) in [
+            (60, 3600),
+            (1, 5),
+            (10, 3600),
+            (3600, 3600),
+            (60, 0),
+            (7, 100_000),
+        ] {
+            let b = Backoff {
+                base_seconds: base as u64,
+                max_seconds: max as u64,
+            };
+            for n in 1..=40u32 {
+                // Kueue's implicit cap when max = 0 is MaxInt64/2 ns; compare below it.
+                if max == 0 && i128::from(base * NS) << (n - 1) >= 1 << 62 {
+                    continue;
+                }
+                for r in [0.0, 1e-9, 0.25, 0.5, 0.7, 1.0 - f64::EPSILON / 2.0] {
+                    let kueue = kueue_wait_time(base * NS, max * NS, n, r);
+                    assert_eq!(
+                        b.delay(n, r).as_nanos(),
+                        i128::from(kueue),
+                        "base={base} max={max} n={n} r={r}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -185,7 +289,7 @@ mod tests {
         }
     }
 
-    /// Issue 6: "`max = 0` means no cap".
+    /// Issue 6: "`max = 0` means no cap" (Kueue: `Cap: cmp.Or(max, MaxInt64/2)`).
     #[test]
     fn max_zero_means_no_cap() {
         let b = Backoff {
@@ -197,7 +301,8 @@ mod tests {
         assert_eq!(b.delay(21, 0.0), secs(60 << 20));
     }
 
-    /// With base > max the very first delay is already the cap.
+    /// With base > max the very first delay is already the cap (issue 6's `min(base * 2^(n-1),
+    /// max)`; apimachinery does not cap the initial duration, so Kueue would wait `base` once).
     #[test]
     fn base_greater_than_max_is_capped_from_the_first_episode() {
         let b = Backoff {
@@ -205,16 +310,22 @@ mod tests {
             max_seconds: 3600,
         };
         assert_eq!(b.delay(1, 0.0), secs(3600));
-        assert_eq!(b.delay(1, 0.999), secs(3600));
-        assert_eq!(b.delay(5, 0.5), secs(3600));
+        assert_eq!(b.delay(5, 0.5), SignedDuration::new(3600, 180_000_000));
+        let first = b.delay(1, 0.999);
+        assert!(first > secs(3600) && first < SignedDuration::new(3600, 360_000_000));
     }
 
-    /// Go's `time.Duration(float64(d) * 2)` overflows int64 near n = 28 at base 60s; we saturate.
+    /// The doubling saturates instead of overflowing (Go's `time.Duration` is an int64 of
+    /// nanoseconds; Kueue's cap defaults to `MaxInt64/2` for that reason).
     #[test]
     fn large_episode_counts_saturate_instead_of_overflowing() {
         let capped = kueue_defaults();
         for n in [27, 28, 29, 63, 64, 127, 128, 129, u32::MAX] {
-            assert_eq!(capped.delay(n, 0.5), secs(3600), "n={n}");
+            assert_eq!(
+                capped.delay(n, 0.5),
+                SignedDuration::new(3600, 180_000_000),
+                "n={n}"
+            );
         }
         let uncapped = Backoff {
             base_seconds: u64::MAX,
@@ -258,7 +369,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Over the whole input space: `min(step, max) <= d(n) <= min(step * 1.0001, max)`,
+        /// Over the whole input space: `c <= d(n) <= c * 1.0001` with `c = min(step, max)`,
         /// `d` never decreases with `n`, and nothing panics or overflows.
         #[test]
         fn delay_stays_within_the_jitter_bound_and_never_decreases(
@@ -274,7 +385,7 @@ mod tests {
                 .unwrap_or(i128::MAX);
             let cap = if max == 0 { i128::MAX } else { i128::from(max) * 1_000_000_000 };
             let lower = step.min(cap);
-            let upper = (step.saturating_add(step / 10_000)).min(cap);
+            let upper = lower.saturating_add(lower / 10_000);
             let d = nanos(b.delay(n, jitter));
             proptest::prop_assert!(lower.min(i128::from(i64::MAX) * 1_000_000_000) <= d);
             proptest::prop_assert!(d <= upper, "d={} upper={}", d, upper);

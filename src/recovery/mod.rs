@@ -27,7 +27,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 pub use facts::{node_facts, pod_facts};
-pub use status::{StatusChange, format_seconds, rfc3339_seconds, status_change};
+pub use status::{StatusChange, format_seconds, recovery_recorded, rfc3339_seconds, status_change};
 
 /// The taint the node lifecycle controller puts on a node whose kubelet stopped reporting.
 pub const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";

@@ -78,6 +78,17 @@ pub fn status_change(
     }
 }
 
+/// The pod's status already records a forced recovery: phase `Failed` or `Succeeded` and a
+/// `KueueFailureRecovery` condition with status `True` and reason `KueueForcefullyTerminated`, as
+/// [`status_change`] writes it. Reconciling such a pod again (its delete failed, jobgate
+/// restarted, or `--no-delete` kept it) is no new intervention: only the delete is left.
+pub fn recovery_recorded(pod: &PodFacts) -> bool {
+    super::is_terminal_phase(pod.phase.as_deref())
+        && pod.conditions.iter().any(|c| {
+            c.type_ == CONDITION_TYPE && c.status == "True" && c.reason.as_deref() == Some(REASON)
+        })
+}
+
 /// `metav1.Time` on the wire: RFC 3339 in UTC with whole seconds.
 pub fn rfc3339_seconds(t: Timestamp) -> String {
     let whole = Timestamp::from_second(t.as_second()).unwrap_or(t);

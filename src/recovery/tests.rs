@@ -183,6 +183,38 @@ fn kueue_reconciler_node_does_not_exist() {
     );
 }
 
+// kueue TestReconciler "pod is not marked for termination": nothing, whatever the node.
+#[test]
+fn kueue_reconciler_pod_is_not_marked_for_termination() {
+    let mut pod = pod_to_forcefully_terminate();
+    pod.deletion_timestamp = None;
+    assert_eq!(
+        decide_like_kueue(&pod),
+        Decision::Ignore(Ignored::NotTerminating)
+    );
+}
+
+// kueue Reconcile: `if now.Before(forcefulTerminationThreshold) { return RequeueAfter:
+// threshold.Sub(now) }`. One nanosecond before the threshold the pod is requeued for exactly the
+// threshold; at the threshold `Before` is false and the pod is acted on.
+#[test]
+fn kueue_threshold_boundary_before_requeues_at_the_threshold_acts() {
+    let pod = pod_to_forcefully_terminate();
+    let node = unreachable_node();
+    let threshold = ts("2026-11-21T19:58:00Z");
+    let just_before = threshold
+        .checked_sub(SignedDuration::from_nanos(1))
+        .expect("ts");
+    assert_eq!(
+        decide(&pod, Some(&node), just_before, &Config::default()),
+        Decision::RequeueAt(threshold)
+    );
+    assert!(matches!(
+        decide(&pod, Some(&node), threshold, &Config::default()),
+        Decision::Recover(r) if r.deadline == threshold
+    ));
+}
+
 // kueue TestCreateEventFilter / TestUpdateEventFilter: which pods are tracked at all.
 #[test]
 fn kueue_event_filter_eligibility() {
@@ -423,6 +455,32 @@ fn status_change_new_transition_time_when_condition_was_false() {
         patch["status"]["conditions"][0]["lastTransitionTime"],
         "2026-11-21T20:00:00Z"
     );
+}
+
+#[test]
+fn recovery_recorded_needs_a_terminal_phase_and_our_true_condition() {
+    let recorded = |phase: &str, condition: PodCondition| PodFacts {
+        phase: Some(phase.into()),
+        conditions: vec![condition],
+        ..pod_to_forcefully_terminate()
+    };
+    let ours = recovery_condition("m", "True", Some("2026-11-21T19:58:30Z"));
+    assert!(recovery_recorded(&recorded("Failed", ours.clone())));
+    assert!(recovery_recorded(&recorded("Succeeded", ours.clone())));
+    assert!(!recovery_recorded(&recorded("Running", ours.clone())));
+    assert!(!recovery_recorded(&recorded(
+        "Failed",
+        recovery_condition("m", "False", None)
+    )));
+    // Kueue's later reason is not our record.
+    let kueue_deleted = PodCondition {
+        reason: Some("KueueForcefullyDeleted".into()),
+        ..ours
+    };
+    assert!(!recovery_recorded(&recorded("Failed", kueue_deleted)));
+    let mut failed_without = pod_to_forcefully_terminate();
+    failed_without.phase = Some("Failed".into());
+    assert!(!recovery_recorded(&failed_without));
 }
 
 // ---- generated product over the state space: the safety invariant ----
