@@ -32,7 +32,8 @@ async fn main() -> std::io::Result<()> {
     println!("ceiling: serving on https://{addr}");
     // The same acceptor and hyper settings as `jobgate serve` (src/server/mod.rs, defaults).
     let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(RustlsConfig::from_config(tls))
-        .handshake_timeout(Duration::from_secs(10));
+        .handshake_timeout(Duration::from_secs(10))
+        .acceptor(axum_server::accept::NoDelayAcceptor::new());
     let mut server = axum_server::bind(addr).acceptor(acceptor);
     server
         .http_builder()
