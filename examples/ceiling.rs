@@ -1,6 +1,6 @@
-//! The load test's ceiling: a server on the same stack as `jobgate serve` (axum + axum-server +
-//! rustls ring, same TLS, timeouts and HTTP/1.1 and HTTP/2 settings) that answers every POST with a fixed allowed review,
-//! without reading the request. `benches/load.sh` loads it and jobgate in one run; jobgate's
+//! The load test's ceiling: a server built by the same `jobgate::server::https_server` as
+//! `jobgate serve` (axum + axum-server + rustls ring, same TLS, timeouts, HTTP/1.1 and HTTP/2
+//! settings) that answers every POST with a fixed allowed review, without reading the request. `benches/load.sh` loads it and jobgate in one run; jobgate's
 //! throughput divided by this one's is the "ratio to ceiling" figure.
 //!
 //! Usage: ceiling ADDR CERT KEY
@@ -11,7 +11,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::post;
 use axum_server::tls_rustls::RustlsConfig;
-use hyper_util::rt::TokioTimer;
 
 const RESPONSE: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true}}"#;
 
@@ -30,23 +29,14 @@ async fn main() -> std::io::Result<()> {
         ([("content-type", "application/json")], RESPONSE)
     }));
     println!("ceiling: serving on https://{addr}");
-    // The same acceptor and hyper settings as `jobgate serve` (src/server/mod.rs, defaults).
-    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(RustlsConfig::from_config(tls))
-        .handshake_timeout(Duration::from_secs(10))
-        .acceptor(axum_server::accept::NoDelayAcceptor::new());
-    let mut server = axum_server::bind(addr).acceptor(acceptor);
-    server
-        .http_builder()
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(10))
-        .keep_alive(true);
-    server
-        .http_builder()
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .max_concurrent_streams(250);
+    // The same TLS and HTTP settings as `jobgate serve`, with its default timeouts.
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let server = jobgate::server::https_server(
+        listener,
+        RustlsConfig::from_config(tls),
+        Duration::from_secs(10),
+        Duration::from_secs(10),
+    )?;
     server.serve(app.into_make_service()).await
 }

@@ -80,6 +80,37 @@ fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
     Ok(listener)
 }
 
+/// The webhook port's server: rustls with a handshake timeout, TCP_NODELAY, HTTP/1.1 keep-alive
+/// with a header read timeout, HTTP/2 keep-alive pings and a stream limit. `examples/ceiling.rs`
+/// uses it too, so the load test's ceiling differs from `serve` only in what it answers.
+pub fn https_server(
+    listener: TcpListener,
+    tls: RustlsConfig,
+    handshake_timeout: Duration,
+    header_read_timeout: Duration,
+) -> std::io::Result<axum_server::Server<SocketAddr, RustlsAcceptor<NoDelayAcceptor>>> {
+    // TCP_NODELAY: a review is one small request and one small answer; without it, HTTP/2's
+    // separate HEADERS and DATA writes wait on delayed ACKs (~40 ms p99 under load).
+    let acceptor = RustlsAcceptor::new(tls)
+        .handshake_timeout(handshake_timeout)
+        .acceptor(NoDelayAcceptor::new());
+    let mut server = axum_server::from_tcp(listener)?.acceptor(acceptor);
+    server
+        .http_builder()
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .keep_alive(true);
+    server
+        .http_builder()
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .max_concurrent_streams(250);
+    Ok(server)
+}
+
 /// Serves until `shutdown` resolves, then drains: readiness false, `shutdown_delay`, listeners
 /// closed, in-flight reviews given `shutdown_timeout` to finish. `on_listening` is called once
 /// both ports listen.
@@ -146,28 +177,14 @@ pub async fn serve(
             r.run(rustls_config.clone(), options.tls_reload_interval),
         ))
     });
-    // TCP_NODELAY: a review is one small request and one small answer; without it, HTTP/2's
-    // separate HEADERS and DATA writes wait on delayed ACKs (~40 ms p99 under load).
-    let acceptor = RustlsAcceptor::new(rustls_config)
-        .handshake_timeout(options.handshake_timeout)
-        .acceptor(NoDelayAcceptor::new());
-    let mut server = axum_server::from_tcp(listener)
-        .map_err(ServeError::Serve)?
-        .acceptor(acceptor)
-        .handle(handle.clone());
-    server
-        .http_builder()
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout)
-        .keep_alive(true);
-    server
-        .http_builder()
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .max_concurrent_streams(250);
+    let server = https_server(
+        listener,
+        rustls_config,
+        options.handshake_timeout,
+        options.header_read_timeout,
+    )
+    .map_err(ServeError::Serve)?
+    .handle(handle.clone());
     let server_task = tokio::spawn(server.serve(app.into_make_service()));
 
     if handle.listening().await.is_some() {
