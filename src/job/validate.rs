@@ -588,12 +588,13 @@ fn validate_pod_replacement_policy(spec: &JobSpec, path: String, errs: &mut Vec<
 
 /// The pod template's own `validateRestartPolicy` (core validation, inside
 /// `ValidatePodTemplateSpec`, which upstream runs just before the Job's check) and then the Job's:
-/// a value neither accepts is reported by both, Pod's first.
+/// a value neither accepts is reported by both, Pod's first. An unset value is `Always` by the
+/// time upstream validates (`SetDefaults_PodSpec`), so it meets only the Job's check: one
+/// `Required value: valid values: "OnFailure", "Never"`, as for `Always`.
 fn validate_restart_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldError>) {
     let restart_policy = spec.template.spec.restart_policy.as_deref().unwrap_or("");
     match restart_policy {
-        "Always" | "OnFailure" | "Never" => {}
-        "" => errs.push(FieldError::required(path.clone(), "")),
+        "" | "Always" | "OnFailure" | "Never" => {}
         other => errs.push(FieldError::not_supported(
             path.clone(),
             BadValue::named_str(other),
