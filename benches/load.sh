@@ -3,7 +3,8 @@
 # loaded in one run with oha over HTTP/1.1 keep-alive and HTTP/2. Prints requests/s, p50/p99
 # latency, the ratio jobgate/ceiling, and jobgate's peak RSS.
 #
-#   benches/load.sh                 # 10s per run, 16 connections, HTTP/2: 16 connections x 8 streams
+#   benches/load.sh                 # 10s per run, 16 connections, HTTP/2: 16 connections x 8 streams,
+#                                   # body: the ~4 KB ML Job review of benches/review.rs (ml-4k)
 #   DURATION=30s CONNECTIONS=32 STREAMS=16 BODY=path/to/review.json ENDPOINT=/mutate benches/load.sh
 #
 # Only loopback addresses are used. Each run is bounded by DURATION.
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-16}
 STREAMS=${STREAMS:-8}
-BODY=${BODY:-tests/fixtures/validate/job-allowed.request.json}
+BODY=${BODY:-}
 ENDPOINT=${ENDPOINT:-/validate}
 JOBGATE_PORT=${JOBGATE_PORT:-18443}
 CEILING_PORT=${CEILING_PORT:-18444}
@@ -33,6 +34,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Default body: the criterion bench's "ml-4k" review, compact as kube-apiserver sends it: the
+# job-allowed fixture's Indexed training Job with managedFields and kubectl's
+# last-applied-configuration (4,273 bytes).
+if [ -z "$BODY" ]; then
+  BODY="$work/ml-4k.request.json"
+  jq -c '.request.object as $o
+    | .request.object.metadata.annotations = {"kubectl.kubernetes.io/last-applied-configuration": ($o | del(.metadata.managedFields) | tojson)}' \
+    tests/fixtures/validate/job-allowed.request.json | tr -d '\n' >"$BODY"
+fi
+
 "$target/release/jobgate" serve --addr "127.0.0.1:$JOBGATE_PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" \
   --dev-certs-dir "$work/certs" --log-level warn >"$work/jobgate.out" 2>&1 &
 jobgate_pid=$!
@@ -44,6 +55,16 @@ done
 "$target/release/examples/ceiling" "127.0.0.1:$CEILING_PORT" "$work/certs/tls.crt" "$work/certs/tls.key" >"$work/ceiling.out" 2>&1 &
 pids+=("$!")
 sleep 0.5
+
+# Load only what really is a review: the body must get an AdmissionReview answer with its uid.
+answer=$(curl -s --cacert "$work/certs/ca.crt" -H 'Content-Type: application/json' --data-binary @"$BODY" \
+  "https://localhost:$JOBGATE_PORT$ENDPOINT")
+want_uid=$(jq -r .request.uid "$BODY")
+if [ "$(jq -r '.response.uid' <<<"$answer" 2>/dev/null)" != "$want_uid" ]; then
+  echo "load.sh: $ENDPOINT did not answer the body with a review: $answer" >&2
+  exit 1
+fi
+echo "jobgate answers: $(jq -c '.response | {allowed, patched: (.patch != null), warnings: ((.warnings // []) | length)}' <<<"$answer")"
 
 # One oha run; prints "rps p50_ms p99_ms success_rate".
 run() {
