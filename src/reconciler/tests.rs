@@ -19,7 +19,7 @@ use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
 use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::watch::PodKey;
 use super::*;
-use crate::recovery::{NodeFacts, Taint, UNREACHABLE_TAINT_KEY};
+use crate::recovery::{NodeFacts, UNREACHABLE_TAINT_KEY};
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const NOW: &str = "2026-11-21T20:00:00Z";
@@ -115,17 +115,7 @@ fn mock() -> (Client, Handle<Request<Body>, Response<Body>>) {
 }
 
 fn node(name: &str, unreachable: bool) -> NodeFacts {
-    NodeFacts {
-        name: name.into(),
-        taints: if unreachable {
-            vec![Taint {
-                key: UNREACHABLE_TAINT_KEY.into(),
-                effect: "NoExecute".into(),
-            }]
-        } else {
-            vec![]
-        },
-    }
+    NodeFacts::for_test(name, unreachable)
 }
 
 fn context(client: Client, options: Options, leadership: Leadership, now: &str) -> Context {

@@ -206,7 +206,6 @@ pub fn node_event_facts(event: Event<Node>) -> Event<NodeFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recovery::{Taint, UNREACHABLE_TAINT_KEY};
     use serde_json::json;
 
     fn pod(annotations: serde_json::Value, deleting: bool) -> PodMeta {
@@ -306,17 +305,7 @@ mod tests {
     }
 
     fn facts(name: &str, unreachable: bool) -> NodeFacts {
-        NodeFacts {
-            name: name.into(),
-            taints: if unreachable {
-                vec![Taint {
-                    key: UNREACHABLE_TAINT_KEY.into(),
-                    effect: "NoExecute".into(),
-                }]
-            } else {
-                vec![]
-            },
-        }
+        NodeFacts::for_test(name, unreachable)
     }
 
     #[test]

@@ -98,6 +98,26 @@ pub struct NodeFacts {
     pub taints: Vec<Taint>,
 }
 
+#[cfg(test)]
+impl NodeFacts {
+    /// A node for tests: tainted `node.kubernetes.io/unreachable:NoExecute` when `unreachable`,
+    /// else untainted.
+    pub fn for_test(name: &str, unreachable: bool) -> Self {
+        let taints = if unreachable {
+            vec![Taint {
+                key: UNREACHABLE_TAINT_KEY.into(),
+                effect: "NoExecute".into(),
+            }]
+        } else {
+            vec![]
+        };
+        NodeFacts {
+            name: name.into(),
+            taints,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Taint {
     pub key: String,
