@@ -97,18 +97,28 @@ pub struct Config {
 }
 
 impl Config {
-    /// The keys whose pod-template values mean something: the configured ones, then both of
-    /// Kueue's, once each, in that order (an empty key is no annotation).
-    pub fn recognized_recovery_keys(&self) -> Vec<&str> {
-        let mut keys: Vec<&str> = Vec::new();
-        let configured = self.recovery_annotation_keys.iter().map(String::as_str);
-        for key in configured.chain(DEFAULT_RECOVERY_ANNOTATION_KEYS) {
-            if !key.is_empty() && !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-        keys
+    /// The keys `/mutate` sets: the configured ones, once each, in order.
+    pub fn injected_recovery_keys(&self) -> Vec<&str> {
+        distinct_keys(self.recovery_annotation_keys.iter().map(String::as_str))
     }
+
+    /// The keys whose pod-template values mean something: the configured ones, then both of
+    /// Kueue's, once each, in that order.
+    pub fn recognized_recovery_keys(&self) -> Vec<&str> {
+        let configured = self.recovery_annotation_keys.iter().map(String::as_str);
+        distinct_keys(configured.chain(DEFAULT_RECOVERY_ANNOTATION_KEYS))
+    }
+}
+
+/// Each key once, in order; an empty key is no annotation.
+fn distinct_keys<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for key in keys {
+        if !key.is_empty() && !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
 }
 
 impl Default for Config {

@@ -72,7 +72,7 @@ pub fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Ver
     };
 
     if opted_in(object, scope, &mut warnings) {
-        let keys = recovery_keys(config);
+        let keys = config.injected_recovery_keys();
         let template_value = |key: &str| spec.template.annotation(key);
         // A "false" under any key jobgate's reconciler or Kueue reads is an opt-out, not only
         // under the keys this webhook sets.
@@ -199,17 +199,6 @@ fn opted_in(object: &JobObject, scope: RecoveryScope, warnings: &mut Vec<String>
         }
         None => scope == RecoveryScope::Namespace,
     }
-}
-
-/// The configured keys, once each, in order (an empty key is no annotation).
-fn recovery_keys(config: &Config) -> Vec<&str> {
-    let mut keys: Vec<&str> = Vec::new();
-    for key in &config.recovery_annotation_keys {
-        if !key.is_empty() && !keys.contains(&key.as_str()) {
-            keys.push(key);
-        }
-    }
-    keys
 }
 
 /// `add`s each missing key with "true": the whole `metadata` or `annotations` map when that is

@@ -189,9 +189,10 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     let spec = &object.spec;
     let template = &spec.template;
     let mut out = Vec::new();
+    let recovery_keys = config.recognized_recovery_keys();
 
     if on(PolicyName::RecoveryAnnotationValue) {
-        for key in config.recognized_recovery_keys() {
+        for &key in &recovery_keys {
             if let Some(v) = template.annotation(key)
                 && v != "true"
                 && v != "false"
@@ -210,7 +211,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
 
     if on(PolicyName::RecoveryAnnotationOnJob) {
         let mut misplaced = |meta: &ObjectMeta, at: &str| {
-            for key in config.recognized_recovery_keys() {
+            for &key in &recovery_keys {
                 if let Some(v) = meta.annotation(key) {
                     out.push(Finding {
                         policy: PolicyName::RecoveryAnnotationOnJob,
@@ -229,9 +230,8 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
         }
     }
 
-    let opted_in = config
-        .recognized_recovery_keys()
-        .into_iter()
+    let opted_in = recovery_keys
+        .iter()
         .any(|k| template.annotation(k) == Some("true"));
     // What the Job runs with: the value, else KEP-3939's default (also for a CronJob's
     // template, whose Jobs are defaulted when created).
