@@ -148,13 +148,14 @@ impl CertReloader {
         }
         match tls::server_config_from_pem(&contents.cert, &contents.key, &self.cert, &self.key) {
             Ok(new) => {
-                config.reload_from_config(new);
-                self.served = contents;
-                self.recovered();
+                // Counted before the swap, so whoever sees the new certificate sees the count.
                 self.metrics
                     .reloads
                     .get_or_create(&ReloadLabels { result: "success" })
                     .inc();
+                self.recovered();
+                self.served = contents;
+                config.reload_from_config(new);
                 tracing::info!(cert = %self.cert.display(), "serving a new TLS certificate");
                 Poll::Reloaded
             }
@@ -196,16 +197,39 @@ impl CertReloader {
 }
 
 fn read(cert: &Path, key: &Path) -> Result<Contents, TlsError> {
-    let read = |path: &Path| {
+    read_pair(cert, key, |path| {
         std::fs::read(path).map_err(|source| TlsError::Read {
             path: path.into(),
             source,
         })
-    };
-    Ok(Contents {
+    })
+}
+
+/// Reads the certificate, the key, then the certificate again, until the two certificate reads
+/// agree: kubelet's swap may land between the two files, and a certificate from before the swap
+/// with a key from after it is no pair anyone wrote (it would be rejected and counted as a
+/// failure). A new key always comes with a new certificate, so re-reading the certificate is
+/// enough. After a few tries the last read stands; the next poll reads again.
+fn read_pair(
+    cert: &Path,
+    key: &Path,
+    mut read: impl FnMut(&Path) -> Result<Vec<u8>, TlsError>,
+) -> Result<Contents, TlsError> {
+    let mut contents = Contents {
         cert: read(cert)?,
         key: read(key)?,
-    })
+    };
+    for _ in 0..3 {
+        let again = read(cert)?;
+        if again == contents.cert {
+            break;
+        }
+        contents = Contents {
+            cert: again,
+            key: read(key)?,
+        };
+    }
+    Ok(contents)
 }
 
 #[cfg(test)]
@@ -213,6 +237,40 @@ mod tests {
     use super::*;
     use crate::certs;
     use std::time::SystemTime;
+
+    /// kubelet swaps `..data` between the certificate read and the key read: the pair read is
+    /// the new one, not the old certificate with the new key.
+    #[test]
+    fn a_swap_between_the_two_reads_reads_the_new_pair() {
+        let (cert, key) = (Path::new("tls.crt"), Path::new("tls.key"));
+        let mut reads = 0;
+        let contents = read_pair(cert, key, |path| {
+            reads += 1;
+            let generation = if reads == 1 { "old" } else { "new" };
+            Ok(format!("{generation} {}", path.display()).into_bytes())
+        })
+        .unwrap();
+        assert_eq!(contents.cert, b"new tls.crt");
+        assert_eq!(contents.key, b"new tls.key");
+        // cert (old), key (new), cert (new, differs), key (new), cert (new, agrees).
+        assert_eq!(reads, 5);
+    }
+
+    #[test]
+    fn without_a_swap_the_certificate_is_read_twice_and_the_key_once() {
+        let (cert, key) = (Path::new("tls.crt"), Path::new("tls.key"));
+        let mut reads = Vec::new();
+        let contents = read_pair(cert, key, |path| {
+            reads.push(path.to_path_buf());
+            Ok(path.display().to_string().into_bytes())
+        })
+        .unwrap();
+        assert_eq!(
+            (contents.cert.as_slice(), contents.key.as_slice()),
+            (&b"tls.crt"[..], &b"tls.key"[..])
+        );
+        assert_eq!(reads, [cert, key, cert]);
+    }
 
     fn bundle(name: &str) -> tls::Bundle {
         certs::generate(
