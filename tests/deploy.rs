@@ -748,7 +748,8 @@ fn check_workload(r: &Rendered) {
 
     let deployment = r.one::<Deployment>(SERVICE);
     assert_eq!(deployment.metadata.namespace.as_deref(), Some(NAMESPACE));
-    let spec = deployment.spec.expect("spec");
+    // k8s-openapi v1_37: `Deployment.spec` is required, no longer an `Option`.
+    let spec = deployment.spec;
     assert_eq!(spec.replicas, Some(3), "{overlay}");
     let template_labels = spec
         .template
@@ -1282,10 +1283,7 @@ fn deployment_args_and_env_are_known_to_the_cli() {
     let ws = Workspace::new();
     let r = Rendered::new("base", render(kubectl, &ws.overlay("base")));
     let deployment = r.one::<Deployment>(SERVICE);
-    let pod = deployment
-        .spec
-        .and_then(|s| s.template.spec)
-        .expect("pod spec");
+    let pod = deployment.spec.template.spec.expect("pod spec");
     for c in &pod.containers {
         let args = c.args.clone().unwrap_or_default();
         let subcommand = args.first().expect("a subcommand").clone();
