@@ -367,7 +367,7 @@ fn check_object(
         if let Some(whole) = keep {
             object.keep_whole_template(&whole);
         }
-        defaults::apply_apiserver_defaults(&mut object);
+        defaults::apply_apiserver_defaults(&mut object, &config.cluster);
         Ok(object)
     };
     let object = match read(doc, "") {

@@ -2,6 +2,9 @@
 //! Shared by `jobgate serve` and `jobgate check`.
 //!
 //! ```yaml
+//! kubernetesVersion: "1.36"          # the cluster's minor release (default: the newest supported)
+//! featureGates:                      # the cluster's overrides of Job-related gates
+//!   MutablePodResourcesForSuspendedJobs: false
 //! recoveryAnnotationKeys:            # what /mutate sets; replaces the default list
 //!   - kueue.x-k8s.io/safe-to-forcefully-delete
 //! policies:                          # each off | warn | deny; omitted ones keep their default
@@ -16,6 +19,9 @@ use serde::Deserialize;
 
 use super::Config;
 use super::policy::{Level, PolicyName};
+use super::version::{
+    Cluster, FeatureGate, KubernetesVersion, parse_feature_gates, parse_gate_name,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -28,6 +34,8 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("unknown policy {0:?}: expected one of {names}", names = policy_names())]
     UnknownPolicy(String),
+    #[error("{0}")]
+    Cluster(String),
 }
 
 fn policy_names() -> String {
@@ -41,6 +49,10 @@ struct ConfigFile {
     recovery_annotation_keys: Option<Vec<String>>,
     #[serde(default)]
     policies: BTreeMap<String, Level>,
+    #[serde(default)]
+    kubernetes_version: Option<String>,
+    #[serde(default)]
+    feature_gates: BTreeMap<String, bool>,
 }
 
 impl Config {
@@ -50,6 +62,8 @@ impl Config {
             ConfigFile {
                 recovery_annotation_keys: None,
                 policies: BTreeMap::new(),
+                kubernetes_version: None,
+                feature_gates: BTreeMap::new(),
             }
         } else {
             serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?
@@ -61,6 +75,17 @@ impl Config {
             let policy = PolicyName::parse(&name)
                 .ok_or_else(|| ConfigError::UnknownPolicy(name.clone()).to_string())?;
             self.policies.set(policy, level);
+        }
+        if file.kubernetes_version.is_some() || !file.feature_gates.is_empty() {
+            let version = match &file.kubernetes_version {
+                Some(v) => KubernetesVersion::parse(v)?,
+                None => self.cluster.version(),
+            };
+            let mut gates = BTreeMap::new();
+            for (name, value) in file.feature_gates {
+                gates.insert(parse_gate_name(&name)?, value);
+            }
+            self.cluster = Cluster::with_gates(version, &gates)?;
         }
         Ok(())
     }
@@ -123,6 +148,28 @@ pub struct RuleArgs {
         value_delimiter = ','
     )]
     pub recovery_annotation_keys: Vec<String>,
+
+    /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.37; default 1.37): the
+    /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
+    #[arg(
+        long = "kubernetes-version",
+        env = "JOBGATE_KUBERNETES_VERSION",
+        value_name = "MAJOR.MINOR",
+        value_parser = KubernetesVersion::parse
+    )]
+    pub kubernetes_version: Option<KubernetesVersion>,
+
+    /// The cluster's overrides of Job-related feature gates, as kube-apiserver's
+    /// --feature-gates takes them: Name=true|false,... (JobPodReplacementPolicy, JobManagedBy,
+    /// JobBackoffLimitPerIndex, JobSuccessPolicy, MutablePodResourcesForSuspendedJobs,
+    /// MutableSchedulingDirectivesForSuspendedJobs).
+    #[arg(
+        long = "feature-gates",
+        env = "JOBGATE_FEATURE_GATES",
+        value_name = "NAME=true|false,...",
+        value_parser = parse_feature_gates
+    )]
+    pub feature_gates: Option<BTreeMap<FeatureGate, bool>>,
 }
 
 impl RuleArgs {
@@ -137,6 +184,18 @@ impl RuleArgs {
         }
         if !self.recovery_annotation_keys.is_empty() {
             config.recovery_annotation_keys = self.recovery_annotation_keys.clone();
+        }
+        if self.kubernetes_version.is_some() || self.feature_gates.is_some() {
+            // A version on the command line starts from that release's defaults; gates on the
+            // command line replace the file's.
+            let version = self
+                .kubernetes_version
+                .unwrap_or_else(|| config.cluster.version());
+            let gates = match &self.feature_gates {
+                Some(gates) => gates.clone(),
+                None => config.cluster.overrides().clone(),
+            };
+            config.cluster = Cluster::with_gates(version, &gates).map_err(ConfigError::Cluster)?;
         }
         Ok(config)
     }

@@ -3,6 +3,7 @@
 //! them before validating, as the apiserver does before validation.
 
 use super::model::{Field, JobObject, JobSpec};
+use super::version::{Cluster, FeatureGate};
 
 pub const FAILED: &str = "Failed";
 pub const TERMINATING_OR_FAILED: &str = "TerminatingOrFailed";
@@ -17,14 +18,16 @@ pub fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
     }
 }
 
-/// Applies the apiserver's defaults that change what validation sees:
-/// `podReplacementPolicy` (absent or null only), `onPodConditions[].status` `""` -> `True`,
-/// and the pod template's `restartPolicy` `""` -> `Always`.
+/// Applies the apiserver's defaults that change what validation sees, as `cluster`'s release
+/// does: `podReplacementPolicy` (absent or null only; with the 1.33 gate
+/// `JobPodReplacementPolicy` off the field is dropped instead, `dropDisabledFields`),
+/// `onPodConditions[].status` `""` -> `True` (in a CronJob's job template only from 1.34,
+/// kubernetes#131525), and the pod template's `restartPolicy` `""` -> `Always`.
 ///
 /// For a Job (not a CronJob's template: `SetDefaults_Job` takes a Job) also `SetDefaults_Job`'s
 /// completions/parallelism (both 1 when both unset, else parallelism 1), `backoffLimit` (6, or
 /// MaxInt32 with `backoffLimitPerIndex`), `completionMode: NonIndexed` and `suspend: false`.
-pub fn apply_apiserver_defaults(object: &mut JobObject) {
+pub fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster) {
     if object.kind == super::Kind::Job {
         let spec = &mut object.spec;
         if spec.completions.is_none() && spec.parallelism.is_none() {
@@ -43,11 +46,15 @@ pub fn apply_apiserver_defaults(object: &mut JobObject) {
         spec.suspend.get_or_insert(false);
     }
     let spec = &mut object.spec;
-    if !spec.pod_replacement_policy.is_set() {
+    if !cluster.enabled(FeatureGate::JobPodReplacementPolicy) {
+        spec.pod_replacement_policy = Field::Absent;
+    } else if !spec.pod_replacement_policy.is_set() {
         spec.pod_replacement_policy =
             Field::Value(pod_replacement_policy_default(spec).to_string());
     }
-    if let Field::Value(policy) = &mut spec.pod_failure_policy {
+    let defaults_status =
+        object.kind == super::Kind::Job || cluster.defaults_cron_job_pod_condition_status();
+    if let (Field::Value(policy), true) = (&mut spec.pod_failure_policy, defaults_status) {
         for pattern in policy
             .rules
             .iter_mut()
@@ -105,29 +112,29 @@ mod tests {
     #[test]
     fn set_defaults_job_counts_mode_and_suspend_for_jobs_only() {
         let mut j = job(r#"{"spec":{"backoffLimitPerIndex":1}}"#);
-        apply_apiserver_defaults(&mut j);
+        apply_apiserver_defaults(&mut j, &Cluster::default());
         assert_eq!((j.spec.completions, j.spec.parallelism), (Some(1), Some(1)));
         assert_eq!(j.spec.backoff_limit, Some(i32::MAX));
         assert_eq!(j.spec.completion_mode.as_deref(), Some("NonIndexed"));
         assert_eq!(j.spec.suspend, Some(false));
         let mut j = job(r#"{"spec":{"parallelism":3}}"#);
-        apply_apiserver_defaults(&mut j);
+        apply_apiserver_defaults(&mut j, &Cluster::default());
         assert_eq!((j.spec.completions, j.spec.backoff_limit), (None, Some(6)));
         let mut cj =
             JobObject::from_json(Kind::CronJob, r#"{"spec":{"jobTemplate":{"spec":{}}}}"#).unwrap();
-        apply_apiserver_defaults(&mut cj);
+        apply_apiserver_defaults(&mut cj, &Cluster::default());
         assert_eq!((cj.spec.completions, cj.spec.completion_mode), (None, None));
     }
 
     #[test]
     fn apiserver_defaults_never_overwrite_an_explicit_empty_pod_replacement_policy() {
         let mut j = job(r#"{"spec":{"podReplacementPolicy":""}}"#);
-        apply_apiserver_defaults(&mut j);
+        apply_apiserver_defaults(&mut j, &Cluster::default());
         assert_eq!(j.spec.pod_replacement_policy, Field::Value(String::new()));
         let mut j = job(
             r#"{"spec":{"podReplacementPolicy":null,"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}"#,
         );
-        apply_apiserver_defaults(&mut j);
+        apply_apiserver_defaults(&mut j, &Cluster::default());
         assert_eq!(j.spec.pod_replacement_policy, Field::Value("Failed".into()));
         let rules = &j.spec.pod_failure_policy.value().unwrap().rules;
         assert_eq!(

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::version::ValueStyle;
+
 /// `field.ErrorType`: the printed type and the `StatusCause.reason` kube-apiserver sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorType {
@@ -43,13 +45,14 @@ impl ErrorType {
     }
 }
 
-/// `field.Error.BadValue`, already in the form `ErrorBody()` prints it.
+/// `field.Error.BadValue`, in the form `ErrorBody()` prints it.
 ///
 /// Kubernetes 1.34 (apimachinery kubernetes#132314) prints int32/int64/bool bare, strings with
-/// `%q`, and everything else (slices, structs, pointers, `int`) as `json.Marshal` output: nil is
-/// `null`, `[]int32{3, 1}` is `[3,1]`, and internal structs (no json tags) use Go field names
-/// (`{"Rules":[...]}`). 1.31-1.33 printed those with `%#v` instead (`[]int32{3, 1}`, and
-/// pointer addresses inside structs), which cannot be reproduced; jobgate prints the 1.34 form.
+/// `%q`, and everything else (slices, structs, pointers, named string types) as `json.Marshal`
+/// output: nil is `null`, `[]int32{3, 1}` is `[3,1]`, internal structs (no json tags) use Go
+/// field names (`{"Rules":[...]}`). 1.33 dereferences pointers (nil is the string `"null"`) and
+/// prints the rest with `%#v` (`[]int32{3, 1}`). Values whose rendering differs keep both forms
+/// until `in_style` picks one; `body()` prints the 1.34+ form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BadValue {
     /// Not printed (`Required`, `Forbidden`, or `omitValue`).
@@ -58,8 +61,16 @@ pub enum BadValue {
     Str(String),
     /// A number or bool, printed bare (`%v`).
     Plain(String),
-    /// Anything else, printed as given (kube-apiserver prints these as JSON).
+    /// Printed as given.
     Raw(String),
+    /// A value of a named string type (`PodFailurePolicyAction`, `RestartPolicy`, ...): 1.34's
+    /// type switch prints only the exact type `string` with `%q`, so named types go through
+    /// `json.Marshal` (`"\u003c"` for `<`); 1.33's `%#v` quotes them as Go does (`"<"`).
+    Named(String),
+    /// A nil pointer: `null` (1.34+), the string `"null"` (1.33).
+    NilPointer,
+    /// A slice or a dereferenced struct: its `json.Marshal` and its `%#v` renderings.
+    Composite { json: String, go: String },
 }
 
 impl BadValue {
@@ -71,21 +82,40 @@ impl BadValue {
         BadValue::Plain(n.into().to_string())
     }
 
-    /// A composite value, printed as its JSON (Kubernetes 1.34).
-    pub fn json(value: &serde_json::Value) -> BadValue {
-        BadValue::Raw(value.to_string())
-    }
-
-    /// A nil pointer or slice (`null` in 1.34).
+    /// A nil pointer.
     pub fn null() -> BadValue {
-        BadValue::Raw("null".into())
+        BadValue::NilPointer
     }
 
-    /// A value of a named string type (`PodFailurePolicyAction`, `RestartPolicy`, ...). 1.34's
-    /// type switch only prints the exact type `string` with `%q`; named types fall through to
-    /// `json.Marshal` (kubernetes#132314), so they are quoted the JSON way: `"\u003c"` for `<`.
+    /// A value of a named string type.
     pub fn named_str(s: &str) -> BadValue {
-        BadValue::Raw(go_json_string(s))
+        BadValue::Named(s.to_string())
+    }
+
+    /// The printed value as a release with `style` prints it; `None` when omitted.
+    pub fn render(&self, style: ValueStyle) -> Option<String> {
+        let by_style = |json: &str, go: &str| match style {
+            ValueStyle::Json => json.to_string(),
+            ValueStyle::GoSyntax => go.to_string(),
+        };
+        match self {
+            BadValue::Omit => None,
+            BadValue::Str(s) => Some(go_quote(s)),
+            BadValue::Plain(v) | BadValue::Raw(v) => Some(v.clone()),
+            BadValue::Named(s) => Some(by_style(&go_json_string(s), &go_quote(s))),
+            BadValue::NilPointer => Some(by_style("null", "\"null\"")),
+            BadValue::Composite { json, go } => Some(by_style(json, go)),
+        }
+    }
+
+    /// Resolves the renderings that differ by release to the one `style` prints.
+    pub fn in_style(self, style: ValueStyle) -> BadValue {
+        match self {
+            BadValue::Named(_) | BadValue::NilPointer | BadValue::Composite { .. } => {
+                self.render(style).map_or(BadValue::Omit, BadValue::Raw)
+            }
+            other => other,
+        }
     }
 }
 
@@ -176,17 +206,13 @@ impl FieldError {
     /// `field.Error.ErrorBody()`: the message without the path (what a `StatusCause` carries).
     pub fn body(&self) -> String {
         let mut s = String::from(self.kind.as_str());
-        match (&self.kind, &self.value) {
-            (ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong, _)
-            | (_, BadValue::Omit) => {}
-            (_, BadValue::Str(v)) => {
-                s.push_str(": ");
-                s.push_str(&go_quote(v));
-            }
-            (_, BadValue::Plain(v) | BadValue::Raw(v)) => {
-                s.push_str(": ");
-                s.push_str(v);
-            }
+        let shown = !matches!(
+            self.kind,
+            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong
+        );
+        if let Some(value) = self.value.render(ValueStyle::Json).filter(|_| shown) {
+            s.push_str(": ");
+            s.push_str(&value);
         }
         if !self.detail.is_empty() {
             s.push_str(": ");
@@ -338,7 +364,10 @@ mod tests {
     fn bad_values_print_like_kubernetes_1_34_error_body() {
         let ordered = FieldError::invalid(
             "spec.podFailurePolicy.rules[0].onExitCodes.values",
-            BadValue::json(&serde_json::json!([3, 1])),
+            BadValue::Composite {
+                json: "[3,1]".into(),
+                go: "[]int32{3, 1}".into(),
+            },
             "must be ordered",
         );
         assert_eq!(ordered.body(), "Invalid value: [3,1]: must be ordered");

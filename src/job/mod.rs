@@ -4,9 +4,11 @@
 pub mod config;
 pub mod defaults;
 pub mod field;
+mod go_values;
 pub mod model;
 pub mod patch;
 pub mod policy;
+pub mod version;
 
 pub use field::{BadValue, ErrorType, FieldError};
 pub use model::{Field, JobObject, Kind};
@@ -94,6 +96,9 @@ pub struct Config {
     pub recovery_annotation_keys: Vec<String>,
     /// The level of each jobgate policy (`--policy NAME=off|warn|deny`, `policies:` in `--config`).
     pub policies: Policies,
+    /// The Kubernetes release and feature gates whose kube-apiserver rules `/validate` and
+    /// `check` mirror (`--kubernetes-version`, `--feature-gates`; default the newest supported).
+    pub cluster: version::Cluster,
 }
 
 impl Config {
@@ -129,6 +134,7 @@ impl Default for Config {
                 .map(|k| k.to_string())
                 .collect(),
             policies: Policies::default(),
+            cluster: version::Cluster::default(),
         }
     }
 }

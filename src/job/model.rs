@@ -108,6 +108,10 @@ pub struct JobObject {
     pub spec: JobSpec,
     /// A Job's `status.startTime` is set: the Job has started (false for CronJobs).
     pub started: bool,
+    /// A Job's `status.conditions` holds `Suspended` with status `"True"` (`batch.JobSuspended`).
+    pub suspended_condition: bool,
+    /// A Job's `status.active` (absent is 0).
+    pub active: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -362,6 +366,28 @@ struct JobDoc {
 struct JobStatus {
     #[serde(default)]
     start_time: Option<String>,
+    #[serde(default)]
+    active: Option<i32>,
+    #[serde(default)]
+    conditions: Option<Vec<JobCondition>>,
+}
+
+#[derive(Deserialize)]
+struct JobCondition {
+    #[serde(default, rename = "type")]
+    type_: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+impl JobStatus {
+    /// `batchvalidation.IsConditionTrue(status.Conditions, batch.JobSuspended)`.
+    fn suspended_condition(&self) -> bool {
+        self.conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_.as_deref() == Some("Suspended") && c.status.as_deref() == Some("True"))
+    }
 }
 
 #[derive(Deserialize)]
@@ -526,7 +552,9 @@ impl JobObject {
             job_template_metadata: None,
             job_template_json: None,
             spec: d.spec,
-            started: d.status.start_time.is_some_and(|t| !t.is_empty()),
+            started: d.status.start_time.as_ref().is_some_and(|t| !t.is_empty()),
+            suspended_condition: d.status.suspended_condition(),
+            active: d.status.active.map_or(0, i64::from),
         }
     }
 
@@ -538,6 +566,8 @@ impl JobObject {
             job_template_json: None,
             spec: d.spec.job_template.spec,
             started: false,
+            suspended_condition: false,
+            active: 0,
         }
     }
 

@@ -8,8 +8,8 @@
 use std::fmt;
 
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
-use super::field::go_quote;
 use super::model::{JobObject, ObjectMeta};
+use super::version::ValueStyle;
 use super::{BadValue, Config, FieldError, Kind, Operation, Review};
 
 /// How a policy acts when it finds something.
@@ -148,11 +148,10 @@ struct Finding {
 
 impl Finding {
     fn warning(&self) -> String {
-        let value = match &self.value {
-            BadValue::Omit => String::new(),
-            BadValue::Str(v) => format!("{}: ", go_quote(v)),
-            BadValue::Plain(v) | BadValue::Raw(v) => format!("{v}: "),
-        };
+        let value = self
+            .value
+            .render(ValueStyle::Json)
+            .map_or_else(String::new, |v| format!("{v}: "));
         format!("jobgate: {}: {value}{}", self.path, self.detail)
     }
 

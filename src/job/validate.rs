@@ -1,6 +1,7 @@
 //! `/validate`: kube-apiserver's Job validation for the fields jobgate cares about, as an exact
-//! twin of kubernetes `pkg/apis/batch/validation/validation.go` (1.31-1.34, default feature
-//! gates), followed by jobgate's own policies (`policy.rs`).
+//! twin of kubernetes `pkg/apis/batch/validation/validation.go` for the release and feature
+//! gates in `Config::cluster` (1.33-1.37, `version.rs`), followed by jobgate's own policies
+//! (`policy.rs`).
 //!
 //! The order of errors is upstream's: `validateJobSpec` (counts, completion mode, pod failure
 //! policy rule by rule, success policy, pod replacement policy, restart policy), then on UPDATE
@@ -10,13 +11,14 @@
 //! The object is validated as received: kube-apiserver defaults before it validates, and so do
 //! webhooks' objects; `jobgate check` calls `defaults::apply_apiserver_defaults` first.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::field::go_json_string;
+use super::go_values::{self, opt_int};
 use super::model::{
     Field, JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
     PodFailurePolicyRule, SuccessPolicy,
 };
+use super::version::{Cluster, OldJobState, TemplateUpdateOptions};
 use super::{BadValue, Config, FieldError, Kind, Operation, Review, Verdict, policy};
 
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
@@ -47,7 +49,11 @@ pub fn validate(review: &Review<'_>, config: &Config) -> Verdict {
     if let (Operation::Update, Some(old), Kind::Job) =
         (review.operation, review.old_object, review.object.kind)
     {
-        errors.extend(validate_job_update(review.object, old));
+        errors.extend(validate_job_update(review.object, old, &config.cluster));
+    }
+    let style = config.cluster.value_style();
+    for e in &mut errors {
+        e.value = std::mem::replace(&mut e.value, BadValue::Omit).in_style(style);
     }
     let findings = policy::evaluate(review, config);
     errors.extend(findings.errors);
@@ -135,7 +141,7 @@ fn validate_job_spec(spec: &JobSpec, base: &str, errs: &mut Vec<FieldError>) {
         if spec.completion_mode.as_deref() != Some(INDEXED) {
             errs.push(FieldError::invalid(
                 p("successPolicy"),
-                BadValue::Raw(success_policy_go_json(success)),
+                go_values::success_policy(Some(success)),
                 "requires indexed completion mode",
             ));
         } else {
@@ -384,7 +390,7 @@ fn validate_on_exit_codes(
     if req.values.is_empty() {
         errs.push(FieldError::invalid(
             values_path.clone(),
-            exit_codes_value(req),
+            go_values::exit_codes(req),
             "at least one value is required",
         ));
     } else if req.values.len() > MAX_ON_EXIT_CODES_VALUES {
@@ -415,18 +421,9 @@ fn validate_on_exit_codes(
     if !ordered {
         errs.push(FieldError::invalid(
             values_path,
-            exit_codes_value(req),
+            go_values::exit_codes(req),
             "must be ordered",
         ));
-    }
-}
-
-/// `onExitCode.Values` as `ErrorBody` prints a `[]int32`: `null` when nil, else a JSON array.
-fn exit_codes_value(req: &OnExitCodes) -> BadValue {
-    if req.values_null {
-        BadValue::null()
-    } else {
-        BadValue::json(&json!(req.values))
     }
 }
 
@@ -625,8 +622,9 @@ fn validate_restart_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldErr
 }
 
 /// `ValidateJobSpecUpdate` after `ValidateJobSpec`: completions (elastic Indexed Jobs),
-/// template, completionMode, podFailurePolicy, backoffLimitPerIndex, successPolicy.
-pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> {
+/// template, completionMode, podFailurePolicy, backoffLimitPerIndex, successPolicy. What may
+/// change in the template depends on the old Job's state and the cluster (`version.rs`).
+pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) -> Vec<FieldError> {
     let (spec, old_spec) = (&new.spec, &old.spec);
     let base = new.kind.spec_path();
     let mut errs = Vec::new();
@@ -648,15 +646,13 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> 
             ));
         }
     }
-    // Scheduling directives stay mutable while a Job is suspended and has never started.
-    let allow_scheduling = old_spec.suspend == Some(true) && !old.started;
-    if template_changed(spec, old_spec, allow_scheduling) {
-        errs.push(FieldError::invalid(
-            format!("{base}.template"),
-            BadValue::Omit,
-            IMMUTABLE,
-        ));
-    }
+    let options = cluster.template_update_options(&OldJobState {
+        suspended: old_spec.suspend == Some(true),
+        started: old.started,
+        suspended_condition: old.suspended_condition,
+        active: old.active,
+    });
+    errs.extend(validate_pod_template_update(spec, old_spec, base, options));
     if spec.completion_mode != old_spec.completion_mode {
         errs.push(FieldError::invalid(
             format!("{base}.completionMode"),
@@ -670,7 +666,7 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> 
     if !same_pod_failure_policy(&spec.pod_failure_policy, &old_spec.pod_failure_policy) {
         errs.push(FieldError::invalid(
             format!("{base}.podFailurePolicy"),
-            BadValue::Raw(pod_failure_policy_go_json(&spec.pod_failure_policy)),
+            go_values::pod_failure_policy(&spec.pod_failure_policy),
             IMMUTABLE,
         ));
     }
@@ -687,18 +683,11 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> 
     ) {
         errs.push(FieldError::invalid(
             format!("{base}.successPolicy"),
-            match &spec.success_policy {
-                Some(s) => BadValue::Raw(success_policy_go_json(s)),
-                None => BadValue::null(),
-            },
+            go_values::success_policy(spec.success_policy.as_ref()),
             IMMUTABLE,
         ));
     }
     errs
-}
-
-fn opt_int(v: Option<i32>) -> BadValue {
-    v.map_or_else(BadValue::null, BadValue::int)
 }
 
 /// `apiequality.Semantic.DeepEqual` on the internal types: absent, null and `""` strings are
@@ -746,95 +735,77 @@ fn same_success_policy(a: Option<&SuccessPolicy>, b: Option<&SuccessPolicy>) -> 
     }
 }
 
-/// `json.Marshal` of the internal `*batch.PodFailurePolicy`: no json tags, so Go field names in
-/// declaration order (serde_json's `Value` would sort keys), and Go's string escaping
-/// (`go_json_string`: `<` is `\u003c`). A list given as `[]` prints `[]`, a missing or `null`
-/// one `null`, as the apiserver's decoded slice would.
-fn pod_failure_policy_go_json(policy: &Field<PodFailurePolicy>) -> String {
-    let Some(policy) = policy.value() else {
-        return "null".into();
-    };
-    let rules: Vec<String> = policy
-        .rules
-        .iter()
-        .map(|r| {
-            let codes = r.on_exit_codes.as_ref().map_or("null".into(), |c| {
-                format!(
-                    r#"{{"ContainerName":{},"Operator":{},"Values":{}}}"#,
-                    c.container_name
-                        .as_deref()
-                        .map_or("null".into(), go_json_string),
-                    go_json_string(s(&c.operator)),
-                    if c.values_null {
-                        Value::Null
-                    } else {
-                        json!(c.values)
-                    }
-                )
-            });
-            let patterns: Vec<String> = r
-                .on_pod_conditions
-                .iter()
-                .map(|p| {
-                    format!(
-                        r#"{{"Type":{},"Status":{}}}"#,
-                        go_json_string(s(&p.type_)),
-                        go_json_string(s(&p.status))
-                    )
-                })
-                .collect();
-            format!(
-                r#"{{"Action":{},"OnExitCodes":{codes},"OnPodConditions":{}}}"#,
-                go_json_string(s(&r.action)),
-                go_list(patterns, r.on_pod_conditions_null)
-            )
-        })
-        .collect();
-    format!(r#"{{"Rules":{}}}"#, go_list(rules, policy.rules_null))
-}
-
-/// A JSON array of already-rendered items; `null` for a nil slice (absent or `null` in JSON).
-fn go_list(items: Vec<String>, nil: bool) -> String {
-    if nil {
-        "null".into()
-    } else {
-        format!("[{}]", items.join(","))
-    }
-}
-
-/// `json.Marshal` of the internal `batch.SuccessPolicy`.
-fn success_policy_go_json(policy: &SuccessPolicy) -> String {
-    let rules = policy
-        .rules
-        .iter()
-        .map(|r| {
-            format!(
-                r#"{{"SucceededIndexes":{},"SucceededCount":{}}}"#,
-                r.succeeded_indexes
-                    .as_deref()
-                    .map_or("null".into(), go_json_string),
-                json!(r.succeeded_count)
-            )
-        })
-        .collect();
-    format!(r#"{{"Rules":{}}}"#, go_list(rules, policy.rules_null))
-}
-
-/// `validatePodTemplateUpdate`: is the template different, ignoring what a suspended,
-/// never-started Job may change (node affinity, node selector, tolerations, labels,
-/// annotations, scheduling gates)? Needs both whole templates (`PodTemplateSpec::whole`);
-/// without them nothing can be compared and nothing is reported.
-fn template_changed(spec: &JobSpec, old_spec: &JobSpec, allow_scheduling: bool) -> bool {
+/// `validatePodTemplateUpdate`: with `AllowMutableSchedulingDirectives` the old template takes
+/// the new node affinity, node selector, tolerations, labels, annotations and scheduling gates;
+/// then, for a suspended Job with `AllowMutablePodResources` (KEP-5440, kubernetes#132441),
+/// `validatePodResourceUpdatesOnly` compares the pod specs alone (`spec.template.spec`), else
+/// the whole templates are compared (`spec.template`). Needs both whole templates
+/// (`PodTemplateSpec::whole`); without them nothing can be compared and nothing is reported.
+fn validate_pod_template_update(
+    spec: &JobSpec,
+    old_spec: &JobSpec,
+    base: &str,
+    options: TemplateUpdateOptions,
+) -> Option<FieldError> {
     let (Some(new), Some(old)) = (&spec.template.whole, &old_spec.template.whole) else {
-        return false;
+        return None;
     };
     let (mut new, mut old) = (normalize(new), normalize(old));
-    if allow_scheduling {
+    if options.allow_mutable_scheduling_directives {
         for t in [&mut new, &mut old] {
             strip_scheduling_directives(t);
         }
     }
-    new != old
+    let suspended = old_spec.suspend == Some(true);
+    if suspended && options.allow_mutable_pod_resources {
+        let (mut new_pod, mut old_pod) = (take_pod_spec(new), take_pod_spec(old));
+        strip_matching_container_resources(&mut new_pod, &mut old_pod);
+        (new_pod != old_pod).then(|| {
+            FieldError::invalid(format!("{base}.template.spec"), BadValue::Omit, IMMUTABLE)
+        })
+    } else {
+        (new != old)
+            .then(|| FieldError::invalid(format!("{base}.template"), BadValue::Omit, IMMUTABLE))
+    }
+}
+
+fn take_pod_spec(mut template: Value) -> Value {
+    template
+        .get_mut("spec")
+        .map(Value::take)
+        .unwrap_or(Value::Null)
+}
+
+/// `validatePodResourceUpdatesOnly`: the new `resources` are copied into the old pod spec for
+/// each container (and init container) list of equal length, where the names match at the same
+/// index; here both sides drop `resources` there, which compares the same.
+fn strip_matching_container_resources(new_pod: &mut Value, old_pod: &mut Value) {
+    let name = |c: &Value| {
+        c.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    for list in ["containers", "initContainers"] {
+        let (Some(new_list), Some(old_list)) = (
+            new_pod.get_mut(list).and_then(Value::as_array_mut),
+            old_pod.get_mut(list).and_then(Value::as_array_mut),
+        ) else {
+            continue;
+        };
+        if new_list.len() != old_list.len() {
+            continue;
+        }
+        for (n, o) in new_list.iter_mut().zip(old_list.iter_mut()) {
+            if name(n) == name(o) {
+                for c in [n, o] {
+                    if let Some(c) = c.as_object_mut() {
+                        c.remove("resources");
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Semantic equality on JSON: absent, `null` and `[]` are the same (nil pointer, nil slice).

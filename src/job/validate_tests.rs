@@ -2,6 +2,7 @@
 //! (`TestValidateJob` "..." keys) and KEP sentences; each asserts the exact message.
 
 use super::*;
+use crate::job::version::{FeatureGate, KubernetesVersion};
 use crate::job::{JobObject, Kind};
 use serde_json::json;
 
@@ -586,8 +587,13 @@ fn stored(extra: Value) -> JobObject {
     o
 }
 
+/// The UPDATE rules as Kubernetes 1.34 has them (the behaviour these cases were written for).
 fn update_errors(new: &JobObject, old: &JobObject) -> Vec<String> {
-    validate_job_update(new, old)
+    update_errors_on(KubernetesVersion::V1_34, new, old)
+}
+
+fn update_errors_on(version: KubernetesVersion, new: &JobObject, old: &JobObject) -> Vec<String> {
+    validate_job_update(new, old, &Cluster::new(version))
         .iter()
         .map(ToString::to_string)
         .collect()
@@ -765,6 +771,176 @@ fn update_mutable_scheduling_directives_of_a_suspended_job_that_never_started() 
     assert_eq!(
         update_errors(&pod_affinity, &old),
         vec!["spec.template: Invalid value: field is immutable"]
+    );
+}
+
+/// The old Job: `stored(extra)` with `status` (`startTime`, `active`, `conditions`).
+fn stored_with_status(extra: Value, status: Value) -> JobObject {
+    let mut o = stored(extra.clone());
+    let mut spec = json!({
+        "completionMode": "NonIndexed", "completions": 1, "parallelism": 1, "suspend": false,
+        "podReplacementPolicy": "TerminatingOrFailed",
+        "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox"}]}}
+    });
+    merge(&mut spec, extra);
+    let doc = json!({"metadata": {"name": "j"}, "spec": spec, "status": status});
+    let parsed = JobObject::from_value(Kind::Job, doc).unwrap();
+    o.started = parsed.started;
+    o.active = parsed.active;
+    o.suspended_condition = parsed.suspended_condition;
+    o
+}
+
+fn resized() -> Value {
+    json!({"suspend": true, "template": {"spec": {"containers": [{"name": "main", "image": "busybox",
+        "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]}}})
+}
+
+fn on_every_release(new: &JobObject, old: &JobObject) -> Vec<Vec<String>> {
+    KubernetesVersion::all()
+        .map(|v| update_errors_on(v, new, old))
+        .collect()
+}
+
+const TEMPLATE_IMMUTABLE: &str = "spec.template: Invalid value: field is immutable";
+
+/// KEP-5440 (MutablePodResourcesForSuspendedJobs, beta and on by default from 1.36): a queue
+/// controller may resize a suspended Job's containers before it starts. Before 1.36 (alpha and
+/// off in 1.35) the template is immutable.
+#[test]
+fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_36() {
+    let old = stored(json!({"suspend": true}));
+    let new = stored(resized());
+    let immutable = vec![TEMPLATE_IMMUTABLE.to_string()];
+    assert_eq!(
+        on_every_release(&new, &old),
+        [
+            immutable.clone(),
+            immutable.clone(),
+            immutable,
+            vec![],
+            vec![]
+        ]
+    );
+    // A 1.35 cluster with the alpha gate on accepts it too.
+    let alpha = Cluster::with_gates(
+        KubernetesVersion::V1_35,
+        &[(FeatureGate::MutablePodResourcesForSuspendedJobs, true)].into(),
+    )
+    .unwrap();
+    assert_eq!(validate_job_update(&new, &old, &alpha), vec![]);
+    // A 1.36 cluster that turned the beta gate off does not.
+    let off = Cluster::with_gates(
+        KubernetesVersion::V1_36,
+        &[(FeatureGate::MutablePodResourcesForSuspendedJobs, false)].into(),
+    )
+    .unwrap();
+    assert_eq!(
+        validate_job_update(&new, &old, &off)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        vec![TEMPLATE_IMMUTABLE]
+    );
+}
+
+/// `validatePodResourceUpdatesOnly` compares the pod specs, so anything but resources (here the
+/// image) is reported on `spec.template.spec`; init containers' resources may change too, a
+/// renamed container's may not.
+#[test]
+fn kep_5440_only_container_resources_change_and_the_error_is_on_the_pod_spec() {
+    let old = stored(json!({"suspend": true}));
+    let mut image = resized();
+    merge(
+        &mut image,
+        json!({"template": {"spec": {"containers": [{"name": "main", "image": "busybox:2",
+        "resources": {"requests": {"cpu": "2"}}}]}}}),
+    );
+    let new = stored(image);
+    assert_eq!(
+        update_errors_on(KubernetesVersion::V1_37, &new, &old),
+        vec!["spec.template.spec: Invalid value: field is immutable"]
+    );
+    let old_init = stored(
+        json!({"suspend": true, "template": {"spec": {"initContainers": [{"name": "init"}]}}}),
+    );
+    let new_init = stored(
+        json!({"suspend": true, "template": {"spec": {"initContainers": [{"name": "init",
+        "resources": {"limits": {"memory": "1Gi"}}}]}}}),
+    );
+    assert_eq!(
+        update_errors_on(KubernetesVersion::V1_37, &new_init, &old_init),
+        Vec::<String>::new()
+    );
+    let renamed = stored(
+        json!({"suspend": true, "template": {"spec": {"initContainers": [{"name": "init2",
+        "resources": {"limits": {"memory": "1Gi"}}}]}}}),
+    );
+    assert_eq!(
+        update_errors_on(KubernetesVersion::V1_37, &renamed, &old_init),
+        vec!["spec.template.spec: Invalid value: field is immutable"]
+    );
+    // Not suspended: the whole template is immutable, as before.
+    let running = stored(json!({}));
+    let mut running_resized = resized();
+    merge(&mut running_resized, json!({"suspend": false}));
+    assert_eq!(
+        update_errors_on(KubernetesVersion::V1_37, &stored(running_resized), &running),
+        vec![TEMPLATE_IMMUTABLE]
+    );
+}
+
+/// KEP-5440 with MutableSchedulingDirectivesForSuspendedJobs: a Job that ran and was suspended
+/// (the Job controller set `Suspended=True` and its pods are gone) may be moved and resized
+/// before it resumes; while pods are still active it may not.
+#[test]
+fn kep_5440_a_started_job_suspended_with_no_active_pods_changes_from_1_36() {
+    let suspended = json!({"startTime": "2026-11-01T00:00:00Z", "active": 0,
+        "conditions": [{"type": "Suspended", "status": "True"}]});
+    let old = stored_with_status(json!({"suspend": true}), suspended.clone());
+    let moved =
+        stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
+    let immutable = vec![TEMPLATE_IMMUTABLE.to_string()];
+    assert_eq!(
+        on_every_release(&moved, &old),
+        [
+            immutable.clone(),
+            immutable.clone(),
+            immutable.clone(),
+            vec![],
+            vec![]
+        ]
+    );
+    assert_eq!(
+        on_every_release(&stored(resized()), &old),
+        [
+            immutable.clone(),
+            immutable.clone(),
+            immutable.clone(),
+            vec![],
+            vec![]
+        ]
+    );
+    let mut active = suspended;
+    active["active"] = json!(2);
+    let still_running = stored_with_status(json!({"suspend": true}), active);
+    assert_eq!(
+        update_errors_on(KubernetesVersion::V1_37, &moved, &still_running),
+        immutable
+    );
+}
+
+/// kubernetes#139287: a suspended Job that never started keeps its mutable scheduling
+/// directives on 1.36+ even before the Job controller set `Suspended=True` (MultiKueue).
+#[test]
+fn kubernetes_139287_scheduling_directives_before_the_suspended_condition() {
+    let old = stored(json!({"suspend": true}));
+    let moved =
+        stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
+    assert_eq!(
+        on_every_release(&moved, &old),
+        vec![Vec::<String>::new(); 5]
     );
 }
 

@@ -1,0 +1,277 @@
+use super::*;
+
+fn v(s: &str) -> KubernetesVersion {
+    KubernetesVersion::parse(s).unwrap()
+}
+
+fn gates(list: &[(FeatureGate, bool)]) -> BTreeMap<FeatureGate, bool> {
+    list.iter().copied().collect()
+}
+
+#[test]
+fn versions_1_33_to_1_37_parse_and_print_as_major_minor() {
+    let all: Vec<String> = KubernetesVersion::all().map(|v| v.to_string()).collect();
+    assert_eq!(all, ["1.33", "1.34", "1.35", "1.36", "1.37"]);
+    assert_eq!(v("v1.36"), KubernetesVersion::V1_36);
+    assert_eq!(v(" 1.33 "), KubernetesVersion::V1_33);
+    assert_eq!(KubernetesVersion::default(), KubernetesVersion::V1_37);
+}
+
+#[test]
+fn versions_outside_the_range_or_not_major_minor_are_errors_naming_the_range() {
+    for bad in [
+        "1.32", "1.38", "2.35", "1.36.2", "1", "1.", ".36", "1.x", "", "v", "1.036", "1.-1",
+    ] {
+        let e = KubernetesVersion::parse(bad).unwrap_err();
+        assert!(
+            e.contains("expected MAJOR.MINOR from 1.33 to 1.37"),
+            "{bad:?}: {e}"
+        );
+    }
+}
+
+/// kube_features.go per release (versioned feature specs): alpha gates default off, beta on,
+/// GA locked on; a gate removed after GA stays on.
+#[test]
+fn default_gates_follow_each_release() {
+    use FeatureGate::*;
+    let expect = [
+        // release, JobPodReplacementPolicy, MutablePodResources, MutableSchedulingDirectives
+        ("1.33", true, false, false),
+        ("1.34", true, false, false),
+        ("1.35", true, false, false),
+        ("1.36", true, true, true),
+        ("1.37", true, true, true),
+    ];
+    for (release, prp, res, sched) in expect {
+        let c = Cluster::new(v(release));
+        assert_eq!(c.enabled(JobPodReplacementPolicy), prp, "{release}");
+        assert_eq!(
+            c.enabled(MutablePodResourcesForSuspendedJobs),
+            res,
+            "{release}"
+        );
+        assert_eq!(
+            c.enabled(MutableSchedulingDirectivesForSuspendedJobs),
+            sched,
+            "{release}"
+        );
+        for locked in [JobBackoffLimitPerIndex, JobSuccessPolicy, JobManagedBy] {
+            assert!(c.enabled(locked), "{release} {locked}");
+        }
+    }
+}
+
+#[test]
+fn alpha_and_beta_gates_can_be_overridden() {
+    use FeatureGate::*;
+    let c = Cluster::with_gates(
+        KubernetesVersion::V1_35,
+        &gates(&[(MutablePodResourcesForSuspendedJobs, true)]),
+    )
+    .unwrap();
+    assert!(c.enabled(MutablePodResourcesForSuspendedJobs));
+    assert!(!c.enabled(MutableSchedulingDirectivesForSuspendedJobs));
+    let c = Cluster::with_gates(
+        KubernetesVersion::V1_36,
+        &gates(&[(MutableSchedulingDirectivesForSuspendedJobs, false)]),
+    )
+    .unwrap();
+    assert!(!c.enabled(MutableSchedulingDirectivesForSuspendedJobs));
+    assert!(c.enabled(MutablePodResourcesForSuspendedJobs));
+    let c = Cluster::with_gates(
+        KubernetesVersion::V1_33,
+        &gates(&[(JobPodReplacementPolicy, false)]),
+    )
+    .unwrap();
+    assert!(!c.enabled(JobPodReplacementPolicy));
+}
+
+/// component-base/featuregate: `unrecognized feature gate` and `cannot set feature gate X to
+/// false, feature is locked to true`.
+#[test]
+fn gates_a_release_does_not_have_or_has_locked_are_rejected() {
+    use FeatureGate::*;
+    let e = Cluster::with_gates(
+        KubernetesVersion::V1_34,
+        &gates(&[(MutablePodResourcesForSuspendedJobs, true)]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "unrecognized feature gate: MutablePodResourcesForSuspendedJobs (not a gate of Kubernetes 1.34)"
+    );
+    let e = Cluster::with_gates(
+        KubernetesVersion::V1_34,
+        &gates(&[(JobPodReplacementPolicy, false)]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "cannot set feature gate JobPodReplacementPolicy to false, feature is locked to true (Kubernetes 1.34)"
+    );
+    assert!(
+        Cluster::with_gates(
+            KubernetesVersion::V1_37,
+            &gates(&[(JobPodReplacementPolicy, true)])
+        )
+        .is_err()
+    );
+    // Setting a GA gate to true is allowed, as kube-apiserver allows it.
+    assert!(
+        Cluster::with_gates(
+            KubernetesVersion::V1_36,
+            &gates(&[(JobSuccessPolicy, true)])
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn feature_gate_lists_parse_like_kube_apiserver_flags() {
+    use FeatureGate::*;
+    assert_eq!(
+        parse_feature_gates("MutablePodResourcesForSuspendedJobs=false, JobManagedBy=true")
+            .unwrap(),
+        gates(&[
+            (MutablePodResourcesForSuspendedJobs, false),
+            (JobManagedBy, true)
+        ])
+    );
+    assert_eq!(parse_feature_gates("").unwrap(), gates(&[]));
+    let e = parse_feature_gates("JobSuccesPolicy=true").unwrap_err();
+    assert!(
+        e.starts_with("unrecognized feature gate: JobSuccesPolicy"),
+        "{e}"
+    );
+    assert!(parse_feature_gates("JobManagedBy").is_err());
+    assert!(parse_feature_gates("JobManagedBy=yes").is_err());
+}
+
+#[test]
+fn values_print_as_go_syntax_before_1_34_and_as_json_from_1_34() {
+    let styles: Vec<ValueStyle> = KubernetesVersion::all()
+        .map(|v| Cluster::new(v).value_style())
+        .collect();
+    use ValueStyle::*;
+    assert_eq!(styles, [GoSyntax, Json, Json, Json, Json]);
+}
+
+#[test]
+fn cron_job_templates_get_the_condition_status_default_from_1_34() {
+    let on: Vec<bool> = KubernetesVersion::all()
+        .map(|v| Cluster::new(v).defaults_cron_job_pod_condition_status())
+        .collect();
+    assert_eq!(on, [false, true, true, true, true]);
+}
+
+/// The oracle: `validationOptionsForJob` (pkg/registry/batch/job/strategy.go), release by
+/// release, written from the PRs rather than from `template_update_options`.
+fn expected(cluster: &Cluster, old: &OldJobState) -> TemplateUpdateOptions {
+    use FeatureGate::*;
+    let (s, ns) = (old.suspended, !old.started);
+    let (c, a0) = (old.suspended_condition, old.active == 0);
+    // 1.27-1.34; with MutableSchedulingDirectivesForSuspendedJobs off in 1.35+.
+    let classic = s && ns;
+    // kubernetes#139287: suspended && (notStarted || (JobSuspended && active == 0)).
+    let kep_5440 = s && (ns || (c && a0));
+    TemplateUpdateOptions {
+        allow_mutable_scheduling_directives: if cluster
+            .enabled(MutableSchedulingDirectivesForSuspendedJobs)
+        {
+            kep_5440
+        } else {
+            classic
+        },
+        allow_mutable_pod_resources: cluster.enabled(MutablePodResourcesForSuspendedJobs)
+            && kep_5440,
+    }
+}
+
+/// Every release × every override of the two KEP-5440 gates × every old-Job state that the
+/// options read (suspend, startTime, the Suspended condition, active 0/1/many).
+#[test]
+fn template_update_options_over_every_release_gate_and_old_job_state() {
+    use FeatureGate::*;
+    let mut states = 0;
+    for version in KubernetesVersion::all() {
+        for res in [None, Some(false), Some(true)] {
+            for sched in [None, Some(false), Some(true)] {
+                let mut overrides = BTreeMap::new();
+                if let Some(r) = res {
+                    overrides.insert(MutablePodResourcesForSuspendedJobs, r);
+                }
+                if let Some(s) = sched {
+                    overrides.insert(MutableSchedulingDirectivesForSuspendedJobs, s);
+                }
+                let Ok(cluster) = Cluster::with_gates(version, &overrides) else {
+                    assert!(version < KubernetesVersion::V1_35 && !overrides.is_empty());
+                    continue;
+                };
+                for suspended in [false, true] {
+                    for started in [false, true] {
+                        for suspended_condition in [false, true] {
+                            for active in [0, 1, 7] {
+                                let old = OldJobState {
+                                    suspended,
+                                    started,
+                                    suspended_condition,
+                                    active,
+                                };
+                                assert_eq!(
+                                    cluster.template_update_options(&old),
+                                    expected(&cluster, &old),
+                                    "{version} {overrides:?} {old:?}"
+                                );
+                                states += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // 1.33/1.34: defaults only; 1.35-1.37: 9 gate settings each; 24 old-Job states.
+    assert_eq!(states, (2 + 3 * 9) * 24);
+}
+
+#[test]
+fn a_never_started_suspended_job_may_change_resources_from_1_36_only() {
+    let old = OldJobState {
+        suspended: true,
+        ..OldJobState::default()
+    };
+    let allowed: Vec<bool> = KubernetesVersion::all()
+        .map(|v| {
+            Cluster::new(v)
+                .template_update_options(&old)
+                .allow_mutable_pod_resources
+        })
+        .collect();
+    assert_eq!(allowed, [false, false, false, true, true]);
+}
+
+#[test]
+fn a_started_job_suspended_with_no_active_pods_may_change_scheduling_from_1_36() {
+    let old = OldJobState {
+        suspended: true,
+        started: true,
+        suspended_condition: true,
+        active: 0,
+    };
+    let allowed: Vec<bool> = KubernetesVersion::all()
+        .map(|v| {
+            Cluster::new(v)
+                .template_update_options(&old)
+                .allow_mutable_scheduling_directives
+        })
+        .collect();
+    assert_eq!(allowed, [false, false, false, true, true]);
+    // Pods still running: not yet.
+    let running = OldJobState { active: 2, ..old };
+    assert!(
+        !Cluster::new(KubernetesVersion::V1_37)
+            .template_update_options(&running)
+            .allow_mutable_scheduling_directives
+    );
+}
