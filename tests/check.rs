@@ -28,6 +28,8 @@ fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
         "JOBGATE_POLICY",
         "JOBGATE_RECOVERY_ANNOTATION_KEY",
         "JOBGATE_OUTPUT",
+        "JOBGATE_KUBERNETES_VERSION",
+        "JOBGATE_FEATURE_GATES",
     ] {
         cmd.env_remove(key);
     }
@@ -130,4 +132,142 @@ fn policies_from_env_and_config_file_and_json_output() {
         "{}",
         text(&out.stderr)
     );
+}
+
+fn fixture(path: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// `(exit code, first error's field)` of `check --kubernetes-version V --output json -`.
+fn verdict(version: &str, stdin: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let mut args = vec!["--kubernetes-version", version, "--output", "json", "-"];
+    args.extend_from_slice(extra);
+    let out = check(&args, stdin, &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{version}: {e}: {}", text(&out.stderr)));
+    (
+        out.status.code(),
+        v["objects"][0]["errors"][0]["field"].clone(),
+    )
+}
+
+/// KEP-5440: a queue controller resizing a suspended Job that never started is denied by a
+/// 1.33-1.35 apiserver (default gates) and accepted from 1.36.
+#[test]
+fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
+    let review =
+        fixture("validate-by-version/job-update-kep-5440-resources-never-started.request.json");
+    for (version, expected) in [
+        ("1.33", (Some(1), serde_json::json!("spec.template"))),
+        ("1.34", (Some(1), serde_json::json!("spec.template"))),
+        ("1.35", (Some(1), serde_json::json!("spec.template"))),
+        ("1.36", (Some(0), serde_json::Value::Null)),
+        ("1.37", (Some(0), serde_json::Value::Null)),
+    ] {
+        assert_eq!(verdict(version, &review, &[]), expected, "{version}");
+    }
+    // A 1.35 cluster with the alpha gate on accepts it; the env variable works like the flag.
+    assert_eq!(
+        verdict(
+            "1.35",
+            &review,
+            &[
+                "--feature-gates",
+                "MutablePodResourcesForSuspendedJobs=true"
+            ]
+        ),
+        (Some(0), serde_json::Value::Null)
+    );
+    let out = check(
+        &["--output", "json", "-"],
+        &review,
+        &[("JOBGATE_KUBERNETES_VERSION", "1.34")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // No flag: the newest release.
+    assert_eq!(check(&["-"], &review, &[]).status.code(), Some(0));
+}
+
+/// kubernetes#131525: a CronJob's onPodConditions[].status defaults to True from 1.34; a 1.33
+/// apiserver requires it.
+#[test]
+fn kubernetes_version_decides_the_cron_job_condition_status_default() {
+    let cron_job = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: \"0 3 * * *\"\n  jobTemplate:\n    spec:\n      podFailurePolicy:\n        rules:\n        - action: Ignore\n          onPodConditions:\n          - type: DisruptionTarget\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n          - name: main\n            image: busybox\n";
+    assert_eq!(
+        verdict("1.33", cron_job, &[]),
+        (
+            Some(1),
+            serde_json::json!(
+                "spec.jobTemplate.spec.podFailurePolicy.rules[0].onPodConditions[0].status"
+            )
+        )
+    );
+    for version in ["1.34", "1.35", "1.36", "1.37"] {
+        assert_eq!(
+            verdict(version, cron_job, &[]),
+            (Some(0), serde_json::Value::Null),
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn unsupported_versions_and_gates_are_usage_errors() {
+    for args in [
+        &["--kubernetes-version", "1.32", "-"][..],
+        &["--kubernetes-version", "1.38", "-"],
+        &["--kubernetes-version", "1.36.1", "-"],
+        &["--feature-gates", "NoSuchGate=true", "-"],
+    ] {
+        let out = check(args, GOOD_JOB, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    let out = check(&["--kubernetes-version", "1.38", "-"], GOOD_JOB, &[]);
+    assert!(
+        text(&out.stderr).contains("expected MAJOR.MINOR from 1.33 to 1.37"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A gate the release does not have, or a GA gate turned off: exit 2, with the reason.
+    let out = check(
+        &[
+            "--kubernetes-version",
+            "1.34",
+            "--feature-gates",
+            "MutablePodResourcesForSuspendedJobs=true",
+            "-",
+        ],
+        GOOD_JOB,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("unrecognized feature gate: MutablePodResourcesForSuspendedJobs"),
+        "{}",
+        text(&out.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("jobgate.yaml");
+    std::fs::write(
+        &config,
+        "kubernetesVersion: \"1.36\"\nfeatureGates:\n  JobPodReplacementPolicy: false\n",
+    )
+    .unwrap();
+    let out = check(&["--config", config.to_str().unwrap(), "-"], GOOD_JOB, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot set feature gate JobPodReplacementPolicy to false"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::write(&config, "kubernetesVersion: \"1.34\"\n").unwrap();
+    let review =
+        fixture("validate-by-version/job-update-kep-5440-resources-never-started.request.json");
+    let out = check(&["--config", config.to_str().unwrap(), "-"], &review, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
 }

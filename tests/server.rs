@@ -515,3 +515,32 @@ fn the_curl_fixtures_script_passes_against_a_running_jobgate() {
         assert!(stdout.contains(&summary), "{http}: {stdout}");
     }
 }
+
+/// `serve --kubernetes-version` answers for that release: the KEP-5440 resize of a suspended Job
+/// is denied on 1.34 on `spec.template` and allowed with no flag (1.37).
+#[test]
+fn kubernetes_version_flag_decides_the_kep_5440_resize() {
+    let request = fixtures_dir()
+        .join("validate-by-version/job-update-kep-5440-resources-never-started.request.json");
+    let path = request.display().to_string();
+    for (args, allowed, field) in [
+        (
+            &["--kubernetes-version", "1.34"][..],
+            false,
+            "spec.template",
+        ),
+        (&[][..], true, ""),
+    ] {
+        let jg = Jobgate::start(args);
+        let reply = post_file(&jg, "/validate", &request, "--http2");
+        assert_eq!(reply.status, 200, "{args:?} {path}: {}", reply.body);
+        let got = reply.json();
+        assert_eq!(got["response"]["allowed"], allowed, "{args:?}");
+        if !allowed {
+            assert_eq!(
+                got["response"]["status"]["details"]["causes"][0]["field"],
+                field
+            );
+        }
+    }
+}

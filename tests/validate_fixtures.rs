@@ -1,12 +1,16 @@
 //! Every `tests/fixtures/validate/<name>.request.json` reviewed in-process at `/validate` with
 //! the default config must produce `<name>.response.json` exactly (the curl test runs the same
-//! fixtures over TLS). `JOBGATE_BLESS_FIXTURES=1` writes the responses instead, for review.
+//! fixtures over TLS). Every `tests/fixtures/validate-by-version/<name>.request.json` is
+//! reviewed once per supported Kubernetes release and must produce
+//! `<name>.<release>.response.json`. `JOBGATE_BLESS_FIXTURES=1` writes the responses instead,
+//! for review.
 
 use std::path::Path;
 
 use base64::Engine;
 use jobgate::admission::{Endpoint, review};
 use jobgate::job::Config;
+use jobgate::job::version::{Cluster, KubernetesVersion};
 use serde_json::Value;
 
 fn decoded(mut response: Value) -> Value {
@@ -52,5 +56,51 @@ fn validate_fixtures_match_the_in_process_review() {
         let expected: Value =
             serde_json::from_slice(&std::fs::read(&response_path).unwrap()).unwrap();
         assert_eq!(actual, expected, "fixture {name}");
+    }
+}
+
+fn request_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("fixtures dir")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".request.json").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// The rules that changed between releases (KEP-5440 template updates, value printing, the
+/// CronJob onPodConditions status default) give each release's verdict.
+#[test]
+fn versioned_fixtures_match_each_release() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate-by-version");
+    let bless = std::env::var_os("JOBGATE_BLESS_FIXTURES").is_some();
+    let names = request_names(&dir);
+    assert!(
+        names.len() >= 5,
+        "expected the versioned fixtures, found {names:?}"
+    );
+    for name in names {
+        let request = std::fs::read(dir.join(format!("{name}.request.json"))).unwrap();
+        for version in KubernetesVersion::all() {
+            let config = Config {
+                cluster: Cluster::new(version),
+                ..Config::default()
+            };
+            let outcome = review(Endpoint::Validate, &request, &config);
+            assert_eq!(outcome.http_status, 200, "{name} {version}");
+            let actual = decoded(serde_json::from_slice(&outcome.body).unwrap());
+            let response_path = dir.join(format!("{name}.{version}.response.json"));
+            if bless {
+                let text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
+                std::fs::write(&response_path, text).unwrap();
+                continue;
+            }
+            let expected: Value =
+                serde_json::from_slice(&std::fs::read(&response_path).unwrap()).unwrap();
+            assert_eq!(actual, expected, "fixture {name} on {version}");
+        }
     }
 }

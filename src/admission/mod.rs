@@ -185,6 +185,16 @@ fn decide(
         _ => None,
     };
     let (mut object, mut old_object) = (object, old_object);
+    if endpoint == Endpoint::Validate {
+        // kube-apiserver defaults an object before it validates it and before webhooks see it,
+        // as the cluster's release does (a CronJob's onPodConditions[].status from 1.34 on).
+        // An object that arrives undefaulted (a client calling jobgate directly) is judged as
+        // the apiserver would store it, the same way `jobgate check` judges it.
+        job::defaults::apply_apiserver_defaults(&mut object, &config.cluster);
+        if let Some(old) = old_object.as_mut() {
+            job::defaults::apply_apiserver_defaults(old, &config.cluster);
+        }
+    }
     // kube-apiserver's `spec.template` immutability compares the whole template of a Job;
     // only a Job UPDATE at /validate pays for reading the templates as a whole.
     if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, old_object.as_mut()) {
