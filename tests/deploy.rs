@@ -20,7 +20,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    Container, Namespace, ResourceQuota, Secret, Service, ServiceAccount,
+    ConfigMap, Container, Namespace, ResourceQuota, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
@@ -148,6 +148,7 @@ impl Rendered {
                 ("v1", "Secret") => round_trip::<Secret>(overlay, doc),
                 ("v1", "ResourceQuota") => round_trip::<ResourceQuota>(overlay, doc),
                 ("apps/v1", "Deployment") => round_trip::<Deployment>(overlay, doc),
+                ("v1", "ConfigMap") => round_trip::<ConfigMap>(overlay, doc),
                 ("policy/v1", "PodDisruptionBudget") => {
                     round_trip::<PodDisruptionBudget>(overlay, doc)
                 }
@@ -1320,6 +1321,71 @@ fn deployment_args_and_env_are_known_to_the_cli() {
                     env.name
                 );
             }
+        }
+    }
+}
+
+/// The Kubernetes release is set in one place, the generated ConfigMap the `serve` container
+/// reads with `envFrom`; its keys are flags `serve` reads, and the version is one it supports.
+#[test]
+fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
+    let Some(kubectl) = kubectl() else { return };
+    let ws = Workspace::new();
+    for overlay in ["base", "overlays/cert-manager", "overlays/self-signed"] {
+        let r = Rendered::new(overlay, render(kubectl, &ws.overlay(overlay)));
+        let maps: Vec<ConfigMap> = r
+            .all::<ConfigMap>()
+            .into_iter()
+            .filter(|m| {
+                m.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("jobgate-kubernetes-"))
+            })
+            .collect();
+        assert_eq!(
+            maps.len(),
+            1,
+            "{overlay}: one generated jobgate-kubernetes ConfigMap"
+        );
+        let map = &maps[0];
+        let name = map.metadata.name.clone().unwrap_or_default();
+        let data = map.data.clone().unwrap_or_default();
+        let version = data
+            .get("JOBGATE_KUBERNETES_VERSION")
+            .unwrap_or_else(|| panic!("{overlay}: no JOBGATE_KUBERNETES_VERSION"));
+        assert!(
+            jobgate::job::version::KubernetesVersion::parse(version).is_ok(),
+            "{overlay}: {version}"
+        );
+        let deployment = r.one::<Deployment>(SERVICE);
+        let pod = deployment.spec.template.spec.expect("pod spec");
+        let serve = pod
+            .containers
+            .iter()
+            .find(|c| c.name == "serve")
+            .expect("serve container");
+        let refs: Vec<String> = serve
+            .env_from
+            .iter()
+            .flatten()
+            .filter_map(|e| e.config_map_ref.as_ref().map(|c| c.name.clone()))
+            .collect();
+        assert_eq!(
+            refs,
+            vec![name],
+            "{overlay}: serve reads the generated ConfigMap"
+        );
+        let help = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+            .args(["serve", "--help"])
+            .output()
+            .expect("run jobgate serve --help");
+        let help = String::from_utf8_lossy(&help.stdout);
+        for key in data.keys() {
+            assert!(
+                help.contains(&format!("[env: {key}=")),
+                "serve reads no {key}"
+            );
         }
     }
 }

@@ -80,11 +80,19 @@ else
   kubectl -n cert-manager wait --for=condition=Available deployment --all --timeout=180s
 fi
 mkdir -p "$work/e2e"
+# The validating webhook judges as the cluster's own release does: tell it which one kind runs.
+server_minor=$(kubectl version -o json | jq -r '.serverVersion.major + "." + (.serverVersion.minor | rtrimstr("+"))')
 cat >"$work/e2e/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - ../deploy/overlays/$OVERLAY
+configMapGenerator:
+  - name: jobgate-kubernetes
+    namespace: $NS
+    behavior: replace
+    literals:
+      - JOBGATE_KUBERNETES_VERSION=$server_minor
 images:
   - name: ghcr.io/jobgate/jobgate
     newName: ${IMAGE%:*}
