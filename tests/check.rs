@@ -271,3 +271,22 @@ fn unsupported_versions_and_gates_are_usage_errors() {
     let out = check(&["--config", config.to_str().unwrap(), "-"], &review, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
 }
+
+/// A Job as a 1.35-1.37 apiserver stores it (spec.managedBy GA in 1.35, successPolicy,
+/// backoffLimitPerIndex, status fields of current releases) reads and checks cleanly.
+#[test]
+fn jobs_with_current_fields_parse() {
+    let job = r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"mk","namespace":"team-a","uid":"b6f8","resourceVersion":"9","generation":1,"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"batch/v1","fieldsType":"FieldsV1","fieldsV1":{"f:status":{}},"subresource":"status"}]},
+      "spec":{"managedBy":"kueue.x-k8s.io/multikueue","suspend":true,"completionMode":"Indexed","completions":4,"parallelism":4,
+        "backoffLimitPerIndex":1,"maxFailedIndexes":2,"podReplacementPolicy":"Failed",
+        "successPolicy":{"rules":[{"succeededIndexes":"0","succeededCount":1}]},
+        "podFailurePolicy":{"rules":[{"action":"FailIndex","onExitCodes":{"operator":"In","values":[42]}}]},
+        "selector":{"matchLabels":{"batch.kubernetes.io/controller-uid":"b6f8"}},
+        "template":{"metadata":{"labels":{"batch.kubernetes.io/controller-uid":"b6f8"}},"spec":{"restartPolicy":"Never",
+          "resources":{"requests":{"cpu":"1"}},"hostnameOverride":"x","containers":[{"name":"main","image":"trainer","restartPolicyRules":[{"action":"Restart","exitCodes":{"operator":"In","values":[3]}}]}]}}},
+      "status":{"active":0,"terminating":0,"ready":0,"failed":0,"succeeded":0,"uncountedTerminatedPods":{},"failedIndexes":"","conditions":[{"type":"Suspended","status":"True","reason":"JobSuspended"}]}}"#;
+    let out = check(&["--output", "json", "-"], job, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objects"][0]["allowed"], true, "{v}");
+}

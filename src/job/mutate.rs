@@ -32,6 +32,7 @@ use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_defa
 use super::field::go_quote;
 use super::model::{Field, JobObject, Kind};
 use super::patch::{add, pointer, replace};
+use super::version::FeatureGate;
 use super::{Config, Operation, Review, Verdict};
 
 /// The Job annotation that opts a Job in (`"enabled"`) or out (`"disabled"`) of failure recovery.
@@ -65,6 +66,9 @@ pub fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Ver
     let mut warnings = Vec::new();
     let mut annotation_ops = Vec::new();
 
+    // With the 1.33 gate JobPodReplacementPolicy off the apiserver drops the field
+    // (`dropDisabledFields`): jobgate neither defaults nor changes it.
+    let replacement_policy_exists = config.cluster.enabled(FeatureGate::JobPodReplacementPolicy);
     // KEP-3939: the default applies only when the field is absent or null, never over "".
     let mut policy = match &spec.pod_replacement_policy {
         Field::Value(v) => v.as_str(),
@@ -102,7 +106,13 @@ pub fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Ver
                 }
             }
             add_template_annotations(object, &missing, &mut annotation_ops);
-            if policy == TERMINATING_OR_FAILED {
+            if !replacement_policy_exists {
+                warnings.push(format!(
+                    "jobgate: left {spec_path}.podReplacementPolicy unchanged although failure recovery \
+                     is enabled: the cluster's JobPodReplacementPolicy feature gate is off, so the \
+                     apiserver drops the field"
+                ));
+            } else if policy == TERMINATING_OR_FAILED {
                 if spec.pod_failure_policy.is_set() {
                     // Only an explicit value gets here: with a podFailurePolicy the default is Failed.
                     warnings.push(format!(
@@ -123,6 +133,7 @@ pub fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Ver
     let mut patch = Vec::new();
     let policy_path = || pointer(spec_tokens.iter().copied().chain(["podReplacementPolicy"]));
     match &spec.pod_replacement_policy {
+        _ if !replacement_policy_exists => {}
         Field::Value(v) if v == policy => {}
         Field::Value(_) => patch.push(replace(policy_path(), Value::from(policy))),
         Field::Absent | Field::Null => patch.push(add(policy_path(), Value::from(policy))),

@@ -683,3 +683,63 @@ fn issue_applying_jobgate_to_its_own_output_yields_no_patch() {
         assert!(second.warnings.is_empty());
     }
 }
+
+/// Kubernetes 1.33 with the beta gate `JobPodReplacementPolicy` turned off drops
+/// `spec.podReplacementPolicy` (`dropDisabledFields`): jobgate neither defaults it nor switches
+/// it to `Failed`, and says so to an opted-in Job; the recovery annotation is still added.
+#[test]
+fn job_pod_replacement_policy_gate_off_leaves_the_field_alone() {
+    use crate::job::version::{Cluster, KubernetesVersion};
+    let config = Config {
+        cluster: Cluster::with_gates(
+            KubernetesVersion::V1_33,
+            &[(FeatureGate::JobPodReplacementPolicy, false)].into(),
+        )
+        .unwrap(),
+        ..Config::default()
+    };
+    let plain = job(json!({"name": "pi"}), json!({}));
+    let out = run_with(
+        Operation::Create,
+        &plain,
+        None,
+        RecoveryScope::JobAnnotation,
+        &config,
+    );
+    assert_eq!(out.ops, json!([]));
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+
+    let opted_in = job(enabled(), json!({}));
+    let out = run_with(
+        Operation::Create,
+        &opted_in,
+        None,
+        RecoveryScope::JobAnnotation,
+        &config,
+    );
+    assert_eq!(
+        out.ops,
+        json!([{"op": "add", "path": "/spec/template/metadata", "value": {"annotations": terminate_true()}}])
+    );
+    assert_eq!(
+        out.warnings,
+        vec![
+            "jobgate: left spec.podReplacementPolicy unchanged although failure recovery is enabled: \
+              the cluster's JobPodReplacementPolicy feature gate is off, so the apiserver drops the field"
+        ]
+    );
+    // With the gate on (its 1.33 default) the same Job gets Failed.
+    let on = Config {
+        cluster: Cluster::new(KubernetesVersion::V1_33),
+        ..Config::default()
+    };
+    let out = run_with(
+        Operation::Create,
+        &opted_in,
+        None,
+        RecoveryScope::JobAnnotation,
+        &on,
+    );
+    assert_eq!(out.patched["spec"]["podReplacementPolicy"], "Failed");
+    assert_eq!(out.warnings, vec![POLICY_WARNING]);
+}
