@@ -107,7 +107,7 @@ fn status(denial: &Denial) -> Status<'_> {
                     .map(|e| Cause {
                         reason: e.kind.cause(),
                         message: e.body(),
-                        field: &e.path,
+                        field: e.path.as_str(),
                     })
                     .collect(),
             }),
@@ -171,6 +171,7 @@ pub fn render_error(message: &str) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::job::BadValue;
+    use crate::job::field::FieldPath;
     use serde_json::{Value, json};
 
     fn parse(bytes: Vec<u8>) -> Value {
@@ -208,10 +209,17 @@ mod tests {
     fn invalid_denial_is_a_422_status_with_causes_like_kube_apiserver() {
         let errors = vec![
             FieldError::required(
-                "spec.template.spec.restartPolicy",
+                FieldPath::new("spec")
+                    .child("template")
+                    .child("spec")
+                    .child("restartPolicy"),
                 r#"valid values: "OnFailure", "Never""#,
             ),
-            FieldError::not_supported("spec.podReplacementPolicy", BadValue::str("x"), &["Failed"]),
+            FieldError::not_supported(
+                FieldPath::new("spec").child("podReplacementPolicy"),
+                BadValue::str("x"),
+                &["Failed"],
+            ),
         ];
         let denial = Denial::Invalid {
             kind: "Job",

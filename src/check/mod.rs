@@ -171,7 +171,7 @@ fn causes<S: serde::Serializer>(errors: &[FieldError], s: S) -> Result<S::Ok, S:
         seq.serialize_element(&serde_json::json!({
             "reason": e.kind.cause(),
             "message": e.body(),
-            "field": e.path,
+            "field": e.path.as_str(),
         }))?;
     }
     seq.end()

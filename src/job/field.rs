@@ -5,6 +5,57 @@ use std::fmt;
 
 use super::version::ValueStyle;
 
+/// `field.Path`: where in an object an error is, built the way upstream passes `fldPath` down
+/// (`NewPath("spec").Child("podFailurePolicy").Child("rules").Index(0)`) and printed as
+/// `Path.String()` does: children joined with `.`, indexes and keys in brackets
+/// (`spec.podFailurePolicy.rules[0]`, `metadata.annotations[example.com/key]`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FieldPath(String);
+
+impl FieldPath {
+    /// `field.NewPath(name)`.
+    pub fn new(name: &str) -> FieldPath {
+        FieldPath(name.to_string())
+    }
+
+    /// `Path.Child(name)`.
+    pub fn child(&self, name: &str) -> FieldPath {
+        FieldPath(format!("{}.{name}", self.0))
+    }
+
+    /// `Path.Index(i)`.
+    pub fn index(&self, i: usize) -> FieldPath {
+        FieldPath(format!("{}[{i}]", self.0))
+    }
+
+    /// `Path.Key(key)`.
+    pub fn key(&self, key: &str) -> FieldPath {
+        FieldPath(format!("{}[{key}]", self.0))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<&str> for FieldPath {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for FieldPath {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
 /// `field.ErrorType`: the printed type and the `StatusCause.reason` kube-apiserver sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorType {
@@ -121,47 +172,43 @@ impl BadValue {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
-    pub path: String,
+    pub path: FieldPath,
     pub kind: ErrorType,
     pub value: BadValue,
     pub detail: String,
 }
 
 impl FieldError {
-    pub fn required(path: impl Into<String>, detail: impl Into<String>) -> FieldError {
+    pub fn required(path: FieldPath, detail: impl Into<String>) -> FieldError {
         FieldError {
-            path: path.into(),
+            path,
             kind: ErrorType::Required,
             value: BadValue::Omit,
             detail: detail.into(),
         }
     }
 
-    pub fn forbidden(path: impl Into<String>, detail: impl Into<String>) -> FieldError {
+    pub fn forbidden(path: FieldPath, detail: impl Into<String>) -> FieldError {
         FieldError {
-            path: path.into(),
+            path,
             kind: ErrorType::Forbidden,
             value: BadValue::Omit,
             detail: detail.into(),
         }
     }
 
-    pub fn invalid(
-        path: impl Into<String>,
-        value: BadValue,
-        detail: impl Into<String>,
-    ) -> FieldError {
+    pub fn invalid(path: FieldPath, value: BadValue, detail: impl Into<String>) -> FieldError {
         FieldError {
-            path: path.into(),
+            path,
             kind: ErrorType::Invalid,
             value,
             detail: detail.into(),
         }
     }
 
-    pub fn duplicate(path: impl Into<String>, value: BadValue) -> FieldError {
+    pub fn duplicate(path: FieldPath, value: BadValue) -> FieldError {
         FieldError {
-            path: path.into(),
+            path,
             kind: ErrorType::Duplicate,
             value,
             detail: String::new(),
@@ -169,14 +216,10 @@ impl FieldError {
     }
 
     /// `field.NotSupported(path, value, supported)`.
-    pub fn not_supported(
-        path: impl Into<String>,
-        value: BadValue,
-        supported: &[&str],
-    ) -> FieldError {
+    pub fn not_supported(path: FieldPath, value: BadValue, supported: &[&str]) -> FieldError {
         let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
         FieldError {
-            path: path.into(),
+            path,
             kind: ErrorType::NotSupported,
             value,
             detail: format!("supported values: {}", quoted.join(", ")),
@@ -184,9 +227,9 @@ impl FieldError {
     }
 
     /// `field.TooMany(path, actual, max)`.
-    pub fn too_many(path: impl Into<String>, actual: usize, max: usize) -> FieldError {
+    pub fn too_many(path: FieldPath, actual: usize, max: usize) -> FieldError {
         FieldError {
-            path: path.into(),
+            path,
             kind: ErrorType::TooMany,
             value: BadValue::Plain(actual.to_string()),
             detail: format!("must have at most {max} items"),
@@ -194,9 +237,9 @@ impl FieldError {
     }
 
     /// `field.TooLong(path, _, max)` (1.32+ wording; the value is never printed).
-    pub fn too_long(path: impl Into<String>, max: usize) -> FieldError {
+    pub fn too_long(path: FieldPath, max: usize) -> FieldError {
         FieldError {
-            path: path.into(),
+            path,
             kind: ErrorType::TooLong,
             value: BadValue::Omit,
             detail: format!("may not be more than {max} bytes"),
@@ -320,10 +363,39 @@ pub fn aggregate(errors: &[FieldError]) -> String {
 mod tests {
     use super::*;
 
+    fn p(dotted: &str) -> FieldPath {
+        let mut parts = dotted.split('.');
+        let root = FieldPath::new(parts.next().unwrap_or_default());
+        parts.fold(root, |p, c| p.child(c))
+    }
+
+    #[test]
+    fn paths_print_like_field_path_string() {
+        let rules = FieldPath::new("spec")
+            .child("podFailurePolicy")
+            .child("rules");
+        assert_eq!(
+            rules
+                .index(0)
+                .child("onExitCodes")
+                .child("values")
+                .index(1)
+                .as_str(),
+            "spec.podFailurePolicy.rules[0].onExitCodes.values[1]"
+        );
+        assert_eq!(
+            FieldPath::new("metadata")
+                .child("annotations")
+                .key("example.com/k")
+                .to_string(),
+            "metadata.annotations[example.com/k]"
+        );
+    }
+
     #[test]
     fn required_prints_type_and_detail_only() {
         let e = FieldError::required(
-            "spec.template.spec.restartPolicy",
+            p("spec.template.spec.restartPolicy"),
             r#"valid values: "OnFailure", "Never""#,
         );
         assert_eq!(
@@ -334,8 +406,11 @@ mod tests {
 
     #[test]
     fn not_supported_quotes_value_and_choices() {
-        let e =
-            FieldError::not_supported("spec.podReplacementPolicy", BadValue::str(""), &["Failed"]);
+        let e = FieldError::not_supported(
+            p("spec.podReplacementPolicy"),
+            BadValue::str(""),
+            &["Failed"],
+        );
         assert_eq!(
             e.body(),
             r#"Unsupported value: "": supported values: "Failed""#
@@ -345,14 +420,14 @@ mod tests {
 
     #[test]
     fn too_many_prints_count_and_max() {
-        let e = FieldError::too_many("spec.podFailurePolicy.rules", 21, 20);
+        let e = FieldError::too_many(p("spec.podFailurePolicy.rules"), 21, 20);
         assert_eq!(e.body(), "Too many: 21: must have at most 20 items");
     }
 
     #[test]
     fn aggregate_brackets_several_and_dedups() {
-        let a = FieldError::required("a", "");
-        let b = FieldError::duplicate("b", BadValue::int(3));
+        let a = FieldError::required(p("a"), "");
+        let b = FieldError::duplicate(p("b"), BadValue::int(3));
         assert_eq!(aggregate(std::slice::from_ref(&a)), "a: Required value");
         assert_eq!(
             aggregate(&[a.clone(), b, a]),
@@ -363,7 +438,7 @@ mod tests {
     #[test]
     fn bad_values_print_like_kubernetes_1_34_error_body() {
         let ordered = FieldError::invalid(
-            "spec.podFailurePolicy.rules[0].onExitCodes.values",
+            p("spec.podFailurePolicy.rules[0].onExitCodes.values"),
             BadValue::Composite {
                 json: "[3,1]".into(),
                 go: "[]int32{3, 1}".into(),
@@ -372,13 +447,13 @@ mod tests {
         );
         assert_eq!(ordered.body(), "Invalid value: [3,1]: must be ordered");
         let nil = FieldError::invalid(
-            "spec.backoffLimitPerIndex",
+            p("spec.backoffLimitPerIndex"),
             BadValue::null(),
             "field is immutable",
         );
         assert_eq!(nil.body(), "Invalid value: null: field is immutable");
         let int = FieldError::invalid(
-            "spec.completions",
+            p("spec.completions"),
             BadValue::int(-1),
             "must be greater than or equal to 0",
         );
@@ -387,7 +462,7 @@ mod tests {
             "Invalid value: -1: must be greater than or equal to 0"
         );
         let rule = FieldError::invalid(
-            "spec.podFailurePolicy.rules[0]",
+            p("spec.podFailurePolicy.rules[0]"),
             BadValue::Omit,
             "specifying one of OnExitCodes and OnPodConditions is required",
         );
@@ -395,7 +470,7 @@ mod tests {
             rule.body(),
             "Invalid value: specifying one of OnExitCodes and OnPodConditions is required"
         );
-        let long = FieldError::too_long("spec.successPolicy.rules[0].succeededIndexes", 65536);
+        let long = FieldError::too_long(p("spec.successPolicy.rules[0].succeededIndexes"), 65536);
         assert_eq!(long.body(), "Too long: may not be more than 65536 bytes");
         assert_eq!(long.kind.cause(), "FieldValueTooLong");
     }
@@ -420,7 +495,7 @@ mod tests {
     #[test]
     fn named_string_values_print_as_json_not_go_quoted() {
         let e = FieldError::not_supported(
-            "spec.podFailurePolicy.rules[0].action",
+            p("spec.podFailurePolicy.rules[0].action"),
             BadValue::named_str("<\u{1}\u{200b}"),
             &["Count"],
         );
@@ -428,7 +503,7 @@ mod tests {
             e.body(),
             "Unsupported value: \"\\u003c\\u0001\u{200b}\": supported values: \"Count\""
         );
-        let plain = FieldError::not_supported("x", BadValue::str("<\u{1}\u{200b}"), &["Count"]);
+        let plain = FieldError::not_supported(p("x"), BadValue::str("<\u{1}\u{200b}"), &["Count"]);
         assert_eq!(
             plain.body(),
             r#"Unsupported value: "<\x01\u200b": supported values: "Count""#

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::field::FieldPath;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -77,11 +78,12 @@ impl Kind {
         }
     }
 
-    /// Field path of the Job spec, as kube-apiserver prints it (`spec`, `spec.jobTemplate.spec`).
-    pub fn spec_path(self) -> &'static str {
+    /// Field path of the Job spec, as kube-apiserver builds it (`spec`, `spec.jobTemplate.spec`).
+    pub fn spec_path(self) -> FieldPath {
+        let spec = FieldPath::new("spec");
         match self {
-            Kind::Job => "spec",
-            Kind::CronJob => "spec.jobTemplate.spec",
+            Kind::Job => spec,
+            Kind::CronJob => spec.child("jobTemplate").child("spec"),
         }
     }
 

@@ -8,6 +8,7 @@
 use std::fmt;
 
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
+use super::field::FieldPath;
 use super::model::{JobObject, ObjectMeta};
 use super::version::ValueStyle;
 use super::{BadValue, Config, FieldError, Kind, Operation, Review};
@@ -141,7 +142,7 @@ pub struct Findings {
 #[derive(Debug, Clone, PartialEq)]
 struct Finding {
     policy: PolicyName,
-    path: String,
+    path: FieldPath,
     value: BadValue,
     detail: String,
 }
@@ -185,6 +186,10 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     let policies = &config.policies;
     let on = |p: PolicyName| policies.level(p) != Level::Off;
     let spec_path = object.kind.spec_path();
+    let template_annotations = spec_path
+        .child("template")
+        .child("metadata")
+        .child("annotations");
     let spec = &object.spec;
     let template = &spec.template;
     let mut out = Vec::new();
@@ -198,7 +203,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
             {
                 out.push(Finding {
                     policy: PolicyName::RecoveryAnnotationValue,
-                    path: format!("{spec_path}.template.metadata.annotations[{key}]"),
+                    path: template_annotations.key(key),
                     value: BadValue::str(v),
                     detail:
                         r#"must be "true" or "false"; Kueue reads any other value as not opted in"#
@@ -209,23 +214,26 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     }
 
     if on(PolicyName::RecoveryAnnotationOnJob) {
-        let mut misplaced = |meta: &ObjectMeta, at: &str| {
+        let mut misplaced = |meta: &ObjectMeta, at: FieldPath| {
             for &key in &recovery_keys {
                 if let Some(v) = meta.annotation(key) {
                     out.push(Finding {
                         policy: PolicyName::RecoveryAnnotationOnJob,
-                        path: format!("{at}.annotations[{key}]"),
+                        path: at.child("annotations").key(key),
                         value: BadValue::str(v),
-                        detail: format!(
-                            "has no effect here; it belongs on {spec_path}.template.metadata.annotations"
-                        ),
+                        detail: format!("has no effect here; it belongs on {template_annotations}"),
                     });
                 }
             }
         };
-        misplaced(&object.metadata, "metadata");
+        misplaced(&object.metadata, FieldPath::new("metadata"));
         if let (Kind::CronJob, Some(meta)) = (object.kind, &object.job_template_metadata) {
-            misplaced(meta, "spec.jobTemplate.metadata");
+            misplaced(
+                meta,
+                FieldPath::new("spec")
+                    .child("jobTemplate")
+                    .child("metadata"),
+            );
         }
     }
 
@@ -243,7 +251,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     if opted_in && on(PolicyName::RecoveryNeedsFailed) && replacement != FAILED {
         out.push(Finding {
             policy: PolicyName::RecoveryNeedsFailed,
-            path: format!("{spec_path}.podReplacementPolicy"),
+            path: spec_path.child("podReplacementPolicy"),
             value: BadValue::str(replacement),
             detail: r#"recovery needs "Failed", else replacements start early"#.into(),
         });
@@ -252,7 +260,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     if opted_in && on(PolicyName::RecoveryCountsTowardBackoff) && !ignores_disruption(object) {
         out.push(Finding {
             policy: PolicyName::RecoveryCountsTowardBackoff,
-            path: format!("{spec_path}.podFailurePolicy"),
+            path: spec_path.child("podFailurePolicy"),
             value: BadValue::Omit,
             detail:
                 "no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit"
@@ -266,7 +274,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     {
         out.push(Finding {
             policy: PolicyName::IndexedTerminatingOrFailed,
-            path: format!("{spec_path}.podReplacementPolicy"),
+            path: spec_path.child("podReplacementPolicy"),
             value: BadValue::str(replacement),
             detail: r#"may run two pods for one index; use "Failed""#.into(),
         });

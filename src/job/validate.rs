@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 
+use super::field::FieldPath;
 use super::go_values::{self, opt_int};
 use super::model::{
     Field, JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
@@ -67,18 +68,18 @@ pub fn validate(review: &Review<'_>, config: &Config) -> Verdict {
 /// kube-apiserver's `validateJobSpec`, restricted to the fields jobgate models.
 pub fn validate_object(object: &JobObject) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_job_spec(&object.spec, object.kind.spec_path(), &mut errs);
+    validate_job_spec(&object.spec, &object.kind.spec_path(), &mut errs);
     errs
 }
 
-fn nonnegative(errs: &mut Vec<FieldError>, value: Option<i64>, path: String) {
+fn nonnegative(errs: &mut Vec<FieldError>, value: Option<i64>, path: FieldPath) {
     if let Some(v) = value.filter(|v| *v < 0) {
         errs.push(FieldError::invalid(path, BadValue::int(v), NEGATIVE));
     }
 }
 
-fn validate_job_spec(spec: &JobSpec, base: &str, errs: &mut Vec<FieldError>) {
-    let p = |child: &str| format!("{base}.{child}");
+fn validate_job_spec(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
+    let p = |child: &str| fld_path.child(child);
     nonnegative(errs, spec.parallelism.map(i64::from), p("parallelism"));
     nonnegative(errs, spec.completions.map(i64::from), p("completions"));
     nonnegative(
@@ -115,7 +116,7 @@ fn validate_job_spec(spec: &JobSpec, base: &str, errs: &mut Vec<FieldError>) {
             ));
         }
         if mode == INDEXED {
-            validate_indexed_limits(spec, &p, errs);
+            validate_indexed_limits(spec, fld_path, errs);
         }
     }
     if matches!(spec.completion_mode.as_deref(), None | Some(NON_INDEXED)) {
@@ -149,10 +150,15 @@ fn validate_job_spec(spec: &JobSpec, base: &str, errs: &mut Vec<FieldError>) {
         }
     }
     validate_pod_replacement_policy(spec, p("podReplacementPolicy"), errs);
-    validate_restart_policy(spec, p("template.spec.restartPolicy"), errs);
+    validate_restart_policy(
+        spec,
+        p("template").child("spec").child("restartPolicy"),
+        errs,
+    );
 }
 
-fn validate_indexed_limits(spec: &JobSpec, p: &dyn Fn(&str) -> String, errs: &mut Vec<FieldError>) {
+fn validate_indexed_limits(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
+    let p = |child: &str| fld_path.child(child);
     if spec.completions.is_none() {
         errs.push(FieldError::required(
             p("completions"),
@@ -234,10 +240,10 @@ fn valid_values(list: &[&str]) -> String {
 fn validate_pod_failure_policy(
     spec: &JobSpec,
     policy: &PodFailurePolicy,
-    base: &str,
+    fld_path: &FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
-    let rules_path = format!("{base}.rules");
+    let rules_path = fld_path.child("rules");
     if policy.rules.len() > MAX_POD_FAILURE_POLICY_RULES {
         errs.push(FieldError::too_many(
             rules_path.clone(),
@@ -253,24 +259,18 @@ fn validate_pod_failure_policy(
         .map(|c| c.name.as_str())
         .collect();
     for (i, rule) in policy.rules.iter().enumerate() {
-        validate_rule(
-            spec,
-            rule,
-            &format!("{rules_path}[{i}]"),
-            &container_names,
-            errs,
-        );
+        validate_rule(spec, rule, &rules_path.index(i), &container_names, errs);
     }
 }
 
 fn validate_rule(
     spec: &JobSpec,
     rule: &PodFailurePolicyRule,
-    rule_path: &str,
+    rule_path: &FieldPath,
     container_names: &[&str],
     errs: &mut Vec<FieldError>,
 ) {
-    let action_path = format!("{rule_path}.action");
+    let action_path = rule_path.child("action");
     match rule.action.as_deref().unwrap_or("") {
         "" => errs.push(FieldError::required(action_path, valid_values(&ACTIONS))),
         "FailIndex" if spec.backoff_limit_per_index.is_none() => errs.push(FieldError::invalid(
@@ -288,7 +288,7 @@ fn validate_rule(
     if let Some(on_exit_codes) = &rule.on_exit_codes {
         validate_on_exit_codes(
             on_exit_codes,
-            &format!("{rule_path}.onExitCodes"),
+            &rule_path.child("onExitCodes"),
             container_names,
             errs,
         );
@@ -296,7 +296,7 @@ fn validate_rule(
     if !rule.on_pod_conditions.is_empty() {
         validate_on_pod_conditions(
             &rule.on_pod_conditions,
-            &format!("{rule_path}.onPodConditions"),
+            &rule_path.child("onPodConditions"),
             errs,
         );
     }
@@ -305,12 +305,12 @@ fn validate_rule(
         !rule.on_pod_conditions.is_empty(),
     ) {
         (true, true) => errs.push(FieldError::invalid(
-            rule_path,
+            rule_path.clone(),
             BadValue::Omit,
             "specifying both OnExitCodes and OnPodConditions is not supported",
         )),
         (false, false) => errs.push(FieldError::invalid(
-            rule_path,
+            rule_path.clone(),
             BadValue::Omit,
             "specifying one of OnExitCodes and OnPodConditions is required",
         )),
@@ -320,28 +320,28 @@ fn validate_rule(
 
 fn validate_on_pod_conditions(
     patterns: &[OnPodConditionsPattern],
-    path: &str,
+    path: &FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
     if patterns.len() > MAX_ON_POD_CONDITIONS_PATTERNS {
         errs.push(FieldError::too_many(
-            path,
+            path.clone(),
             patterns.len(),
             MAX_ON_POD_CONDITIONS_PATTERNS,
         ));
     }
     for (j, pattern) in patterns.iter().enumerate() {
-        let pattern_path = format!("{path}[{j}]");
+        let pattern_path = path.index(j);
         // `ValidateQualifiedName(string(pattern.Type))`: a plain string, printed with `%q`.
         let type_ = pattern.type_.as_deref().unwrap_or("");
         for msg in is_qualified_name(type_) {
             errs.push(FieldError::invalid(
-                format!("{pattern_path}.type"),
+                pattern_path.child("type"),
                 BadValue::str(type_),
                 msg,
             ));
         }
-        let status_path = format!("{pattern_path}.status");
+        let status_path = pattern_path.child("status");
         match pattern.status.as_deref().unwrap_or("") {
             "" => errs.push(FieldError::required(
                 status_path,
@@ -359,12 +359,12 @@ fn validate_on_pod_conditions(
 
 fn validate_on_exit_codes(
     req: &OnExitCodes,
-    path: &str,
+    path: &FieldPath,
     container_names: &[&str],
     errs: &mut Vec<FieldError>,
 ) {
     let operator = req.operator.as_deref().unwrap_or("");
-    let operator_path = format!("{path}.operator");
+    let operator_path = path.child("operator");
     if operator.is_empty() {
         errs.push(FieldError::required(
             operator_path,
@@ -381,12 +381,12 @@ fn validate_on_exit_codes(
         && !container_names.contains(&name.as_str())
     {
         errs.push(FieldError::invalid(
-            format!("{path}.containerName"),
+            path.child("containerName"),
             BadValue::str(name.as_str()),
             "must be one of the container or initContainer names in the pod template",
         ));
     }
-    let values_path = format!("{path}.values");
+    let values_path = path.child("values");
     if req.values.is_empty() {
         errs.push(FieldError::invalid(
             values_path.clone(),
@@ -403,7 +403,7 @@ fn validate_on_exit_codes(
     let mut ordered = true;
     let mut seen = std::collections::HashSet::with_capacity(req.values.len());
     for (j, &value) in req.values.iter().enumerate() {
-        let value_path = format!("{values_path}[{j}]");
+        let value_path = values_path.index(j);
         if operator == "In" && value == 0 {
             errs.push(FieldError::invalid(
                 value_path.clone(),
@@ -430,10 +430,10 @@ fn validate_on_exit_codes(
 fn validate_success_policy(
     spec: &JobSpec,
     policy: &SuccessPolicy,
-    base: &str,
+    fld_path: &FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
-    let rules_path = format!("{base}.rules");
+    let rules_path = fld_path.child("rules");
     if policy.rules.is_empty() {
         errs.push(FieldError::required(
             rules_path.clone(),
@@ -448,7 +448,7 @@ fn validate_success_policy(
         ));
     }
     for (i, rule) in policy.rules.iter().enumerate() {
-        let rule_path = format!("{rules_path}[{i}]");
+        let rule_path = rules_path.index(i);
         if rule.succeeded_count.is_none() && rule.succeeded_indexes.is_none() {
             errs.push(FieldError::required(
                 rule_path.clone(),
@@ -462,7 +462,7 @@ fn validate_success_policy(
         };
         let mut total = 0i32;
         if let Some(indexes) = &rule.succeeded_indexes {
-            let path = format!("{rule_path}.succeededIndexes");
+            let path = rule_path.child("succeededIndexes");
             if indexes.len() > MAX_SUCCEEDED_INDEXES_LENGTH {
                 errs.push(FieldError::too_long(
                     path.clone(),
@@ -479,7 +479,7 @@ fn validate_success_policy(
             }
         }
         if let Some(count) = rule.succeeded_count {
-            let path = format!("{rule_path}.succeededCount");
+            let path = rule_path.child("succeededCount");
             nonnegative(errs, Some(i64::from(count)), path.clone());
             if count > completions {
                 errs.push(FieldError::invalid(
@@ -562,7 +562,7 @@ fn index_interval(interval: &str, completions: i32) -> Result<(i64, i64), String
     Ok((x, x))
 }
 
-fn validate_pod_replacement_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldError>) {
+fn validate_pod_replacement_policy(spec: &JobSpec, path: FieldPath, errs: &mut Vec<FieldError>) {
     let Some(value) = spec.pod_replacement_policy.value() else {
         return;
     };
@@ -588,7 +588,7 @@ fn validate_pod_replacement_policy(spec: &JobSpec, path: String, errs: &mut Vec<
 /// a value neither accepts is reported by both, Pod's first. An unset value is `Always` by the
 /// time upstream validates (`SetDefaults_PodSpec`), so it meets only the Job's check: one
 /// `Required value: valid values: "OnFailure", "Never"`, as for `Always`.
-fn validate_restart_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldError>) {
+fn validate_restart_policy(spec: &JobSpec, path: FieldPath, errs: &mut Vec<FieldError>) {
     let restart_policy = spec.template.spec.restart_policy.as_deref().unwrap_or("");
     match restart_policy {
         "" | "Always" | "OnFailure" | "Never" => {}
@@ -626,13 +626,13 @@ fn validate_restart_policy(spec: &JobSpec, path: String, errs: &mut Vec<FieldErr
 /// change in the template depends on the old Job's state and the cluster (`version.rs`).
 pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) -> Vec<FieldError> {
     let (spec, old_spec) = (&new.spec, &old.spec);
-    let base = new.kind.spec_path();
+    let fld_path = new.kind.spec_path();
     let mut errs = Vec::new();
     if spec.completions != old_spec.completions {
         let indexed = spec.completion_mode.as_deref() == Some(INDEXED);
         if !indexed {
             errs.push(FieldError::invalid(
-                format!("{base}.completions"),
+                fld_path.child("completions"),
                 opt_int(spec.completions),
                 IMMUTABLE,
             ));
@@ -640,9 +640,12 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) 
             && Some(c) != spec.parallelism
         {
             errs.push(FieldError::invalid(
-                format!("{base}.completions"),
+                fld_path.child("completions"),
                 BadValue::int(c),
-                format!("can only be modified in tandem with {base}.parallelism"),
+                format!(
+                    "can only be modified in tandem with {}",
+                    fld_path.child("parallelism")
+                ),
             ));
         }
     }
@@ -652,10 +655,12 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) 
         suspended_condition: old.suspended_condition,
         active: old.active,
     });
-    errs.extend(validate_pod_template_update(spec, old_spec, base, options));
+    errs.extend(validate_pod_template_update(
+        spec, old_spec, &fld_path, options,
+    ));
     if spec.completion_mode != old_spec.completion_mode {
         errs.push(FieldError::invalid(
-            format!("{base}.completionMode"),
+            fld_path.child("completionMode"),
             match &spec.completion_mode {
                 Some(m) => BadValue::named_str(m),
                 None => BadValue::null(),
@@ -665,14 +670,14 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) 
     }
     if !same_pod_failure_policy(&spec.pod_failure_policy, &old_spec.pod_failure_policy) {
         errs.push(FieldError::invalid(
-            format!("{base}.podFailurePolicy"),
+            fld_path.child("podFailurePolicy"),
             go_values::pod_failure_policy(&spec.pod_failure_policy),
             IMMUTABLE,
         ));
     }
     if spec.backoff_limit_per_index != old_spec.backoff_limit_per_index {
         errs.push(FieldError::invalid(
-            format!("{base}.backoffLimitPerIndex"),
+            fld_path.child("backoffLimitPerIndex"),
             opt_int(spec.backoff_limit_per_index),
             IMMUTABLE,
         ));
@@ -682,7 +687,7 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) 
         old_spec.success_policy.as_ref(),
     ) {
         errs.push(FieldError::invalid(
-            format!("{base}.successPolicy"),
+            fld_path.child("successPolicy"),
             go_values::success_policy(spec.success_policy.as_ref()),
             IMMUTABLE,
         ));
@@ -744,7 +749,7 @@ fn same_success_policy(a: Option<&SuccessPolicy>, b: Option<&SuccessPolicy>) -> 
 fn validate_pod_template_update(
     spec: &JobSpec,
     old_spec: &JobSpec,
-    base: &str,
+    fld_path: &FieldPath,
     options: TemplateUpdateOptions,
 ) -> Option<FieldError> {
     let (Some(new), Some(old)) = (&spec.template.whole, &old_spec.template.whole) else {
@@ -761,11 +766,12 @@ fn validate_pod_template_update(
         let (mut new_pod, mut old_pod) = (take_pod_spec(new), take_pod_spec(old));
         strip_matching_container_resources(&mut new_pod, &mut old_pod);
         (new_pod != old_pod).then(|| {
-            FieldError::invalid(format!("{base}.template.spec"), BadValue::Omit, IMMUTABLE)
+            let path = fld_path.child("template").child("spec");
+            FieldError::invalid(path, BadValue::Omit, IMMUTABLE)
         })
     } else {
         (new != old)
-            .then(|| FieldError::invalid(format!("{base}.template"), BadValue::Omit, IMMUTABLE))
+            .then(|| FieldError::invalid(fld_path.child("template"), BadValue::Omit, IMMUTABLE))
     }
 }
 
