@@ -169,19 +169,9 @@ pub fn ca_bundle_patch(ca_certs_pem: &str) -> String {
     )
 }
 
-/// RFC 1123 label, as Kubernetes requires of Service and Namespace names.
+/// An RFC 1123 label, as Kubernetes requires of Service and Namespace names.
 fn is_dns_label(s: &str) -> bool {
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let bytes = s.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(&first), Some(&last)) => {
-            bytes.len() <= 63
-                && alnum(first)
-                && alnum(last)
-                && bytes.iter().all(|&c| alnum(c) || c == b'-')
-        }
-        _ => false,
-    }
+    crate::names::is_dns1123_label(s).is_empty()
 }
 
 /// What [`write`] wrote, for the command's output.

@@ -6,6 +6,7 @@ pub mod certs;
 pub mod check;
 pub mod duration;
 pub mod job;
+mod names;
 pub mod reconciler;
 pub mod recovery;
 pub mod server;

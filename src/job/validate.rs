@@ -21,6 +21,7 @@ use super::model::{
 };
 use super::version::{Cluster, OldJobState, TemplateUpdateOptions};
 use super::{BadValue, Config, FieldError, Kind, Operation, Review, Verdict, policy};
+use crate::names::is_qualified_name;
 
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
 const MAX_PARALLELISM_FOR_INDEXED_JOB: i32 = 100_000;
@@ -848,96 +849,6 @@ fn strip_scheduling_directives(template: &mut Value) {
             pod.remove("affinity");
         }
     }
-}
-
-/// `validation.IsQualifiedName`, message for message.
-pub fn is_qualified_name(value: &str) -> Vec<String> {
-    const QNAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-    const QNAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-    let qname_regex_error = || regex_error(QNAME_MSG, QNAME_FMT, &["MyName", "my.name", "123-abc"]);
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                errs.extend(
-                    is_dns1123_subdomain(prefix)
-                        .into_iter()
-                        .map(|m| format!("prefix part {m}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                qname_regex_error()
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_string());
-    }
-    if !is_qualified_name_part(name) {
-        errs.push(format!("name part {}", qname_regex_error()));
-    }
-    errs
-}
-
-fn is_qualified_name_part(name: &str) -> bool {
-    let b = name.as_bytes();
-    let (Some(first), Some(last)) = (b.first(), b.last()) else {
-        return false;
-    };
-    first.is_ascii_alphanumeric()
-        && last.is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// `validation.IsDNS1123Subdomain`.
-fn is_dns1123_subdomain(value: &str) -> Vec<String> {
-    const FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-    const MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-    let mut errs = Vec::new();
-    if value.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
-    }
-    let label_ok = |l: &str| {
-        let b = l.as_bytes();
-        matches!((b.first(), b.last()), (Some(f), Some(z)) if is_lower_alnum(*f) && is_lower_alnum(*z))
-            && b.iter().all(|c| is_lower_alnum(*c) || *c == b'-')
-    };
-    if !value.split('.').all(label_ok) {
-        errs.push(regex_error(MSG, FMT, &["example.com"]));
-    }
-    errs
-}
-
-fn is_lower_alnum(c: u8) -> bool {
-    c.is_ascii_lowercase() || c.is_ascii_digit()
-}
-
-/// `validation.RegexError`.
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{fmt}')");
-    }
-    let mut out = format!("{msg} (e.g. ");
-    for (i, e) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push_str(&format!("'{e}', "));
-    }
-    out.push_str(&format!("regex used for validation is '{fmt}')"));
-    out
 }
 
 #[cfg(test)]
