@@ -69,7 +69,7 @@ pub struct ServeArgs {
     pub dev_certs_dir: PathBuf,
     /// Rule settings: --config, --policy, --recovery-annotation-key.
     #[command(flatten)]
-    pub rules: jobgate::job::config::RuleArgs,
+    pub rules: jobgate::rule_flags::RuleArgs,
     /// Time allowed for a TLS handshake.
     #[arg(long, env = "JOBGATE_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,

@@ -9,4 +9,5 @@ pub mod job;
 mod names;
 pub mod reconciler;
 pub mod recovery;
+pub mod rule_flags;
 pub mod server;

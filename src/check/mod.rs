@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::job::config::RuleArgs;
 use crate::job::{self, Config, FieldError, JobObject, Kind, Operation, defaults};
+use crate::rule_flags::RuleArgs;
 use input::{Source, Unreadable};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -1,7 +1,7 @@
 //! `jobgate check` on files, directories and stdin, through `run_with`.
 
 use super::*;
-use crate::job::config::RuleArgs;
+use crate::rule_flags::RuleArgs;
 
 const KEY: &str = crate::job::SAFE_TO_FORCEFULLY_TERMINATE;
 

@@ -1,5 +1,5 @@
-//! Where the rule settings come from: defaults, then a YAML file (`--config`), then flags.
-//! Shared by `jobgate serve` and `jobgate check`.
+//! The rule settings as a YAML document (`--config`), applied on top of a `Config`. Pure: the
+//! file is read, and flags are applied, by `crate::rule_flags`.
 //!
 //! ```yaml
 //! kubernetesVersion: "1.36"          # the cluster's minor release (default: the newest supported)
@@ -13,27 +13,22 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::Config;
 use super::policy::{Level, PolicyName};
-use super::version::{
-    Cluster, FeatureGate, KubernetesVersion, parse_feature_gates, parse_gate_name,
-};
+use super::version::{Cluster, KubernetesVersion, parse_gate_name};
 
+/// Why a config document was refused.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("config file {path}: {message}")]
-    Parse { path: PathBuf, message: String },
+pub enum ConfigDocumentError {
+    /// Not YAML, or not the shape above (unknown keys included).
+    #[error("{0}")]
+    Yaml(String),
     #[error("unknown policy {0:?}: expected one of {names}", names = policy_names())]
     UnknownPolicy(String),
+    /// A version or feature gate the release does not have.
     #[error("{0}")]
     Cluster(String),
 }
@@ -57,7 +52,7 @@ struct ConfigFile {
 
 impl Config {
     /// Applies a YAML config document on top of `self`.
-    pub fn merge_yaml(&mut self, yaml: &str) -> Result<(), String> {
+    pub fn merge_yaml(&mut self, yaml: &str) -> Result<(), ConfigDocumentError> {
         let file: ConfigFile = if yaml.trim().is_empty() {
             ConfigFile {
                 recovery_annotation_keys: None,
@@ -66,151 +61,36 @@ impl Config {
                 feature_gates: BTreeMap::new(),
             }
         } else {
-            serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?
+            serde_yaml_ng::from_str(yaml).map_err(|e| ConfigDocumentError::Yaml(e.to_string()))?
         };
         if let Some(keys) = file.recovery_annotation_keys {
             self.recovery_annotation_keys = keys;
         }
         for (name, level) in file.policies {
             let policy = PolicyName::parse(&name)
-                .ok_or_else(|| ConfigError::UnknownPolicy(name.clone()).to_string())?;
+                .ok_or_else(|| ConfigDocumentError::UnknownPolicy(name.clone()))?;
             self.policies.set(policy, level);
         }
         if file.kubernetes_version.is_some() || !file.feature_gates.is_empty() {
             let version = match &file.kubernetes_version {
-                Some(v) => KubernetesVersion::parse(v)?,
+                Some(v) => KubernetesVersion::parse(v).map_err(ConfigDocumentError::Cluster)?,
                 None => self.cluster.version(),
             };
             let mut gates = BTreeMap::new();
             for (name, value) in file.feature_gates {
-                gates.insert(parse_gate_name(&name)?, value);
+                let gate = parse_gate_name(&name).map_err(ConfigDocumentError::Cluster)?;
+                gates.insert(gate, value);
             }
-            self.cluster = Cluster::with_gates(version, &gates)?;
+            self.cluster =
+                Cluster::with_gates(version, &gates).map_err(ConfigDocumentError::Cluster)?;
         }
         Ok(())
-    }
-
-    /// Reads a config file on top of the defaults.
-    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let mut config = Config::default();
-        config
-            .merge_yaml(&text)
-            .map_err(|message| ConfigError::Parse {
-                path: path.to_path_buf(),
-                message,
-            })?;
-        Ok(config)
-    }
-}
-
-/// `NAME=off|warn|deny`.
-pub fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), String> {
-    let (name, level) = s
-        .split_once('=')
-        .ok_or_else(|| format!("expected NAME=off|warn|deny, got {s:?}"))?;
-    let policy = PolicyName::parse(name.trim())
-        .ok_or_else(|| ConfigError::UnknownPolicy(name.into()).to_string())?;
-    let level = Level::parse(level.trim())
-        .ok_or_else(|| format!("policy {name}: level must be off, warn or deny, got {level:?}"))?;
-    Ok((policy, level))
-}
-
-/// The rule flags `serve` and `check` share. Every flag can also come from its environment
-/// variable (lists comma-separated).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct RuleArgs {
-    /// YAML file with `policies:` and `recoveryAnnotationKeys:`; flags override it.
-    #[arg(long, env = "JOBGATE_CONFIG", value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// Set a policy's level, e.g. `--policy recovery-needs-failed=deny` (repeatable).
-    #[arg(
-        long = "policy",
-        env = "JOBGATE_POLICY",
-        value_name = "NAME=off|warn|deny",
-        value_delimiter = ',',
-        value_parser = parse_policy_setting
-    )]
-    pub policies: Vec<(PolicyName, Level)>,
-
-    /// Pod-template annotation key that the mutating webhook sets to "true" to opt pods into
-    /// forced recovery (repeatable; replaces the default kueue.x-k8s.io/safe-to-forcefully-terminate;
-    /// Kueue >= 0.15.6 reads kueue.x-k8s.io/safe-to-forcefully-delete). Both Kueue keys are
-    /// always checked by the policies and respected as an opt-out when "false".
-    #[arg(
-        long = "recovery-annotation-key",
-        env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
-        value_name = "KEY",
-        value_delimiter = ','
-    )]
-    pub recovery_annotation_keys: Vec<String>,
-
-    /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.37; default 1.37): the
-    /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
-    #[arg(
-        long = "kubernetes-version",
-        env = "JOBGATE_KUBERNETES_VERSION",
-        value_name = "MAJOR.MINOR",
-        value_parser = KubernetesVersion::parse
-    )]
-    pub kubernetes_version: Option<KubernetesVersion>,
-
-    /// The cluster's overrides of Job-related feature gates, as kube-apiserver's
-    /// --feature-gates takes them: Name=true|false,... (JobPodReplacementPolicy, JobManagedBy,
-    /// JobBackoffLimitPerIndex, JobSuccessPolicy, MutablePodResourcesForSuspendedJobs,
-    /// MutableSchedulingDirectivesForSuspendedJobs).
-    #[arg(
-        long = "feature-gates",
-        env = "JOBGATE_FEATURE_GATES",
-        value_name = "NAME=true|false,...",
-        value_parser = parse_feature_gates
-    )]
-    pub feature_gates: Option<BTreeMap<FeatureGate, bool>>,
-}
-
-impl RuleArgs {
-    /// Defaults, then `--config`, then the flags.
-    pub fn load(&self) -> Result<Config, ConfigError> {
-        let mut config = match &self.config {
-            Some(path) => Config::from_file(path)?,
-            None => Config::default(),
-        };
-        for (policy, level) in &self.policies {
-            config.policies.set(*policy, *level);
-        }
-        if !self.recovery_annotation_keys.is_empty() {
-            config.recovery_annotation_keys = self.recovery_annotation_keys.clone();
-        }
-        if self.kubernetes_version.is_some() || self.feature_gates.is_some() {
-            // A version on the command line starts from that release's defaults; gates on the
-            // command line replace the file's.
-            let version = self
-                .kubernetes_version
-                .unwrap_or_else(|| config.cluster.version());
-            let gates = match &self.feature_gates {
-                Some(gates) => gates.clone(),
-                None => config.cluster.overrides().clone(),
-            };
-            config.cluster = Cluster::with_gates(version, &gates).map_err(ConfigError::Cluster)?;
-        }
-        Ok(config)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        rules: RuleArgs,
-    }
 
     #[test]
     fn yaml_sets_policies_and_keys_and_keeps_other_defaults() {
@@ -233,63 +113,18 @@ mod tests {
         let mut c = Config::default();
         let e = c
             .merge_yaml("policies:\n  recovery-needs-faild: warn\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("unknown policy \"recovery-needs-faild\""),
             "{e}"
         );
-        let e = c.merge_yaml("polices: {}\n").unwrap_err();
+        let e = c.merge_yaml("polices: {}\n").unwrap_err().to_string();
         assert!(e.contains("unknown field `polices`"), "{e}");
         let e = c
             .merge_yaml("policies:\n  recovery-needs-failed: loud\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown variant `loud`"), "{e}");
-    }
-
-    #[test]
-    fn flags_override_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("jobgate.yaml");
-        std::fs::write(
-            &file,
-            "policies:\n  recovery-needs-failed: off\n  recovery-annotation-on-job: off\n",
-        )
-        .unwrap();
-        let cli = Cli::try_parse_from([
-            "x",
-            "--config",
-            file.to_str().unwrap(),
-            "--policy",
-            "recovery-needs-failed=deny",
-            "--recovery-annotation-key",
-            "a/b,c/d",
-        ])
-        .unwrap();
-        let c = cli.rules.load().unwrap();
-        assert_eq!(
-            c.policies.level(PolicyName::RecoveryNeedsFailed),
-            Level::Deny
-        );
-        assert_eq!(
-            c.policies.level(PolicyName::RecoveryAnnotationOnJob),
-            Level::Off
-        );
-        assert_eq!(c.recovery_annotation_keys, vec!["a/b", "c/d"]);
-    }
-
-    #[test]
-    fn bad_policy_flags_are_rejected_by_clap() {
-        assert!(Cli::try_parse_from(["x", "--policy", "nope=warn"]).is_err());
-        assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed"]).is_err());
-        assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed=loud"]).is_err());
-    }
-
-    #[test]
-    fn a_missing_config_file_says_which() {
-        let e = Config::from_file(Path::new("/nonexistent/jobgate.yaml")).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("cannot read config file /nonexistent/jobgate.yaml")
-        );
     }
 }

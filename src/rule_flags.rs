@@ -1,0 +1,196 @@
+//! Where the rule settings come from: the defaults, then a YAML file (`--config`), then the
+//! flags, each with its environment variable. Shared by `jobgate serve` and `jobgate check`; the
+//! settings themselves and the YAML document are `job::Config` (pure).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::job::Config;
+use crate::job::config::ConfigDocumentError;
+use crate::job::policy::{Level, PolicyName};
+use crate::job::version::{Cluster, FeatureGate, KubernetesVersion, parse_feature_gates};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: ConfigDocumentError,
+    },
+    #[error("{0}")]
+    Cluster(String),
+}
+
+/// Reads a config file on top of the defaults.
+pub fn config_from_file(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut config = Config::default();
+    config
+        .merge_yaml(&text)
+        .map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(config)
+}
+
+/// `NAME=off|warn|deny`.
+pub fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), String> {
+    let (name, level) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=off|warn|deny, got {s:?}"))?;
+    let policy = PolicyName::parse(name.trim())
+        .ok_or_else(|| ConfigDocumentError::UnknownPolicy(name.into()).to_string())?;
+    let level = Level::parse(level.trim())
+        .ok_or_else(|| format!("policy {name}: level must be off, warn or deny, got {level:?}"))?;
+    Ok((policy, level))
+}
+
+/// The rule flags `serve` and `check` share. Every flag can also come from its environment
+/// variable (lists comma-separated).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RuleArgs {
+    /// YAML file with `policies:` and `recoveryAnnotationKeys:`; flags override it.
+    #[arg(long, env = "JOBGATE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Set a policy's level, e.g. `--policy recovery-needs-failed=deny` (repeatable).
+    #[arg(
+        long = "policy",
+        env = "JOBGATE_POLICY",
+        value_name = "NAME=off|warn|deny",
+        value_delimiter = ',',
+        value_parser = parse_policy_setting
+    )]
+    pub policies: Vec<(PolicyName, Level)>,
+
+    /// Pod-template annotation key that the mutating webhook sets to "true" to opt pods into
+    /// forced recovery (repeatable; replaces the default kueue.x-k8s.io/safe-to-forcefully-terminate;
+    /// Kueue >= 0.15.6 reads kueue.x-k8s.io/safe-to-forcefully-delete). Both Kueue keys are
+    /// always checked by the policies and respected as an opt-out when "false".
+    #[arg(
+        long = "recovery-annotation-key",
+        env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        value_name = "KEY",
+        value_delimiter = ','
+    )]
+    pub recovery_annotation_keys: Vec<String>,
+
+    /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.37; default 1.37): the
+    /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
+    #[arg(
+        long = "kubernetes-version",
+        env = "JOBGATE_KUBERNETES_VERSION",
+        value_name = "MAJOR.MINOR",
+        value_parser = KubernetesVersion::parse
+    )]
+    pub kubernetes_version: Option<KubernetesVersion>,
+
+    /// The cluster's overrides of Job-related feature gates, as kube-apiserver's
+    /// --feature-gates takes them: Name=true|false,... (JobPodReplacementPolicy, JobManagedBy,
+    /// JobBackoffLimitPerIndex, JobSuccessPolicy, MutablePodResourcesForSuspendedJobs,
+    /// MutableSchedulingDirectivesForSuspendedJobs).
+    #[arg(
+        long = "feature-gates",
+        env = "JOBGATE_FEATURE_GATES",
+        value_name = "NAME=true|false,...",
+        value_parser = parse_feature_gates
+    )]
+    pub feature_gates: Option<BTreeMap<FeatureGate, bool>>,
+}
+
+impl RuleArgs {
+    /// Defaults, then `--config`, then the flags.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        let mut config = match &self.config {
+            Some(path) => config_from_file(path)?,
+            None => Config::default(),
+        };
+        for (policy, level) in &self.policies {
+            config.policies.set(*policy, *level);
+        }
+        if !self.recovery_annotation_keys.is_empty() {
+            config.recovery_annotation_keys = self.recovery_annotation_keys.clone();
+        }
+        if self.kubernetes_version.is_some() || self.feature_gates.is_some() {
+            // A version on the command line starts from that release's defaults; gates on the
+            // command line replace the file's.
+            let version = self
+                .kubernetes_version
+                .unwrap_or_else(|| config.cluster.version());
+            let gates = match &self.feature_gates {
+                Some(gates) => gates.clone(),
+                None => config.cluster.overrides().clone(),
+            };
+            config.cluster = Cluster::with_gates(version, &gates).map_err(ConfigError::Cluster)?;
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        rules: RuleArgs,
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("jobgate.yaml");
+        std::fs::write(
+            &file,
+            "policies:\n  recovery-needs-failed: off\n  recovery-annotation-on-job: off\n",
+        )
+        .unwrap();
+        let cli = Cli::try_parse_from([
+            "x",
+            "--config",
+            file.to_str().unwrap(),
+            "--policy",
+            "recovery-needs-failed=deny",
+            "--recovery-annotation-key",
+            "a/b,c/d",
+        ])
+        .unwrap();
+        let c = cli.rules.load().unwrap();
+        assert_eq!(
+            c.policies.level(PolicyName::RecoveryNeedsFailed),
+            Level::Deny
+        );
+        assert_eq!(
+            c.policies.level(PolicyName::RecoveryAnnotationOnJob),
+            Level::Off
+        );
+        assert_eq!(c.recovery_annotation_keys, vec!["a/b", "c/d"]);
+    }
+
+    #[test]
+    fn bad_policy_flags_are_rejected_by_clap() {
+        assert!(Cli::try_parse_from(["x", "--policy", "nope=warn"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed=loud"]).is_err());
+    }
+
+    #[test]
+    fn a_missing_config_file_says_which() {
+        let e = config_from_file(Path::new("/nonexistent/jobgate.yaml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot read config file /nonexistent/jobgate.yaml")
+        );
+    }
+}
