@@ -16,9 +16,62 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::Config;
+use super::policy::Policies;
 use super::policy::{Level, PolicyName};
+use super::version;
 use super::version::{Cluster, KubernetesVersion, parse_gate_name};
+use super::{DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS, DEFAULT_RECOVERY_ANNOTATION_KEYS};
+
+/// Settings of the rules, shared by `serve` and `check`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Pod-template annotation keys the mutating webhook sets to `"true"` for an opted-in Job
+    /// (`--recovery-annotation-key`; default: Kueue's `safe-to-forcefully-terminate`).
+    pub recovery_annotation_keys: Vec<String>,
+    /// The level of each jobgate policy (`--policy NAME=off|warn|deny`, `policies:` in `--config`).
+    pub policies: Policies,
+    /// The Kubernetes release and feature gates whose kube-apiserver rules `/validate` and
+    /// `check` mirror (`--kubernetes-version`, `--feature-gates`; default the newest supported).
+    pub cluster: version::Cluster,
+}
+
+impl Config {
+    /// The keys `/mutate` sets: the configured ones, once each, in order.
+    pub fn injected_recovery_keys(&self) -> Vec<&str> {
+        distinct_keys(self.recovery_annotation_keys.iter().map(String::as_str))
+    }
+
+    /// The keys whose pod-template values mean something: the configured ones, then both of
+    /// Kueue's, once each, in that order.
+    pub fn recognized_recovery_keys(&self) -> Vec<&str> {
+        let configured = self.recovery_annotation_keys.iter().map(String::as_str);
+        distinct_keys(configured.chain(DEFAULT_RECOVERY_ANNOTATION_KEYS))
+    }
+}
+
+/// Each key once, in order; an empty key is no annotation.
+fn distinct_keys<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for key in keys {
+        if !key.is_empty() && !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            recovery_annotation_keys: DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS
+                .iter()
+                .map(|k| k.to_string())
+                .collect(),
+            policies: Policies::default(),
+            cluster: version::Cluster::default(),
+        }
+    }
+}
 
 /// Why a config document was refused.
 #[derive(Debug, thiserror::Error)]
