@@ -1,7 +1,7 @@
 //! `/mutate` and `/mutate/recovery`: KEP-3939 defaulting and the failure-recovery opt-in
 //! (Kueue KEP-6757), as a minimal, idempotent RFC 6902 patch.
 //!
-//! Decisions beyond the issue text, and why:
+//! Decisions beyond KEP-3939 and KEP-6757, and why:
 //! - **CronJobs** are reviewed through `spec.jobTemplate`, and their opt-in annotation is read
 //!   from `spec.jobTemplate.metadata.annotations`: the CronJob controller copies exactly those
 //!   annotations to every Job it creates (`getJobFromTemplate2`: `copyAnnotations(&cj.Spec.JobTemplate)`),

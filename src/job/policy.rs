@@ -331,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_those_of_the_issue() {
+    fn default_levels_are_the_documented_ones() {
         let p = Policies::default();
         assert_eq!(p.level(PolicyName::RecoveryAnnotationValue), Level::Deny);
         assert_eq!(p.level(PolicyName::RecoveryAnnotationOnJob), Level::Warn);
@@ -358,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_both_kueue_keys_are_checked_whatever_key_the_webhook_is_configured_to_set() {
+    fn both_kueue_keys_are_checked_whatever_key_the_webhook_is_configured_to_set() {
         // Policy 1 names `...-terminate` "(and `...-delete`)"; the webhook's key list only says
         // what /mutate sets, so a custom list must not hide a "yes" under a Kueue key.
         let delete = crate::job::SAFE_TO_FORCEFULLY_DELETE;

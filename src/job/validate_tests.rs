@@ -346,7 +346,7 @@ fn restart_policy_always_or_empty_is_required_value() {
 /// Upstream case `spec.template.spec.restartPolicy: Unsupported value`: `ValidatePodTemplateSpec`
 /// (core `validateRestartPolicy`) reports the field first, then `validateJobSpec` does again with
 /// the Job's own choices. An unset value is defaulted to `Always` before upstream validates, so
-/// it gets the Job's one `Required value` (the rule for `""`/`Always`), not two.
+/// it gets the Job's one `Required value` (as `Always` does), not two.
 #[test]
 fn upstream_validate_job_restart_policy_pod_template_error_then_job_error() {
     assert_eq!(

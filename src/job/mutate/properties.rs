@@ -212,7 +212,8 @@ fn allowed_paths(case: &Case) -> Vec<String> {
     paths
 }
 
-/// The rules read straight off the JSON, as an oracle for the final podReplacementPolicy
+/// The mutation rules (KEP-3939 defaulting, the recovery opt-in) read straight off the JSON, as an
+/// oracle for the final podReplacementPolicy
 /// and pod-template annotations (`None` when jobgate must not patch at all).
 fn expected(case: &Case) -> Option<(Value, Value)> {
     let kind = Kind::from_kind(case.object["kind"].as_str().unwrap()).unwrap();

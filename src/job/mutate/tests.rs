@@ -1,6 +1,6 @@
 //! One table per rule. Every case parses real JSON with `JobObject::from_json`, mutates, applies
 //! the patch to that JSON with `json_patch::patch`, and checks the patch, the result and the
-//! warnings. Case names quote the KEP sentence or issue rule they prove.
+//! warnings. Case names quote the KEP sentence or the README rule they prove.
 
 use serde_json::{Value, json};
 
@@ -152,8 +152,7 @@ fn kep_3939_an_explicit_value_including_empty_is_never_overwritten_by_defaulting
 }
 
 #[test]
-fn issue_opt_in_by_job_annotation_adds_safe_to_forcefully_terminate_and_sets_failed_with_the_warning()
- {
+fn opt_in_by_job_annotation_adds_safe_to_forcefully_terminate_and_sets_failed_with_the_warning() {
     let object = job(enabled(), json!({}));
     let out = create(&object, RecoveryScope::JobAnnotation);
     assert_eq!(
@@ -171,8 +170,7 @@ fn issue_opt_in_by_job_annotation_adds_safe_to_forcefully_terminate_and_sets_fai
 }
 
 #[test]
-fn issue_sets_failed_when_an_explicit_terminating_or_failed_is_indistinguishable_from_the_default()
-{
+fn sets_failed_when_an_explicit_terminating_or_failed_is_indistinguishable_from_the_default() {
     let object = job(
         enabled(),
         json!({"podReplacementPolicy": "TerminatingOrFailed"}),
@@ -186,7 +184,7 @@ fn issue_sets_failed_when_an_explicit_terminating_or_failed_is_indistinguishable
 }
 
 #[test]
-fn issue_no_warning_when_recovery_does_not_change_the_policy() {
+fn no_warning_when_recovery_does_not_change_the_policy() {
     for spec in [
         json!({"podReplacementPolicy": "Failed"}),
         // The KEP-3939 default is already Failed: defaulting, not recovery, sets it.
@@ -200,7 +198,7 @@ fn issue_no_warning_when_recovery_does_not_change_the_policy() {
 }
 
 #[test]
-fn issue_mutate_without_the_annotation_does_not_opt_in() {
+fn mutate_without_the_annotation_does_not_opt_in() {
     for metadata in [
         json!({"name": "pi"}),
         json!({"name": "pi", "annotations": null}),
@@ -219,7 +217,7 @@ fn issue_mutate_without_the_annotation_does_not_opt_in() {
 }
 
 #[test]
-fn issue_mutate_recovery_opts_in_every_job_not_annotated_disabled() {
+fn mutate_recovery_opts_in_every_job_not_annotated_disabled() {
     for metadata in [
         json!({"generateName": "pi-", "name": ""}),
         json!({"name": "pi", "annotations": {"team": "a"}}),
@@ -268,7 +266,7 @@ fn an_unknown_opt_in_value_does_not_opt_in_at_either_scope_and_is_reported() {
 }
 
 #[test]
-fn issue_creates_missing_or_null_maps_with_add_and_never_replaces_existing_annotations() {
+fn creates_missing_or_null_maps_with_add_and_never_replaces_existing_annotations() {
     let cases = [
         (
             "template metadata absent",
@@ -335,7 +333,7 @@ fn issue_creates_missing_or_null_maps_with_add_and_never_replaces_existing_annot
 }
 
 #[test]
-fn issue_an_explicit_false_is_left_alone_with_a_warning_and_recovery_is_not_applied() {
+fn an_explicit_false_is_left_alone_with_a_warning_and_recovery_is_not_applied() {
     for annotations in [
         json!({TERMINATE: "false"}),
         json!({DELETE: "false"}),
@@ -491,7 +489,7 @@ fn cron_job_own_annotation_is_not_inherited_by_its_jobs_so_it_is_ignored_with_a_
 }
 
 #[test]
-fn issue_only_create_and_update_of_a_cron_job_template_are_mutated() {
+fn only_create_and_update_of_a_cron_job_template_are_mutated() {
     let plain_job = job(enabled(), json!({}));
     for op in [Operation::Update, Operation::Delete, Operation::Connect] {
         let out = run_with(
@@ -664,7 +662,7 @@ fn recovery_annotation_keys_are_configurable_deduplicated_and_may_be_empty() {
 }
 
 #[test]
-fn issue_applying_jobgate_to_its_own_output_yields_no_patch() {
+fn applying_jobgate_to_its_own_output_yields_no_patch() {
     for (object, scope) in [
         (job(enabled(), json!({})), RecoveryScope::JobAnnotation),
         (
