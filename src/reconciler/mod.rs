@@ -19,7 +19,7 @@ pub mod status;
 pub mod watch;
 
 #[cfg(test)]
-mod test_api;
+pub(crate) mod test_api;
 #[cfg(test)]
 mod tests;
 
