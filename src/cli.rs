@@ -48,6 +48,12 @@ pub enum Command {
     /// Show per-Job recovery state, pods waiting for recovery, and the reconciler's leader
     /// (reads the cluster only).
     Status(jobgate::reconciler::status::StatusArgs),
+    /// List every Job and CronJob (or those of -n NAMESPACE) and report what `POST /validate`
+    /// and the policies would say about each, and which pods opted into recovery belong to Jobs
+    /// that cannot benefit (reads the cluster only). Output: text or json as `jobgate check`, or
+    /// policyreport (wgpolicyk8s.io/v1alpha2 PolicyReport YAML, one per namespace). Exit 1 when
+    /// something would be denied, 2 when the cluster or an object could not be read.
+    Audit(jobgate::audit::AuditArgs),
 }
 
 #[derive(Debug, Args)]

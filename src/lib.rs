@@ -2,6 +2,7 @@
 //! clusters where nodes and pods disappear. See README.md.
 
 pub mod admission;
+pub mod audit;
 pub mod certs;
 pub mod check;
 pub mod duration;

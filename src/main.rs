@@ -33,6 +33,16 @@ fn main() -> ExitCode {
         Command::Certs(args) => jobgate::certs::run(&args),
         Command::Reconcile(args) => runtime.block_on(jobgate::reconciler::run(args)),
         Command::Status(args) => runtime.block_on(jobgate::reconciler::status::run(args)),
+        Command::Audit(args) => {
+            // As `check`: 1 means "would be denied", so a cluster that cannot be read is 2.
+            let code = runtime
+                .block_on(jobgate::audit::run(&args))
+                .unwrap_or_else(|e| {
+                    eprintln!("jobgate: {e}");
+                    jobgate::check::EXIT_UNREADABLE
+                });
+            return ExitCode::from(code.clamp(0, 255) as u8);
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

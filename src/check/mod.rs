@@ -259,7 +259,7 @@ fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn check_document(location: &str, doc: Value, config: &Config, report: &mut Report) {
+pub(crate) fn check_document(location: &str, doc: Value, config: &Config, report: &mut Report) {
     if doc.is_null() {
         return; // an empty YAML document (`---` alone)
     }

@@ -24,6 +24,11 @@ pub struct RecoveryMetrics {
     pub errors: Counter,
     /// `jobgate_recovery_leader`: 1 while this replica holds the Lease and may act.
     pub leader: Gauge,
+    /// `jobgate_recovery_episodes_total`: recovery episodes recorded on Jobs.
+    pub episodes: Counter,
+    /// `jobgate_recovery_limit_exceeded_total`: Jobs whose recovery the limit stopped (counted
+    /// when the limit is recorded on the Job, once per Job).
+    pub limit_exceeded: Counter,
 }
 
 impl RecoveryMetrics {
@@ -49,6 +54,16 @@ impl RecoveryMetrics {
             "1 while this replica holds the leader Lease and may act, else 0",
             metrics.leader.clone(),
         );
+        registry.register(
+            "jobgate_recovery_episodes",
+            "Recovery episodes recorded on Jobs (--recovery-backoff-*)",
+            metrics.episodes.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_limit_exceeded",
+            "Jobs whose recovery stopped at --recovery-backoff-limit-count (counted once per Job, when recorded)",
+            metrics.limit_exceeded.clone(),
+        );
         metrics
     }
 }
@@ -69,6 +84,8 @@ mod tests {
         m.pending.set(3);
         m.errors.inc();
         m.leader.set(1);
+        m.episodes.inc();
+        m.limit_exceeded.inc();
         let text = crate::server::metrics::encode(&registry);
         assert!(
             text.contains("jobgate_recovery_pods_terminated_total{node=\"node-a\"} 1"),
@@ -77,5 +94,10 @@ mod tests {
         assert!(text.contains("jobgate_recovery_pending_pods 3"), "{text}");
         assert!(text.contains("jobgate_recovery_errors_total 1"), "{text}");
         assert!(text.contains("jobgate_recovery_leader 1"), "{text}");
+        assert!(text.contains("jobgate_recovery_episodes_total 1"), "{text}");
+        assert!(
+            text.contains("jobgate_recovery_limit_exceeded_total 1"),
+            "{text}"
+        );
     }
 }

@@ -19,7 +19,7 @@ pub mod status;
 pub mod watch;
 
 #[cfg(test)]
-mod test_api;
+pub(crate) mod test_api;
 #[cfg(test)]
 mod tests;
 
@@ -421,6 +421,20 @@ async fn job_gate(
         EpisodeStart::Decided { decision, .. } => decision,
     };
     tracing::debug!(pod = %this.name, job = %job.name, ?decision, "job episode decided");
+    // begin_episode wrote these to the Job (peek_episode, --dry-run, wrote nothing).
+    if !ctx.options.dry_run {
+        match &decision {
+            EpisodeDecision::Recover { .. } => {
+                ctx.metrics.episodes.inc();
+            }
+            EpisodeDecision::LimitExceeded {
+                new_state: Some(_), ..
+            } => {
+                ctx.metrics.limit_exceeded.inc();
+            }
+            _ => {}
+        }
+    }
     Ok(match decision {
         EpisodeDecision::Recover {
             pods, new_state, ..

@@ -1291,6 +1291,8 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
         .expect("reconcile");
     assert_eq!(action, Action::await_change());
     assert_eq!(terminated(&h.ctx, "node-a"), 1);
+    assert_eq!(h.ctx.metrics.episodes.get(), 1);
+    assert_eq!(h.ctx.metrics.limit_exceeded.get(), 0);
     assert_eq!(
         h.triggers.try_recv().ok(),
         Some(PodKey::new("ns", "sibling"))
@@ -1344,6 +1346,8 @@ async fn a_leftover_of_the_recorded_episode_is_recovered_without_a_job_write() {
         .await
         .expect("reconcile");
     assert_eq!(terminated(&h.ctx, "node-a"), 1);
+    // Continuing the recorded episode is not a new one.
+    assert_eq!(h.ctx.metrics.episodes.get(), 0);
 }
 
 // Issue 6: "When the next episode would exceed N, jobgate does not recover; it emits Warning
@@ -1396,6 +1400,8 @@ async fn at_the_limit_the_job_is_suspended_and_the_pod_is_left_alone() {
         .expect("reconcile");
     assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
     assert_eq!(terminated(&h.ctx, "node-a"), 0);
+    assert_eq!(h.ctx.metrics.limit_exceeded.get(), 1);
+    assert_eq!(h.ctx.metrics.episodes.get(), 0);
 }
 
 // A pod of a Job whose recovery is already recorded (Failed + KueueFailureRecovery: a delete that

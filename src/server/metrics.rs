@@ -27,6 +27,12 @@ pub struct EndpointLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WarningLabels {
+    pub endpoint: &'static str,
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectionLabels {
     pub endpoint: &'static str,
     /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415).
@@ -40,6 +46,7 @@ pub struct ServerMetrics {
     pub duration: Family<EndpointLabels, Histogram>,
     pub in_flight: Gauge,
     pub rejected: Family<RejectionLabels, Counter>,
+    pub warnings: Family<WarningLabels, Counter>,
 }
 
 impl ServerMetrics {
@@ -49,6 +56,7 @@ impl ServerMetrics {
             duration: Family::new_with_constructor(|| Histogram::new(DURATION_BUCKETS)),
             in_flight: Gauge::default(),
             rejected: Family::default(),
+            warnings: Family::default(),
         };
         registry.register(
             "jobgate_admission_requests",
@@ -69,6 +77,11 @@ impl ServerMetrics {
             "jobgate_admission_rejected_requests",
             "Requests answered with an HTTP error instead of a review, by endpoint and status code",
             metrics.rejected.clone(),
+        );
+        registry.register(
+            "jobgate_admission_warnings",
+            "Warnings sent in review responses (policies at warn, mutation notes), by endpoint and kind",
+            metrics.warnings.clone(),
         );
         metrics
     }

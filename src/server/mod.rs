@@ -2,6 +2,7 @@
 //! No business rule lives here.
 
 pub mod admin;
+pub mod expiry;
 pub mod metrics;
 pub mod reload;
 pub mod tls;
@@ -129,6 +130,9 @@ pub async fn serve(
         }
         TlsSource::Dev { dir } => {
             let files = tls::DevCertificates::generate(dir)?;
+            if let Ok(pem) = std::fs::read(&files.tls_cert) {
+                reload_metrics.served(&pem);
+            }
             (
                 tls::load_server_config(&files.tls_cert, &files.tls_key)?,
                 Some(files),

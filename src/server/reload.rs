@@ -43,6 +43,8 @@ pub struct ReloadMetrics {
     pub reloads: Family<ReloadLabels, Counter>,
     /// 1 while the files on disk are a bad pair and the previous certificate is still served.
     pub failing: Gauge,
+    /// `notAfter` of the served leaf certificate, in seconds since the Unix epoch.
+    pub expiration: Gauge,
 }
 
 impl ReloadMetrics {
@@ -58,7 +60,23 @@ impl ReloadMetrics {
             "1 while the certificate files on disk cannot be loaded and the previous certificate is served",
             metrics.failing.clone(),
         );
+        registry.register(
+            "jobgate_tls_certificate_expiration_timestamp_seconds",
+            "notAfter of the served certificate, in seconds since the Unix epoch",
+            metrics.expiration.clone(),
+        );
         metrics
+    }
+
+    /// Records the expiry of `cert_pem`, the chain now served. One rustls accepted is X.509, so
+    /// a parse failure is only logged (the gauge keeps the last value).
+    pub fn served(&self, cert_pem: &[u8]) {
+        match super::expiry::not_after(cert_pem) {
+            Ok(at) => {
+                self.expiration.set(at);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the serving certificate's notAfter"),
+        }
     }
 
     pub fn successes(&self) -> u64 {
@@ -122,6 +140,7 @@ impl CertReloader {
     ) -> Result<(CertReloader, Arc<ServerConfig>), TlsError> {
         let contents = read(cert, key)?;
         let config = tls::server_config_from_pem(&contents.cert, &contents.key, cert, key)?;
+        metrics.served(&contents.cert);
         let reloader = CertReloader {
             cert: cert.into(),
             key: key.into(),
@@ -153,6 +172,7 @@ impl CertReloader {
                     .reloads
                     .get_or_create(&ReloadLabels { result: "success" })
                     .inc();
+                self.metrics.served(&contents.cert);
                 self.recovered();
                 self.served = contents;
                 config.reload_from_config(new);
@@ -273,13 +293,11 @@ mod tests {
     }
 
     fn bundle(name: &str) -> tls::Bundle {
-        certs::generate(
-            name,
-            &["localhost".into()],
-            Duration::from_secs(3600),
-            SystemTime::now(),
-        )
-        .unwrap()
+        bundle_valid_for(name, Duration::from_secs(3600))
+    }
+
+    fn bundle_valid_for(name: &str, validity: Duration) -> tls::Bundle {
+        certs::generate(name, &["localhost".into()], validity, SystemTime::now()).unwrap()
     }
 
     fn write_pair(dir: &Path, b: &tls::Bundle) {
@@ -295,7 +313,11 @@ mod tests {
     fn a_new_pair_is_served_a_bad_one_keeps_the_old_and_is_counted_once() {
         tls::install_crypto_provider();
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (bundle("a"), bundle("b"));
+        // b outlives a by a day, so the expiry gauge tells which one is served.
+        let (a, b) = (
+            bundle("a"),
+            bundle_valid_for("b", Duration::from_secs(3600 + 86_400)),
+        );
         write_pair(dir.path(), &a);
         let metrics = ReloadMetrics::default();
         let (mut reloader, initial) = CertReloader::load(
@@ -308,12 +330,15 @@ mod tests {
 
         assert!(matches!(reloader.poll(&config), Poll::Unchanged));
         assert!(Arc::ptr_eq(&served_cert(&config), &initial));
+        let expiry = |b: &tls::Bundle| super::super::expiry::not_after(b.cert_pem.as_bytes());
+        assert_eq!(Ok(metrics.expiration.get()), expiry(&a));
 
         write_pair(dir.path(), &b);
         assert!(matches!(reloader.poll(&config), Poll::Reloaded));
         let after_b = served_cert(&config);
         assert!(!Arc::ptr_eq(&after_b, &initial));
         assert_eq!((metrics.successes(), metrics.failures()), (1, 0));
+        assert_eq!(Ok(metrics.expiration.get()), expiry(&b));
 
         // a's certificate with b's key: rejected, b still served, counted once over many polls.
         std::fs::write(dir.path().join("tls.crt"), &a.cert_pem).unwrap();
@@ -325,6 +350,8 @@ mod tests {
         assert!(Arc::ptr_eq(&served_cert(&config), &after_b));
         assert_eq!((metrics.successes(), metrics.failures()), (1, 1));
         assert_eq!(metrics.failing.get(), 1);
+        // A rejected pair does not change what is served, nor its expiry.
+        assert_eq!(Ok(metrics.expiration.get()), expiry(&b));
 
         // A missing key file: a different failure, reported.
         std::fs::remove_file(dir.path().join("tls.key")).unwrap();
@@ -355,5 +382,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("jobgate_tls_reload_failing 0"), "{text}");
+        assert!(
+            text.contains("jobgate_tls_certificate_expiration_timestamp_seconds 0"),
+            "{text}"
+        );
     }
 }

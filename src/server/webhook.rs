@@ -13,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use super::metrics::{EndpointLabels, RejectionLabels, RequestLabels, ServerMetrics};
+use super::metrics::{
+    EndpointLabels, RejectionLabels, RequestLabels, ServerMetrics, WarningLabels,
+};
 use crate::admission::{self, Endpoint};
 use crate::job;
 
@@ -139,6 +141,16 @@ async fn handle(
             .requests
             .get_or_create(&RequestLabels::new(endpoint.label(), s))
             .inc();
+        if s.warnings > 0 {
+            state
+                .metrics
+                .warnings
+                .get_or_create(&WarningLabels {
+                    endpoint: endpoint.label(),
+                    kind: s.kind,
+                })
+                .inc_by(s.warnings as u64);
+        }
     } else {
         state
             .metrics

@@ -1,0 +1,290 @@
+//! What `/validate` and the policies say about the Jobs and CronJobs already in a cluster, and
+//! which opted-in pods' Jobs cannot benefit from recovery. Pure: the objects in, the verdicts out,
+//! through `jobgate check`'s path (`check::check_document`), never a copy of a rule.
+//!
+//! Each object is reviewed as a CREATE, as Gatekeeper's audit does: what would be said if it were
+//! applied today. (An UPDATE of it reports only what it did not already have, so an existing
+//! object is never blocked from updates by a finding listed here.)
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::check::{self, Report};
+use crate::job::{Config, Level, Policies, PolicyName};
+
+/// What was read from the cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    /// Jobs and CronJobs as the API returned them, `apiVersion` and `kind` set.
+    pub objects: Vec<Value>,
+    /// The metadata of the pods that matter here.
+    pub pods: Vec<PodMeta>,
+}
+
+/// What the audit reads of a pod.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodMeta {
+    pub namespace: String,
+    pub name: String,
+    pub annotations: BTreeMap<String, String>,
+    /// The controlling `batch/v1` Job, if any.
+    pub job: Option<OwnerJob>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnerJob {
+    pub name: String,
+    pub uid: String,
+}
+
+/// `fail` (would be denied) or `warn` (would be allowed with a warning), as wg-policy names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Fail,
+    Warn,
+}
+
+/// One thing said about one object, and who says it: `kube-apiserver` (its validation rules, as
+/// `/validate` mirrors them) or a jobgate policy's name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub policy: &'static str,
+    pub result: Outcome,
+    pub message: String,
+}
+
+/// One object reviewed, with its findings attributed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Audited {
+    pub namespace: String,
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    pub findings: Vec<Finding>,
+}
+
+/// A Job with pods opted into recovery that the recovery policies say cannot benefit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecoveryFinding {
+    pub namespace: String,
+    pub job: String,
+    pub uid: String,
+    /// The opted-in pods, by name.
+    pub pods: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// Everything the audit found.
+#[derive(Debug, Default, Serialize)]
+pub struct Audit {
+    /// `jobgate check`'s report (objects, skipped, unreadable); `location` is the namespace.
+    #[serde(flatten)]
+    pub report: Report,
+    /// Jobs whose opted-in pods cannot benefit from recovery.
+    pub recovery: Vec<RecoveryFinding>,
+    /// The same verdicts per policy, for PolicyReports.
+    #[serde(skip)]
+    pub audited: Vec<Audited>,
+}
+
+/// Who a finding comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    KubeApiserver,
+    Policy(PolicyName),
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::KubeApiserver => "kube-apiserver",
+            Source::Policy(p) => p.as_str(),
+        }
+    }
+}
+
+/// The policies that decide whether an opted-in pod's Job gets anything from recovery.
+const RECOVERY_POLICIES: [PolicyName; 2] = [
+    PolicyName::RecoveryNeedsFailed,
+    PolicyName::RecoveryCountsTowardBackoff,
+];
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Reviews every object of `inventory` with `config`, and every Job with opted-in pods with the
+/// recovery policies.
+pub fn audit(inventory: &Inventory, config: &Config) -> Audit {
+    let mut audit = Audit::default();
+    for doc in &inventory.objects {
+        let namespace = str_at(doc, "/metadata/namespace");
+        let before = audit.report.objects.len();
+        check::check_document(namespace, doc.clone(), config, &mut audit.report);
+        if audit.report.objects.len() == before {
+            continue; // unreadable: reported as such
+        }
+        let sources = std::iter::once(Source::KubeApiserver)
+            .chain(PolicyName::ALL.into_iter().map(Source::Policy));
+        audit.audited.push(Audited {
+            namespace: namespace.to_string(),
+            api_version: str_at(doc, "/apiVersion").to_string(),
+            kind: str_at(doc, "/kind").to_string(),
+            name: str_at(doc, "/metadata/name").to_string(),
+            uid: str_at(doc, "/metadata/uid").to_string(),
+            findings: attribute(namespace, doc, config, sources),
+        });
+    }
+    audit.recovery = recovery(inventory, config);
+    audit
+}
+
+/// The findings of `doc`, each attributed by reviewing it once with every policy off (what
+/// remains is kube-apiserver's) and once per policy with only that one at its configured level.
+fn attribute(
+    location: &str,
+    doc: &Value,
+    config: &Config,
+    sources: impl Iterator<Item = Source>,
+) -> Vec<Finding> {
+    let review = |policies: Policies| -> Vec<(Outcome, String)> {
+        let only = Config {
+            policies,
+            ..config.clone()
+        };
+        let mut report = Report::default();
+        check::check_document(location, doc.clone(), &only, &mut report);
+        report
+            .objects
+            .into_iter()
+            .flat_map(|c| {
+                let errors = c.errors.into_iter().map(|e| (Outcome::Fail, e.to_string()));
+                errors.chain(c.warnings.into_iter().map(|w| (Outcome::Warn, w)))
+            })
+            .collect()
+    };
+    let base = review(Policies::all(Level::Off));
+    let mut out = Vec::new();
+    for source in sources {
+        let said = match source {
+            Source::KubeApiserver => base.clone(),
+            Source::Policy(p) => {
+                let level = config.policies.level(p);
+                if level == Level::Off {
+                    continue;
+                }
+                let mut only = Policies::all(Level::Off);
+                only.set(p, level);
+                review(only)
+                    .into_iter()
+                    .filter(|f| !base.contains(f))
+                    .collect()
+            }
+        };
+        out.extend(said.into_iter().map(|(result, message)| Finding {
+            policy: source.as_str(),
+            result,
+            message,
+        }));
+    }
+    out
+}
+
+/// The key that opts `pod` in (`"true"` under one of the keys the rules recognize), if any.
+fn opting_key<'a>(pod: &PodMeta, config: &'a Config) -> Option<&'a str> {
+    config
+        .recognized_recovery_keys()
+        .into_iter()
+        .find(|k| pod.annotations.get(*k).map(String::as_str) == Some("true"))
+}
+
+/// Jobs with opted-in pods, reviewed as if their pod template were opted in the way the pods
+/// are, with only the recovery policies on (at `warn`: this is about the pods, whatever the
+/// policies' levels in admission).
+fn recovery(inventory: &Inventory, config: &Config) -> Vec<RecoveryFinding> {
+    // Jobs with opted-in pods, in the order their first pod was listed.
+    struct OptedIn<'a> {
+        namespace: &'a str,
+        owner: &'a OwnerJob,
+        key: &'a str,
+        pods: Vec<String>,
+    }
+    let mut jobs: Vec<OptedIn> = Vec::new();
+    for pod in &inventory.pods {
+        let (Some(owner), Some(key)) = (&pod.job, opting_key(pod, config)) else {
+            continue;
+        };
+        match jobs
+            .iter_mut()
+            .find(|j| j.namespace == pod.namespace && j.owner == owner)
+        {
+            Some(j) => j.pods.push(pod.name.clone()),
+            None => jobs.push(OptedIn {
+                namespace: &pod.namespace,
+                owner,
+                key,
+                pods: vec![pod.name.clone()],
+            }),
+        }
+    }
+    let mut recovery_config = config.clone();
+    recovery_config.policies = Policies::all(Level::Off);
+    for p in RECOVERY_POLICIES {
+        recovery_config.policies.set(p, Level::Warn);
+    }
+    let mut out = Vec::new();
+    for OptedIn {
+        namespace,
+        owner,
+        key,
+        pods,
+    } in jobs
+    {
+        let (name, uid) = (&owner.name, &owner.uid);
+        // A Job that is gone (or replaced under the same name) has no spec to judge: its pods are
+        // recovered without per-Job state.
+        let Some(doc) = inventory.objects.iter().find(|d| {
+            str_at(d, "/kind") == "Job"
+                && str_at(d, "/metadata/namespace") == namespace
+                && str_at(d, "/metadata/name") == name.as_str()
+                && str_at(d, "/metadata/uid") == uid.as_str()
+        }) else {
+            continue;
+        };
+        let mut opted = doc.clone();
+        set_template_annotation(&mut opted, key);
+        let findings = attribute(
+            namespace,
+            &opted,
+            &recovery_config,
+            RECOVERY_POLICIES.into_iter().map(Source::Policy),
+        );
+        if !findings.is_empty() {
+            out.push(RecoveryFinding {
+                namespace: namespace.to_string(),
+                job: name.clone(),
+                uid: uid.clone(),
+                pods,
+                findings,
+            });
+        }
+    }
+    out
+}
+
+/// `spec.template.metadata.annotations[key] = "true"`, creating what is missing.
+fn set_template_annotation(job: &mut Value, key: &str) {
+    let mut at = job;
+    for field in ["spec", "template", "metadata", "annotations"] {
+        if !at.get(field).is_some_and(Value::is_object) {
+            at[field] = Value::Object(Default::default());
+        }
+        at = &mut at[field];
+    }
+    at[key] = Value::String("true".into());
+}

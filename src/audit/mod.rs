@@ -1,0 +1,173 @@
+//! `jobgate audit`: what `/validate` and jobgate's policies would say about the Jobs and CronJobs
+//! already in a cluster, and which pods opted into recovery belong to Jobs that cannot benefit,
+//! before any policy is moved to `deny` (the way Gatekeeper's audit and Kubewarden's
+//! audit-scanner report on pre-existing objects).
+//!
+//! [`fetch`] reads (list only, paged), [`evaluate`] decides through `jobgate check`'s path,
+//! [`policyreport`] and [`write_text`] render. Exit status as `jobgate check`: 0 when nothing
+//! would be denied (warnings allowed), 1 when something would be, 2 when the cluster or an object
+//! could not be read.
+
+pub mod evaluate;
+pub mod fetch;
+pub mod policyreport;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::Write;
+
+use crate::check::{EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE};
+use crate::job::config::{ConfigError, RuleArgs};
+use crate::reconciler::cluster::{ClusterArgs, Prefer};
+pub use evaluate::{Audit, Inventory, audit};
+
+/// Every API call `jobgate audit` makes, as (API group, resource, verbs): list only, in pages.
+/// deploy/audit's ClusterRole grants exactly this (tests/audit.rs); the built-in `view`
+/// ClusterRole covers it too.
+pub const RBAC: &[(&str, &str, &[&str])] = &[
+    ("batch", "jobs", &["list"]),
+    ("batch", "cronjobs", &["list"]),
+    // metadata only (PartialObjectMetadataList): opt-in annotations and the controlling Job
+    ("", "pods", &["list"]),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum AuditOutput {
+    /// kubectl-style lines, as `jobgate check`
+    #[default]
+    Text,
+    /// one JSON document, as `jobgate check --output json`, plus `recovery`
+    Json,
+    /// wg-policy PolicyReport YAML (wgpolicyk8s.io/v1alpha2), one per namespace
+    Policyreport,
+}
+
+/// `jobgate audit`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Only this namespace (default: every namespace).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// Output format: text, json, or policyreport (PolicyReport YAML, one per namespace, for
+    /// `kubectl apply -f -`).
+    #[arg(long, short = 'o', value_enum, default_value_t = AuditOutput::Text, env = "JOBGATE_OUTPUT")]
+    pub output: AuditOutput,
+    /// Rule settings, as for `serve` and `check`: --config, --policy, --recovery-annotation-key.
+    #[command(flatten)]
+    pub rules: RuleArgs,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot set up the Kubernetes client: {0}")]
+    Client(String),
+    #[error("cannot list from the Kubernetes API: {0}")]
+    Api(#[from] kube::Error),
+    #[error("cannot render the PolicyReports: {0}")]
+    Render(#[from] serde_yaml_ng::Error),
+    #[error("cannot write the output: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+/// Runs the audit against the cluster; returns the exit status.
+pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
+    let config = args.rules.load()?;
+    let client = args
+        .cluster
+        .client(Prefer::Kubeconfig)
+        .await
+        .map_err(|e| AuditError::Client(format!("{e:#}")))?;
+    let inventory = fetch::fetch(&client, args.namespace.as_deref()).await?;
+    let found = audit(&inventory, &config);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    write(
+        &found,
+        args.output,
+        now,
+        &mut std::io::BufWriter::new(stdout.lock()),
+        &mut stderr.lock(),
+    )?;
+    Ok(exit_code(&found))
+}
+
+/// Renders `audit` in `format`; `now` is the PolicyReports' timestamp (Unix seconds).
+pub fn write(
+    audit: &Audit,
+    format: AuditOutput,
+    now: i64,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), AuditError> {
+    match format {
+        AuditOutput::Text => write_text(audit, out, err)?,
+        AuditOutput::Json => {
+            serde_json::to_writer_pretty(&mut *out, audit).map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        AuditOutput::Policyreport => out.write_all(policyreport::render(audit, now)?.as_bytes())?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+pub fn exit_code(audit: &Audit) -> i32 {
+    if !audit.report.unreadable.is_empty() {
+        EXIT_UNREADABLE
+    } else if audit.report.objects.iter().any(|o| !o.allowed) {
+        EXIT_DENIED
+    } else {
+        EXIT_OK
+    }
+}
+
+/// `jobgate check`'s lines (`<namespace> Job/name: ...`) and the recovery findings on `out`;
+/// unreadable objects and the summary on `err`.
+pub fn write_text(audit: &Audit, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+    let report = &audit.report;
+    for o in &report.objects {
+        let who = format!("{} {}/{}", o.location, o.kind, o.name);
+        for e in &o.errors {
+            writeln!(out, "{who}: {e}")?;
+        }
+        for w in &o.warnings {
+            writeln!(out, "{who}: Warning: {w}")?;
+        }
+    }
+    for r in &audit.recovery {
+        for f in &r.findings {
+            writeln!(
+                out,
+                "{} Job/{}: pod(s) {} opted into recovery cannot benefit: {}",
+                r.namespace,
+                r.job,
+                r.pods.join(", "),
+                f.message
+            )?;
+        }
+    }
+    for u in &report.unreadable {
+        writeln!(err, "{}: error: {}", u.location, u.reason)?;
+    }
+    let denied = report.objects.iter().filter(|o| !o.allowed).count();
+    let warned = report
+        .objects
+        .iter()
+        .filter(|o| !o.warnings.is_empty())
+        .count();
+    writeln!(
+        err,
+        "jobgate audit: {} checked, {denied} would be denied, {warned} with warnings, {} unreadable; {} Job(s) with opted-in pods that cannot benefit from recovery",
+        report.objects.len(),
+        report.unreadable.len(),
+        audit.recovery.len()
+    )
+}
