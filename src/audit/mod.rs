@@ -18,7 +18,7 @@ mod tests;
 use std::io::Write;
 
 use crate::check::{EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE};
-use crate::job::config::{ConfigError, RuleArgs};
+use crate::rule_flags::{ConfigError, RuleArgs};
 use crate::reconciler::cluster::{ClusterArgs, Prefer};
 pub use evaluate::{Audit, Inventory, audit};
 
