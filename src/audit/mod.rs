@@ -18,8 +18,8 @@ mod tests;
 use std::io::Write;
 
 use crate::check::{EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE};
-use crate::rule_flags::{ConfigError, RuleArgs};
 use crate::reconciler::cluster::{ClusterArgs, Prefer};
+use crate::rule_flags::{ConfigError, RuleArgs};
 pub use evaluate::{Audit, Inventory, audit};
 
 /// Every API call `jobgate audit` makes, as (API group, resource, verbs): list only, in pages.

@@ -931,6 +931,47 @@ fn kep_5440_a_started_job_suspended_with_no_active_pods_changes_from_1_36() {
     );
 }
 
+/// Upstream `TestJobStrategy_ValidateUpdate_MutablePodResources` (kubernetes#136077): "feature
+/// gate enabled - job resuming (suspend=false) but JobSuspended condition still true - resource
+/// updates rejected". The stored Job is no longer suspended, so nothing is relaxed, whatever the
+/// condition still says.
+#[test]
+fn upstream_job_resuming_but_job_suspended_condition_still_true_resource_updates_rejected() {
+    let old = stored_with_status(
+        json!({"suspend": false}),
+        json!({"startTime": "2026-11-01T00:00:00Z", "active": 0,
+            "conditions": [{"type": "Suspended", "status": "True"}]}),
+    );
+    let mut resumed_and_resized = resized();
+    merge(&mut resumed_and_resized, json!({"suspend": false}));
+    let new = stored(resumed_and_resized);
+    assert_eq!(
+        on_every_release(&new, &old),
+        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 5]
+    );
+}
+
+/// KEP-5440 "controllers make a single API call for both updating resources and unsuspending":
+/// the stored Job is suspended, so resizing and resuming in one UPDATE is accepted from 1.36.
+#[test]
+fn kep_5440_resize_and_resume_in_one_update() {
+    let old = stored(json!({"suspend": true}));
+    let mut resize_and_resume = resized();
+    merge(&mut resize_and_resume, json!({"suspend": false}));
+    let new = stored(resize_and_resume);
+    let immutable = vec![TEMPLATE_IMMUTABLE.to_string()];
+    assert_eq!(
+        on_every_release(&new, &old),
+        [
+            immutable.clone(),
+            immutable.clone(),
+            immutable,
+            vec![],
+            vec![]
+        ]
+    );
+}
+
 /// kubernetes#139287: a suspended Job that never started keeps its mutable scheduling
 /// directives on 1.36+ even before the Job controller set `Suspended=True` (MultiKueue).
 #[test]
