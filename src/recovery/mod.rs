@@ -16,6 +16,7 @@
 pub mod backoff;
 pub mod episode;
 mod facts;
+pub mod partition;
 mod status;
 
 #[cfg(test)]
