@@ -16,7 +16,6 @@
 pub mod backoff;
 pub mod episode;
 mod facts;
-pub mod partition;
 mod status;
 
 #[cfg(test)]
