@@ -820,6 +820,36 @@ team-c      gone      -       node-x   missing       2026-11-21T02:01:00Z   neve
         );
     }
 
+    /// kueue#9651: a pod Kueue 0.15.6+/0.16.3+/0.17+ recovered (reason KueueForcefullyDeleted)
+    /// is shown as recovered, like one jobgate recovered, and joins no episode.
+    #[test]
+    fn a_pod_kueue_recorded_as_forcefully_deleted_is_shown_as_recovered() {
+        let mut snap = snapshot();
+        let mut by_kueue = pod(
+            "team-a",
+            "fresh-1",
+            Some("fresh"),
+            "node-a",
+            "2026-11-21T03:00:00Z",
+        );
+        by_kueue.status = serde_json::from_value(json!({
+            "phase": "Failed",
+            "conditions": [{"type": "KueueFailureRecovery", "status": "True",
+                            "reason": "KueueForcefullyDeleted", "message": "m"}],
+        }))
+        .unwrap();
+        snap.pods.push(by_kueue);
+        let text = render(&snap, &options(), ts("2026-11-21T03:03:00Z"));
+        assert!(
+            text.contains("fresh-1   fresh   node-a   unreachable   2026-11-21T03:01:00Z   recovered (recorded on the pod): only the delete is left, no episode"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fresh-0   fresh   node-a   unreachable   2026-11-21T03:01:00Z   due: episode 1 on the next pass\n"),
+            "{text}"
+        );
+    }
+
     /// With the reconciler's limit flags, status predicts the episode that trips the limit.
     #[test]
     fn status_predicts_the_limit_with_the_reconcilers_flags() {

@@ -1446,3 +1446,36 @@ async fn a_pod_without_a_job_is_recovered_without_state() {
         .expect("reconcile");
     assert_eq!(terminated(&h.ctx, "node-a"), 1);
 }
+
+// kueue#9651: Kueue 0.15.6+/0.16.3+/0.17+ records its recovery with reason
+// KueueForcefullyDeleted. A pod Kueue's own controller already recovered (Failed + that
+// condition) but whose delete has not landed is, for jobgate, a recorded recovery: no status
+// patch (no second condition), no second event, no episode (the Job is not read even at the
+// limit), only the delete is finished.
+#[tokio::test]
+async fn a_pod_kueue_recorded_as_forcefully_deleted_gets_no_second_condition_event_or_episode() {
+    let (client, handle) = mock();
+    let config = EpisodeConfig {
+        backoff: Backoff::default(),
+        limit_count: Some(0),
+        on_limit: LimitAction::Suspend,
+    };
+    let h = episode_context(client, config);
+    let by_kueue = owned_by_train(pod_json(
+        "101",
+        "Failed",
+        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": "KueueForcefullyDeleted",
+                "message": "Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-delete` annotation)",
+                "lastTransitionTime": "2026-11-21T19:58:00Z"}]),
+    ));
+    let script = vec![
+        get_pod(by_kueue),
+        get_node_a(true),
+        delete_pod(200, json!({})),
+    ];
+    let action = run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&h.ctx, "node-a"), 0);
+}
