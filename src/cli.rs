@@ -47,7 +47,7 @@ pub enum Command {
     Reconcile(jobgate::reconciler::ReconcileArgs),
     /// Show per-Job recovery state, pods waiting for recovery, and the reconciler's leader
     /// (reads the cluster only).
-    Status(jobgate::reconciler::status::StatusArgs),
+    Status(jobgate::status::StatusArgs),
 }
 
 #[derive(Debug, Args)]

@@ -9,3 +9,4 @@ pub mod job;
 pub mod reconciler;
 pub mod recovery;
 pub mod server;
+pub mod status;

@@ -5,12 +5,15 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::backoff_args::RecoveryBackoffArgs;
 use crate::duration::parse_duration;
+use crate::recovery;
+use crate::recovery::episode::EpisodeConfig;
 
+/// The recovery flags `reconcile` and `status` share (one declaration), so that `status` given
+/// the reconciler's values predicts exactly what it decides.
 #[derive(Debug, Clone, Args)]
-pub struct ReconcileArgs {
-    #[command(flatten)]
-    pub cluster: super::cluster::ClusterArgs,
+pub struct RecoveryArgs {
     /// Time after a pod's deletionTimestamp (which already includes the pod's own grace
     /// period) before an opted-in pod on an unreachable node is forcefully terminated.
     #[arg(
@@ -29,6 +32,33 @@ pub struct ReconcileArgs {
         default_values_t = crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS.map(String::from)
     )]
     pub recovery_annotation_keys: Vec<String>,
+    /// Per-Job recovery backoff and limit.
+    #[command(flatten)]
+    pub backoff: RecoveryBackoffArgs,
+}
+
+impl RecoveryArgs {
+    /// The pod decision's settings.
+    pub fn config(&self) -> recovery::Config {
+        recovery::Config {
+            annotation_keys: self.recovery_annotation_keys.clone(),
+            grace_period: self.forceful_termination_grace_period,
+        }
+    }
+
+    /// The Job episode decision's settings.
+    pub fn episode_config(&self) -> EpisodeConfig {
+        self.backoff.episode_config()
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReconcileArgs {
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterArgs,
+    /// The decision's flags, shared with `jobgate status`.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
     /// Record the recovery (phase Failed, condition, event) but do not delete the pod.
     #[arg(long, env = "JOBGATE_NO_DELETE")]
     pub no_delete: bool,
@@ -48,9 +78,15 @@ pub struct ReconcileArgs {
     /// sidecar does not collide with `serve`'s 8080 in the same pod.
     #[arg(long, env = "JOBGATE_ADMIN_ADDR", default_value = "0.0.0.0:8081")]
     pub admin_addr: SocketAddr,
-    /// Per-Job recovery backoff and limit (issue 6).
-    #[command(flatten)]
-    pub backoff: super::backoff_args::RecoveryBackoffArgs,
+    /// On SIGTERM, how long in-flight reconciles get to finish (no new one starts) before the
+    /// Lease is released and the process exits.
+    #[arg(
+        long,
+        env = "JOBGATE_SHUTDOWN_TIMEOUT",
+        default_value = "10s",
+        value_parser = parse_duration
+    )]
+    pub shutdown_timeout: Duration,
 }
 
 #[cfg(test)]
@@ -68,9 +104,12 @@ mod tests {
     fn defaults() {
         let cli = Cli::try_parse_from(["jobgate"]).expect("parse");
         let a = cli.args;
-        assert_eq!(a.forceful_termination_grace_period, Duration::from_secs(60));
         assert_eq!(
-            a.recovery_annotation_keys,
+            a.recovery.forceful_termination_grace_period,
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            a.recovery.recovery_annotation_keys,
             vec![
                 "kueue.x-k8s.io/safe-to-forcefully-terminate".to_string(),
                 "kueue.x-k8s.io/safe-to-forcefully-delete".to_string()
@@ -80,6 +119,7 @@ mod tests {
         assert_eq!(a.lease_name, "jobgate-reconciler");
         assert_eq!(a.lease_namespace, None);
         assert_eq!(a.admin_addr.port(), 8081);
+        assert_eq!(a.shutdown_timeout, Duration::from_secs(10));
     }
 
     #[test]
@@ -98,9 +138,12 @@ mod tests {
         ])
         .expect("parse");
         let a = cli.args;
-        assert_eq!(a.forceful_termination_grace_period, Duration::from_secs(90));
         assert_eq!(
-            a.recovery_annotation_keys,
+            a.recovery.forceful_termination_grace_period,
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            a.recovery.recovery_annotation_keys,
             vec!["example.com/a", "example.com/b"]
         );
         assert!(a.no_delete && a.dry_run);

@@ -370,6 +370,48 @@ pub fn decide_episode(
     }
 }
 
+/// What a Job's episode decision means for one of its due pods. The reconciler acts on it
+/// (`reconcile::job_gate`) and `jobgate status` prints it, so the two cannot disagree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodGate {
+    /// Recover the pod now, in the new episode number `episode`.
+    NewEpisode { episode: u32 },
+    /// Recover the pod now, as a leftover of the recorded episode (no Job write).
+    Leftover,
+    /// Wait for the Job's backoff until this time; the pod is requeued, not dropped.
+    Backoff(Timestamp),
+    /// Not recovered: the Job reached its limit. `news`: the limit is recorded now (with
+    /// `spec.suspend: true` when `suspend`); else it was recorded before.
+    LimitExceeded { news: bool, suspend: bool },
+    /// The decision does not cover this pod (cannot happen when the due pods given to
+    /// [`decide_episode`] hold it): never act on what was not decided.
+    NotCovered,
+}
+
+/// The gate `decision` (over due pods that include `pod`) puts on `pod`.
+pub fn pod_gate(decision: &EpisodeDecision, pod: &DuePod) -> PodGate {
+    match decision {
+        EpisodeDecision::Recover {
+            pods, new_state, ..
+        } if pods.contains(pod) => PodGate::NewEpisode {
+            episode: new_state.count,
+        },
+        EpisodeDecision::Continue { pods, .. } if pods.contains(pod) => PodGate::Leftover,
+        EpisodeDecision::Continue {
+            others_wait_until: Some(at),
+            ..
+        }
+        | EpisodeDecision::WaitUntil(at) => PodGate::Backoff(*at),
+        EpisodeDecision::LimitExceeded { suspend, new_state } => PodGate::LimitExceeded {
+            news: new_state.is_some(),
+            suspend: *suspend,
+        },
+        EpisodeDecision::Recover { .. }
+        | EpisodeDecision::Continue { .. }
+        | EpisodeDecision::NothingDue => PodGate::NotCovered,
+    }
+}
+
 /// Whether `pod` belonged to the episode recorded in `state`: due when it started (the episode
 /// time is truncated to the second, so "before the next second") on one of its nodes, and the
 /// limit has not stopped recovery since.
@@ -1249,5 +1291,68 @@ mod tests {
         let warning = limit_note(&pods, 3, LimitAction::Suspend);
         assert!(warning.len() <= EVENT_NOTE_LIMIT, "{}", warning.len());
         assert!(warning.ends_with("to allow recovery again"));
+    }
+
+    /// Every decision, as the gate on a pod it covers and on one it does not.
+    #[test]
+    fn pod_gate_reads_the_decision_for_one_pod() {
+        let mine = due_since("a", "node-a", "2026-11-21T19:00:00Z");
+        let other = due_since("b", "node-b", "2026-11-21T19:00:00Z");
+        let at = ts("2026-11-21T20:01:00Z");
+        let state = RecoveryState {
+            count: 3,
+            ..RecoveryState::default()
+        };
+        let recover = EpisodeDecision::Recover {
+            pods: vec![mine.clone()],
+            new_state: state.clone(),
+            reset: false,
+        };
+        assert_eq!(
+            pod_gate(&recover, &mine),
+            PodGate::NewEpisode { episode: 3 }
+        );
+        assert_eq!(pod_gate(&recover, &other), PodGate::NotCovered);
+        let cont = EpisodeDecision::Continue {
+            pods: vec![mine.clone()],
+            others_wait_until: Some(at),
+        };
+        assert_eq!(pod_gate(&cont, &mine), PodGate::Leftover);
+        assert_eq!(pod_gate(&cont, &other), PodGate::Backoff(at));
+        let cont_alone = EpisodeDecision::Continue {
+            pods: vec![mine.clone()],
+            others_wait_until: None,
+        };
+        assert_eq!(pod_gate(&cont_alone, &other), PodGate::NotCovered);
+        assert_eq!(
+            pod_gate(&EpisodeDecision::WaitUntil(at), &mine),
+            PodGate::Backoff(at)
+        );
+        let news = EpisodeDecision::LimitExceeded {
+            suspend: true,
+            new_state: Some(state),
+        };
+        assert_eq!(
+            pod_gate(&news, &mine),
+            PodGate::LimitExceeded {
+                news: true,
+                suspend: true
+            }
+        );
+        let old = EpisodeDecision::LimitExceeded {
+            suspend: false,
+            new_state: None,
+        };
+        assert_eq!(
+            pod_gate(&old, &mine),
+            PodGate::LimitExceeded {
+                news: false,
+                suspend: false
+            }
+        );
+        assert_eq!(
+            pod_gate(&EpisodeDecision::NothingDue, &mine),
+            PodGate::NotCovered
+        );
     }
 }
