@@ -1777,3 +1777,81 @@ async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
     assert!(position(&format!("DELETE {POD_PATH}")) < log.len() - 1);
     server.abort();
 }
+
+/// Collects the fields recorded on `reconcile` spans.
+#[derive(Clone, Default)]
+struct SpanFields(Arc<Mutex<Vec<(String, String)>>>);
+
+impl tracing::field::Visit for SpanFields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        lock(&self.0).push((field.name().to_string(), format!("{value:?}")));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        lock(&self.0).push((field.name().to_string(), value.to_string()));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().name() == "reconcile" {
+            attrs.record(&mut self.clone());
+        }
+    }
+    fn on_record(
+        &self,
+        _: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        values.record(&mut self.clone());
+    }
+}
+
+// Design "Logs": a span per reconcile with pod, node and decision; and each reconcile is timed
+// into the duration histogram.
+#[tokio::test]
+async fn each_reconcile_has_a_span_with_pod_node_and_decision_and_is_timed() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let fields = SpanFields::default();
+    let subscriber = tracing_subscriber::registry().with(fields.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    let recorded = lock(&fields.0).clone();
+    for (name, value) in [
+        ("pod", "ns/pod"),
+        ("node", "node-a"),
+        ("decision", "recover"),
+    ] {
+        assert!(
+            recorded.iter().any(|(n, v)| n == name && v == value),
+            "{name}={value} in {recorded:?}"
+        );
+    }
+    let text = {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register(
+            "jobgate_recovery_reconcile_duration_seconds",
+            "d",
+            ctx.metrics.reconcile_duration.clone(),
+        );
+        crate::server::metrics::encode(&registry)
+    };
+    assert!(
+        text.contains("jobgate_recovery_reconcile_duration_seconds_count 1"),
+        "{text}"
+    );
+}
