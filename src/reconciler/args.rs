@@ -8,6 +8,7 @@ use clap::Args;
 use super::backoff_args::RecoveryBackoffArgs;
 use crate::duration::parse_duration;
 use crate::recovery;
+use crate::recovery::brake::{self, BrakeConfig};
 use crate::recovery::episode::EpisodeConfig;
 
 /// The recovery flags `reconcile` and `status` share (one declaration), so that `status` given
@@ -35,6 +36,63 @@ pub struct RecoveryArgs {
     /// Per-Job recovery backoff and limit.
     #[command(flatten)]
     pub backoff: RecoveryBackoffArgs,
+    /// Hold recoveries in a zone where many nodes are unreachable at once (a partition, not dead
+    /// machines), like kube-controller-manager holds taint-based evictions.
+    #[arg(
+        long,
+        env = "JOBGATE_PARTITION_BRAKE",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub partition_brake: bool,
+    /// Fraction of a zone's nodes (and at least 3) unreachable from which the zone is disrupted
+    /// (kube-controller-manager's --unhealthy-zone-threshold).
+    #[arg(
+        long,
+        env = "JOBGATE_UNHEALTHY_ZONE_THRESHOLD",
+        default_value_t = brake::DEFAULT_UNHEALTHY_ZONE_THRESHOLD,
+        value_parser = parse_fraction,
+        value_name = "FRACTION"
+    )]
+    pub unhealthy_zone_threshold: f32,
+    /// A disrupted zone of at most this many nodes holds all recoveries; a larger one releases
+    /// nodes at --secondary-recovery-rate (kube-controller-manager's
+    /// --large-cluster-size-threshold, compared with the zone's size).
+    #[arg(
+        long,
+        env = "JOBGATE_LARGE_CLUSTER_SIZE_THRESHOLD",
+        default_value_t = brake::DEFAULT_LARGE_CLUSTER_SIZE_THRESHOLD,
+        value_name = "NODES"
+    )]
+    pub large_cluster_size_threshold: u32,
+    /// Nodes per second whose pods are recovered in a disrupted zone larger than
+    /// --large-cluster-size-threshold (kube-controller-manager's --secondary-node-eviction-rate);
+    /// 0 holds them all.
+    #[arg(
+        long,
+        env = "JOBGATE_SECONDARY_RECOVERY_RATE",
+        default_value_t = brake::DEFAULT_SECONDARY_RATE,
+        value_parser = parse_rate,
+        value_name = "NODES_PER_SECOND"
+    )]
+    pub secondary_recovery_rate: f64,
+}
+
+/// A number in [0, 1].
+fn parse_fraction(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("{text:?} is not a number from 0 to 1")),
+    }
+}
+
+/// A finite number >= 0.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!("{text:?} is not a number >= 0")),
+    }
 }
 
 impl RecoveryArgs {
@@ -49,6 +107,16 @@ impl RecoveryArgs {
     /// The Job episode decision's settings.
     pub fn episode_config(&self) -> EpisodeConfig {
         self.backoff.episode_config()
+    }
+
+    /// The partition brake's settings.
+    pub fn brake_config(&self) -> BrakeConfig {
+        BrakeConfig {
+            enabled: self.partition_brake,
+            unhealthy_zone_threshold: self.unhealthy_zone_threshold,
+            large_cluster_size_threshold: self.large_cluster_size_threshold,
+            secondary_rate: self.secondary_recovery_rate,
+        }
     }
 }
 
@@ -120,6 +188,37 @@ mod tests {
         assert_eq!(a.lease_namespace, None);
         assert_eq!(a.admin_addr.port(), 8081);
         assert_eq!(a.shutdown_timeout, Duration::from_secs(10));
+        assert_eq!(a.recovery.brake_config(), BrakeConfig::default());
+    }
+
+    #[test]
+    fn brake_flags() {
+        let cli = Cli::try_parse_from([
+            "jobgate",
+            "--partition-brake=false",
+            "--unhealthy-zone-threshold=0.7",
+            "--large-cluster-size-threshold=20",
+            "--secondary-recovery-rate=0.5",
+        ])
+        .expect("parse");
+        assert_eq!(
+            cli.args.recovery.brake_config(),
+            BrakeConfig {
+                enabled: false,
+                unhealthy_zone_threshold: 0.7,
+                large_cluster_size_threshold: 20,
+                secondary_rate: 0.5,
+            }
+        );
+        for bad in [
+            "--unhealthy-zone-threshold=1.5",
+            "--unhealthy-zone-threshold=x",
+            "--secondary-recovery-rate=-1",
+            "--secondary-recovery-rate=inf",
+            "--partition-brake=maybe",
+        ] {
+            assert!(Cli::try_parse_from(["jobgate", bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]

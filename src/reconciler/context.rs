@@ -13,6 +13,7 @@ use super::lease::Leadership;
 use super::metrics::RecoveryMetrics;
 use super::node_cache::NodeCache;
 use super::writer::Writer;
+use crate::recovery::brake::{BrakeConfig, LastRelease};
 use crate::recovery::episode::EpisodeConfig;
 use crate::recovery::{self, NodeFacts};
 
@@ -36,6 +37,8 @@ pub struct PodState {
     pub retries: u32,
     /// `--dry-run`: the uid of the pod whose "would ..." event was posted, so it is posted once.
     pub dry_run_reported: Option<String>,
+    /// The uid of the pod whose "held" Warning event was posted, so it is posted once.
+    pub held_reported: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +49,13 @@ pub enum Waiting {
     JobBackoff(Timestamp),
     /// Due, but its Job reached `--recovery-backoff-limit-count`.
     JobRecoveryLimit,
+    /// Due, but held by the partition brake: its zone (key) looks partitioned. `until`: a
+    /// throttled zone releases another node then.
+    Held {
+        zone: String,
+        message: String,
+        until: Option<Timestamp>,
+    },
 }
 
 /// Per-Job recovery episodes: the backoff flags, the store of eligible pods (to find a Job's
@@ -71,6 +81,10 @@ pub struct Context {
     pub pods: Mutex<HashMap<PodKey, PodState>>,
     /// `None`: every due pod is recovered on its own, without Job state.
     pub episodes: Option<Episodes>,
+    /// The partition brake's settings.
+    pub brake: BrakeConfig,
+    /// The last node released per throttled zone (partially disrupted large zones).
+    pub zone_releases: Mutex<HashMap<String, LastRelease>>,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
 }
 
@@ -103,6 +117,8 @@ impl Context {
             nodes: Mutex::default(),
             pods: Mutex::default(),
             episodes: None,
+            brake: BrakeConfig::default(),
+            zone_releases: Mutex::default(),
             clock: Box::new(Timestamp::now),
         }
     }
@@ -110,6 +126,12 @@ impl Context {
     /// Gates every due pod of a Job by its Job's recovery episodes.
     pub fn with_episodes(mut self, episodes: Episodes) -> Context {
         self.episodes = Some(episodes);
+        self
+    }
+
+    /// Sets the partition brake.
+    pub fn with_brake(mut self, brake: BrakeConfig) -> Context {
+        self.brake = brake;
         self
     }
 
@@ -165,6 +187,13 @@ impl Context {
         self.metrics
             .pending
             .set(i64::try_from(pending).unwrap_or(i64::MAX));
+        let held = pods
+            .values()
+            .filter(|t| matches!(t.waiting, Some(Waiting::Held { .. })))
+            .count();
+        self.metrics
+            .held
+            .set(i64::try_from(held).unwrap_or(i64::MAX));
     }
 
     /// Drops everything remembered about a pod that is gone or no longer eligible.
@@ -179,6 +208,17 @@ impl Context {
         let mut pods = lock(&self.pods);
         pods.retain(|k, _| listed.contains(k));
         self.set_pending(&pods);
+    }
+
+    /// Held pods of the zones in `released` (zones whose brake let go).
+    pub fn held_in(&self, released: &HashSet<String>) -> Vec<PodKey> {
+        lock(&self.pods)
+            .iter()
+            .filter(|(_, t)| {
+                matches!(&t.waiting, Some(Waiting::Held { zone, .. }) if released.contains(zone))
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// Tracked pods to re-check when `node` became unreachable: those last seen on it, and

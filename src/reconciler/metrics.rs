@@ -44,6 +44,11 @@ pub struct RecoveryMetrics {
     pub reconcile_duration: Histogram,
     /// `jobgate_recovery_leader`: 1 while this replica holds the Lease and may act.
     pub leader: Gauge,
+    /// `jobgate_recovery_held_pods`: due pods held by the partition brake.
+    pub held: Gauge,
+    /// `jobgate_recovery_disrupted_zones`: zones whose recoveries the partition brake holds or
+    /// slows.
+    pub disrupted_zones: Gauge,
 }
 
 impl Default for RecoveryMetrics {
@@ -56,6 +61,8 @@ impl Default for RecoveryMetrics {
             // 1 ms .. ~33 s: a reconcile is a few API round trips, or a conflict retry loop.
             reconcile_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             leader: Gauge::default(),
+            held: Gauge::default(),
+            disrupted_zones: Gauge::default(),
         }
     }
 }
@@ -92,6 +99,16 @@ impl RecoveryMetrics {
             "jobgate_recovery_leader",
             "1 while this replica holds the leader Lease and may act, else 0",
             metrics.leader.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_held_pods",
+            "Due pods held by the partition brake (their zone looks partitioned)",
+            metrics.held.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_disrupted_zones",
+            "Zones whose recoveries the partition brake holds or slows",
+            metrics.disrupted_zones.clone(),
         );
         metrics
     }
@@ -130,6 +147,8 @@ mod tests {
             .inc();
         m.reconcile_duration.observe(0.003);
         m.leader.set(1);
+        m.held.set(6);
+        m.disrupted_zones.set(1);
         let text = crate::server::metrics::encode(&registry);
         assert!(
             text.contains("jobgate_recovery_pods_terminated_total{node=\"node-a\"} 1"),
@@ -153,5 +172,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("jobgate_recovery_leader 1"), "{text}");
+        assert!(text.contains("jobgate_recovery_held_pods 6"), "{text}");
+        assert!(
+            text.contains("jobgate_recovery_disrupted_zones 1"),
+            "{text}"
+        );
     }
 }

@@ -28,6 +28,11 @@ impl NodeCache {
         self.synced
     }
 
+    /// Every node, for the partition brake's zones.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeFacts> {
+        self.nodes.values()
+    }
+
     pub fn len(&self) -> usize {
         self.nodes.len()
     }

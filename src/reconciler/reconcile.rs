@@ -17,8 +17,9 @@ use super::filter::PodKey;
 use super::job_state::{self, EpisodeStart, JobStateError};
 use super::metrics::NodeLabels;
 use super::writer::Skipped;
+use crate::recovery::brake::{self, BrakeDecision, LastRelease};
 use crate::recovery::episode::{DuePod, JobKey, KnownPod, PodGate, due_pods_of_job, pod_gate};
-use crate::recovery::{self, Decision, Ignored, PodFacts, Recovery};
+use crate::recovery::{self, Decision, Ignored, NodeFacts, PodFacts, Recovery};
 
 /// Re-reads of the pod after a 409 Conflict within one reconcile, before backing off.
 pub const CONFLICT_ATTEMPTS: u32 = 4;
@@ -122,11 +123,12 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
         let now = ctx.now();
         let cached = facts.node_name.as_deref().and_then(|n| ctx.cached_node(n));
         let mut decision = recovery::decide(&facts, cached.as_ref(), now, &ctx.config);
+        let mut fresh_node = None;
         if let Decision::Recover(r) = &decision {
             // Never act on the cache alone: confirm the taint with a fresh read of the node.
             let fresh = nodes.get_opt(&r.node).await?;
-            let fresh = fresh.as_ref().map(recovery::node_facts);
-            decision = recovery::decide(&facts, fresh.as_ref(), now, &ctx.config);
+            fresh_node = fresh.as_ref().map(recovery::node_facts);
+            decision = recovery::decide(&facts, fresh_node.as_ref(), now, &ctx.config);
         }
         let span = tracing::Span::current();
         if let Some(node) = &facts.node_name {
@@ -170,7 +172,10 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
                     record_decision("recorded");
                     Gate::Recover
                 } else {
-                    job_gate(ctx, &pod, &recovery, now).await?
+                    match brake_gate(ctx, &pod, fresh_node.as_ref(), now).await {
+                        Gate::Recover => job_gate(ctx, &pod, &recovery, now).await?,
+                        held => held,
+                    }
                 };
                 match gate {
                     Gate::Recover => {}
@@ -183,6 +188,15 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
                             Waiting::JobBackoff(at) => {
                                 record_decision("job-backoff");
                                 Action::requeue(until(*at, now))
+                            }
+                            Waiting::Held { until: at, .. } => {
+                                record_decision("held");
+                                // The node watch triggers held pods when their zone heals; the
+                                // resync is a safety net.
+                                Action::requeue(match at {
+                                    Some(at) => until(*at, now),
+                                    None => WAIT_FOR_NODE_RESYNC,
+                                })
                             }
                             // No Job watch: look again to notice a reset (annotation removed,
                             // Job resumed).
@@ -217,6 +231,65 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
     }
     Err(ReconcileError::Conflicts(CONFLICT_ATTEMPTS))
 }
+
+/// The partition brake between the pod's decision and its Job gate: a due pod in a zone that
+/// looks partitioned is held (one Warning event per pod), or waits for the zone's next release.
+async fn brake_gate(ctx: &Context, pod: &Pod, node: Option<&NodeFacts>, now: Timestamp) -> Gate {
+    let Some(node) = node else {
+        return Gate::Recover;
+    };
+    let zones = brake::zones(lock(&ctx.nodes).nodes());
+    ctx.metrics
+        .disrupted_zones
+        .set(i64::try_from(brake::disrupted_zones(&zones, &ctx.brake).len()).unwrap_or(i64::MAX));
+    let last = lock(&ctx.zone_releases).get(&node.zone).cloned();
+    let (disruption, until) = match brake::brake(node, &zones, last.as_ref(), now, &ctx.brake) {
+        BrakeDecision::Release => return Gate::Recover,
+        BrakeDecision::ReleaseThrottled => {
+            lock(&ctx.zone_releases).insert(
+                node.zone.clone(),
+                LastRelease {
+                    node: node.name.clone(),
+                    at: now,
+                },
+            );
+            return Gate::Recover;
+        }
+        BrakeDecision::Throttled(d, at) => (d, Some(at)),
+        BrakeDecision::Hold(d) => (d, None),
+    };
+    let message = disruption.message();
+    let key = PodKey::of(&pod.metadata);
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let first = ctx.update(&key, |t| t.held_reported.as_deref() != Some(uid.as_str()));
+    if first {
+        tracing::warn!(pod = %key, zone = %brake::zone_name(&disruption.zone), "{message}");
+        let regarding = pod_reference(
+            &key.namespace,
+            &key.name,
+            pod.metadata.uid.clone(),
+            pod.metadata.resource_version.clone(),
+        );
+        let text = EventText {
+            type_: "Warning",
+            reason: HELD_REASON,
+            action: recovery::EVENT_ACTION,
+            note: &message,
+        };
+        // Posted (or dry run): not again for this pod. Not leader: the next leader posts it.
+        if ctx.writer.event(&regarding, &text, now).await != Err(Skipped::NotLeader) {
+            ctx.update(&key, |t| t.held_reported = Some(uid.clone()));
+        }
+    }
+    Gate::Hold(Waiting::Held {
+        zone: disruption.zone,
+        message,
+        until,
+    })
+}
+
+/// Reason of the Warning event on a pod the partition brake holds.
+pub const HELD_REASON: &str = "ForcefulTerminationHeld";
 
 /// What the Job gate lets a reconcile do with its due pod.
 #[derive(Debug)]

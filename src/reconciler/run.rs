@@ -130,6 +130,7 @@ pub async fn run_with_client(
             leadership.clone(),
             metrics.clone(),
         )
+        .with_brake(args.recovery.brake_config())
         .with_episodes(Episodes {
             config: args.recovery.episode_config(),
             store: store.clone(),

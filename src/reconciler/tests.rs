@@ -983,7 +983,13 @@ async fn fake_apiserver(
             }
             ("GET", "/api/v1/nodes") => (
                 200,
-                list_page("NodeList", vec![node_json("node-a", true)], ""),
+                // A reachable node too: one unreachable node alone would be every zone fully
+                // disrupted, which the partition brake holds.
+                list_page(
+                    "NodeList",
+                    vec![node_json("node-a", true), node_json("node-b", false)],
+                    "",
+                ),
             ),
             ("GET", NODE_PATH) => (200, node_json("node-a", true)),
             ("GET", POD_PATH) if !deleted => (200, eligible_pod("100", "Running")),
@@ -1481,6 +1487,7 @@ enum Agreed {
     Recover,
     Backoff(Timestamp),
     Limit,
+    Held,
 }
 
 fn status_agreed(verdict: &crate::status::PodVerdict) -> Agreed {
@@ -1491,6 +1498,7 @@ fn status_agreed(verdict: &crate::status::PodVerdict) -> Agreed {
         V::NotScheduled | V::NodeMissing => Agreed::Never,
         V::WaitingForNode => Agreed::Node,
         V::Recorded | V::DueWithoutJob => Agreed::Recover,
+        V::Held(_) => Agreed::Held,
         V::Job { gate, .. } => match gate {
             PodGate::NewEpisode { .. } | PodGate::Leftover => Agreed::Recover,
             PodGate::Backoff(at) => Agreed::Backoff(*at),
@@ -1637,6 +1645,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 Some(Waiting::Node(_)) => Agreed::Node,
                                 Some(Waiting::JobBackoff(at)) => Agreed::Backoff(at),
                                 Some(Waiting::JobRecoveryLimit) => Agreed::Limit,
+                                Some(Waiting::Held { .. }) => Agreed::Held,
                                 None => Agreed::Never,
                             }
                         };
@@ -1662,6 +1671,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                         let render_options = crate::status::RenderOptions {
                             config: recovery::Config::default(),
                             episode: config,
+                            brake: ctx.brake,
                         };
                         let rows = crate::status::pod_rows(&snapshot, &render_options, ts(NOW));
                         assert_eq!(rows.len(), 1, "{what}");
@@ -1854,4 +1864,244 @@ async fn each_reconcile_has_a_span_with_pod_node_and_decision_and_is_timed() {
         text.contains("jobgate_recovery_reconcile_duration_seconds_count 1"),
         "{text}"
     );
+}
+
+// ---- the partition brake (kube-controller-manager's zone logic) over the scripted API ----
+
+const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+fn zoned_node_json(name: &str, zone: &str, unreachable: bool) -> Value {
+    let mut node = node_json(name, unreachable);
+    node["metadata"]["labels"] = json!({ZONE_LABEL: zone});
+    node
+}
+
+/// A context whose node cache holds zone `a` of 10 nodes (`node-a` and `a-1`..`a-9`) with
+/// `unreachable_in_a` unreachable (node-a first), and zone `b` of 10 nodes (`node-b` and
+/// `b-1`..`b-9`) with `unreachable_in_b` unreachable.
+fn zoned_context(client: Client, unreachable_in_a: u32, unreachable_in_b: u32) -> Context {
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut nodes = lock(&ctx.nodes);
+    nodes.apply(Event::Init);
+    for (zone, first, unreachable) in [
+        ("a", "node-a", unreachable_in_a),
+        ("b", "node-b", unreachable_in_b),
+    ] {
+        for i in 0..10u32 {
+            let name = if i == 0 {
+                first.to_string()
+            } else {
+                format!("{zone}-{i}")
+            };
+            let node: k8s_openapi::api::core::v1::Node =
+                serde_json::from_value(zoned_node_json(&name, zone, i < unreachable))
+                    .expect("node");
+            nodes.apply(Event::InitApply(recovery::node_facts(&node)));
+        }
+    }
+    nodes.apply(Event::InitDone);
+    drop(nodes);
+    ctx
+}
+
+fn held_event(note: &'static str) -> Exchange {
+    exchange("POST", EVENTS_PATH, 201, json!({})).checking(move |_, _, body| {
+        assert_eq!(body["type"], "Warning");
+        assert_eq!(body["reason"], "ForcefulTerminationHeld");
+        assert_eq!(body["note"], note);
+        assert_eq!(body["regarding"]["name"], "pod");
+    })
+}
+
+// Issue "Recovery safety beyond Kueue", done when: with default flags, one zone with 6 of 10
+// nodes unreachable has 0 pods force-failed (one Warning per held pod, once); healing to 3 of 10
+// recovers the pod on its still-unreachable node, with its deadline (and message) unchanged.
+#[tokio::test]
+async fn six_of_ten_unreachable_holds_and_healing_to_three_recovers() {
+    let (client, handle) = mock();
+    let ctx = zoned_context(client, 6, 0);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+        held_event("held: zone `a` has 6/10 nodes unreachable"),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+    assert_eq!(ctx.metrics.held.get(), 1);
+    assert_eq!(ctx.metrics.disrupted_zones.get(), 1);
+    assert_eq!(
+        ctx.held_in(&[":\0:a".to_string()].into()),
+        vec![PodKey::new("ns", "pod")]
+    );
+    // Looked at again while still disrupted: no second event, no write.
+    let (client, handle) = mock();
+    let ctx = ctx.with_client(client);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+
+    // Zone a heals to 3 of 10 unreachable (a-3..a-5 come back); node-a stays unreachable.
+    {
+        let mut nodes = lock(&ctx.nodes);
+        for i in 3..6 {
+            let node: k8s_openapi::api::core::v1::Node =
+                serde_json::from_value(zoned_node_json(&format!("a-{i}"), "a", false))
+                    .expect("node");
+            nodes.apply(Event::Apply(recovery::node_facts(&node)));
+        }
+    }
+    let (client, handle) = mock();
+    let ctx = ctx.with_client(client);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+    assert_eq!(ctx.metrics.held.get(), 0);
+}
+
+// A second zone is not held by a disrupted first zone; 2 of 10 unreachable is no disruption.
+#[tokio::test]
+async fn another_zone_and_two_of_ten_are_recovered_normally() {
+    for (in_a, in_b, pod_node) in [(1, 6, "node-a"), (2, 0, "node-a")] {
+        let (client, handle) = mock();
+        let ctx = zoned_context(client, in_a, in_b);
+        let script = vec![
+            get_pod(running_pod("100")),
+            exchange("GET", NODE_PATH, 200, zoned_node_json(pod_node, "a", true)),
+            patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+            warning_event("101"),
+            delete_pod(200, running_pod("102")),
+        ];
+        run_scenario(&ctx, handle, script).await.expect("reconcile");
+        assert_eq!(
+            terminated(&ctx, "node-a"),
+            1,
+            "{in_a}/10 in a, {in_b}/10 in b"
+        );
+        assert_eq!(ctx.metrics.held.get(), 0);
+    }
+}
+
+// `--partition-brake=false` acts as before the brake; and a held pod under --dry-run gets no
+// Warning (the writer skips it) and no write.
+#[tokio::test]
+async fn the_brake_can_be_turned_off_and_dry_run_holds_silently() {
+    let (client, handle) = mock();
+    let ctx = zoned_context(client, 6, 0).with_brake(crate::recovery::brake::BrakeConfig {
+        enabled: false,
+        ..Default::default()
+    });
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+
+    let (client, handle) = mock();
+    let mut dry = zoned_context(client.clone(), 6, 0);
+    dry.options.dry_run = true;
+    let dry = dry.with_client(client);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+    ];
+    let action = run_scenario(&dry, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+    assert_eq!(dry.metrics.held.get(), 1);
+}
+
+// When the zone heals below the threshold, the node watch re-checks the pods the brake held in
+// it at once (not at the 5-minute resync).
+#[tokio::test]
+async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
+    let (client, mut handle) = mock();
+    let ctx = Arc::new(context(
+        client.clone(),
+        Options::default(),
+        Leadership::always(),
+        NOW,
+    ));
+    let held = PodKey::new("ns", "held");
+    ctx.update(&held, |t| {
+        t.waiting = Some(Waiting::Held {
+            zone: ":\0:a".into(),
+            message: "held".into(),
+            until: None,
+        })
+    });
+    let nodes: Vec<Value> = (0..10)
+        .map(|i| zoned_node_json(&format!("a-{i}"), "a", i < 6))
+        .collect();
+    // Watch events carry a resourceVersion (the watcher resumes from it).
+    let healed: Vec<Value> = (3..6)
+        .map(|i| {
+            let mut n = zoned_node_json(&format!("a-{i}"), "a", false);
+            n["metadata"]["resourceVersion"] = json!(format!("{}", 1000 + i));
+            n
+        })
+        .collect();
+    let server = tokio::spawn(async move {
+        let mut held_watches = vec![];
+        let mut watches = 0;
+        while let Some((request, send)) = handle.next_request().await {
+            let query = request.uri().query().unwrap_or("").to_string();
+            let body = if query.contains("watch=true") {
+                watches += 1;
+                if watches > 1 {
+                    held_watches.push(send);
+                    continue;
+                }
+                // One watch response: the three nodes come back, then the stream ends.
+                healed
+                    .iter()
+                    .map(|n| json!({"type": "MODIFIED", "object": n}).to_string() + "\n")
+                    .collect::<String>()
+                    .into_bytes()
+            } else {
+                serde_json::to_vec(&list_page("NodeList", nodes.clone(), "")).expect("json")
+            };
+            send.send_response(
+                Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(Body::from(body))
+                    .expect("response"),
+            );
+        }
+    });
+    let (tx, mut rx) = futures::channel::mpsc::unbounded();
+    let writer: Writer<PodMeta> = Writer::default();
+    let driver = tokio::spawn(drive_node_watch(
+        Api::<Node>::all(client),
+        ctx.clone(),
+        writer.as_reader(),
+        tx,
+        Arc::new(AtomicBool::new(true)),
+        Readiness::default(),
+    ));
+    let released = tokio::time::timeout(Duration::from_secs(3), rx.next()).await;
+    let released = released.unwrap_or_else(|_| {
+        let a3 = lock(&ctx.nodes).get("a-3").cloned();
+        panic!(
+            "not triggered; a-3: {a3:?}, disrupted {}",
+            ctx.metrics.disrupted_zones.get()
+        )
+    });
+    assert_eq!(released, Some(held));
+    assert_eq!(ctx.metrics.disrupted_zones.get(), 0);
+    driver.abort();
+    server.abort();
 }

@@ -2,6 +2,7 @@
 //! eligible pods) and the node watch (the node cache and its rising edges). Both send the pods to
 //! reconcile to the trigger channel and set readiness once synced.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -14,6 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use super::context::{Context, lock};
 use super::filter::{self, PodKey, PodMeta};
 use super::node_cache;
+use crate::recovery::brake;
 use crate::server::admin::Readiness;
 
 fn update_readiness(ctx: &Context, pods_synced: &AtomicBool, readiness: &Readiness) {
@@ -88,6 +90,7 @@ pub async fn drive_node_watch(
     readiness: Readiness,
 ) {
     let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+    let mut held_zones = std::collections::BTreeSet::new();
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(e) => e,
@@ -98,7 +101,28 @@ pub async fn drive_node_watch(
             }
         };
         let init_done = matches!(event, watcher::Event::InitDone);
-        let edges = lock(&ctx.nodes).apply(node_cache::node_event_facts(event));
+        let (edges, disrupted) = {
+            let mut nodes = lock(&ctx.nodes);
+            let edges = nodes.apply(node_cache::node_event_facts(event));
+            let disrupted = brake::disrupted_zones(&brake::zones(nodes.nodes()), &ctx.brake);
+            (edges, disrupted)
+        };
+        ctx.metrics
+            .disrupted_zones
+            .set(i64::try_from(disrupted.len()).unwrap_or(i64::MAX));
+        // Held pods whose zone the brake let go are recovered now, with their deadlines
+        // unchanged (pods on healed nodes find their node reachable and are left alone).
+        let released: HashSet<String> = held_zones
+            .iter()
+            .filter(|z| !disrupted.contains(*z))
+            .cloned()
+            .collect();
+        if !released.is_empty() {
+            for key in ctx.held_in(&released) {
+                let _ = triggers.unbounded_send(key);
+            }
+        }
+        held_zones = disrupted;
         if !edges.is_empty() {
             let eligible: Vec<PodKey> = store
                 .state()

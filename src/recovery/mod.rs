@@ -17,6 +17,7 @@
 //!   controller already recovered gets no second condition, event or episode.
 
 pub mod backoff;
+pub mod brake;
 pub mod episode;
 mod facts;
 mod status;
@@ -106,6 +107,10 @@ pub struct PodCondition {
 pub struct NodeFacts {
     pub name: String,
     pub taints: Vec<Taint>,
+    /// kube-controller-manager's zone key of the node (`brake::zone_key`), `""` without labels.
+    pub zone: String,
+    /// Labelled `node.kubernetes.io/exclude-disruption`: left out of the partition brake.
+    pub excluded_from_disruption: bool,
 }
 
 #[cfg(test)]
@@ -124,6 +129,7 @@ impl NodeFacts {
         NodeFacts {
             name: name.into(),
             taints,
+            ..NodeFacts::default()
         }
     }
 }

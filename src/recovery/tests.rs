@@ -20,6 +20,7 @@ fn node(name: &str, taints: Vec<Taint>) -> NodeFacts {
     NodeFacts {
         name: name.into(),
         taints,
+        ..NodeFacts::default()
     }
 }
 

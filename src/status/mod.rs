@@ -71,6 +71,7 @@ pub async fn run(args: StatusArgs) -> Result<(), StatusError> {
     let options = RenderOptions {
         config: args.recovery.config(),
         episode: args.recovery.episode_config(),
+        brake: args.recovery.brake_config(),
     };
     let snapshot = fetch(
         &client,

@@ -95,6 +95,7 @@ pub fn verdict_text(verdict: &PodVerdict, now: Timestamp) -> String {
         PodVerdict::Recorded => {
             "recovered (recorded on the pod): only the delete is left, no episode".into()
         }
+        PodVerdict::Held(d) => format!("not recovered: {}", d.message()),
         PodVerdict::DueWithoutJob => "due: recovered on the next pass (no Job: no backoff)".into(),
         PodVerdict::Job { gate, count } => match gate {
             PodGate::NewEpisode { episode } => format!("due: episode {episode} on the next pass"),

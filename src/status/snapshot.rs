@@ -22,7 +22,7 @@ pub struct Snapshot {
     pub jobs: Vec<Job>,
     /// Pods that opted in and are terminating (the reconciler's candidates).
     pub pods: Vec<Pod>,
-    /// The nodes those pods run on, by name (absent: the node does not exist).
+    /// Every node, by name (a pod's node absent here does not exist).
     pub nodes: BTreeMap<String, Node>,
     pub lease_namespace: String,
     pub lease_name: String,
@@ -48,7 +48,7 @@ where
     }
 }
 
-/// Reads Jobs, opted-in terminating pods ([`recovery::is_eligible`]), their nodes and the Lease.
+/// Reads Jobs, opted-in terminating pods ([`recovery::is_eligible`]), the nodes and the Lease.
 pub async fn fetch(
     client: &Client,
     namespace: Option<String>,
@@ -73,15 +73,12 @@ pub async fn fetch(
         .into_iter()
         .filter(|p| recovery::is_eligible(&recovery::pod_facts(p), &options.config))
         .collect();
-    let nodes_api: Api<Node> = Api::all(client.clone());
-    let mut nodes = BTreeMap::new();
-    for name in pods.iter().filter_map(node_name) {
-        if !nodes.contains_key(name)
-            && let Some(node) = nodes_api.get_opt(name).await?
-        {
-            nodes.insert(name.to_string(), node);
-        }
-    }
+    // Every node: the partition brake judges the pods' zones by all their nodes.
+    let nodes = list_all(&Api::<Node>::all(client.clone()))
+        .await?
+        .into_iter()
+        .map(|n| (n.metadata.name.clone().unwrap_or_default(), n))
+        .collect();
     let leases: Api<Lease> = Api::namespaced(client.clone(), lease_namespace);
     let lease = leases.get_opt(lease_name).await?;
     Ok(Snapshot {
@@ -97,11 +94,4 @@ pub async fn fetch(
 
 fn has_annotation(annotations: &Option<BTreeMap<String, String>>, key: &str) -> bool {
     annotations.as_ref().is_some_and(|a| a.contains_key(key))
-}
-
-fn node_name(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
 }

@@ -36,6 +36,7 @@ fn options() -> RenderOptions {
             on_limit: LimitAction::Suspend,
             ..EpisodeConfig::default()
         },
+        brake: crate::recovery::brake::BrakeConfig::default(),
     }
 }
 
@@ -172,6 +173,11 @@ fn snapshot() -> Snapshot {
             node("node-b", true),
             node("node-c", true),
             node("node-d", false),
+            // Enough healthy nodes that the partition brake holds nothing (3 of 8 unreachable).
+            node("node-e", false),
+            node("node-f", false),
+            node("node-g", false),
+            node("node-h", false),
         ]),
         lease_namespace: DEFAULT_LEASE_NAMESPACE.into(),
         lease_name: DEFAULT_LEASE_NAME.into(),
@@ -391,9 +397,13 @@ async fn fetch_pages_lists_and_reads_only_what_status_shows() {
             ),
         ),
         get(
-            "/api/v1/nodes/node-a",
+            "/api/v1/nodes?&limit=500",
             200,
-            serde_json::to_value(node("node-a", true).1).unwrap(),
+            list(
+                "NodeList",
+                vec![serde_json::to_value(node("node-a", true).1).unwrap()],
+                None,
+            ),
         ),
         get(
             "/apis/coordination.k8s.io/v1/namespaces/jobgate-system/leases/jobgate-reconciler",
@@ -437,6 +447,32 @@ fn without_the_limit_flag_status_predicts_a_new_episode_as_the_reconciler_would(
     let text = render(&snapshot(), &options, ts("2026-11-21T03:03:00Z"));
     assert!(
         text.contains("etl-0     etl     node-c   unreachable   2026-11-21T02:41:00Z   due: episode 4 on the next pass"),
+        "{text}"
+    );
+}
+
+/// Issue "Recovery safety beyond Kueue": `jobgate status` shows the pods the partition brake
+/// holds, with the reason. Without the healthy nodes, 3 of 4 nodes are unreachable in the one
+/// (unlabelled) zone: at least 3 and at least 55 %.
+#[test]
+fn held_pods_are_shown_with_the_reason() {
+    let mut snap = snapshot();
+    snap.nodes
+        .retain(|name, _| ["node-a", "node-b", "node-c", "node-d"].contains(&name.as_str()));
+    let text = render(&snap, &options(), ts("2026-11-21T03:03:00Z"));
+    assert!(
+        text.contains("team-c      bare      -       node-a   unreachable   2026-11-21T02:01:00Z   not recovered: held: zone `` has 3/4 nodes unreachable"),
+        "{text}"
+    );
+    assert!(
+        text.contains("train-5   train   node-d   reachable     2026-11-21T02:01:00Z   waiting for the node to become unreachable"),
+        "{text}"
+    );
+    let mut off = options();
+    off.brake.enabled = false;
+    let text = render(&snap, &off, ts("2026-11-21T03:03:00Z"));
+    assert!(
+        text.contains("due: recovered on the next pass (no Job: no backoff)"),
         "{text}"
     );
 }

@@ -8,17 +8,19 @@ use std::collections::BTreeMap;
 use k8s_openapi::jiff::Timestamp;
 
 use super::Snapshot;
+use crate::recovery::brake::{self, BrakeConfig, BrakeDecision, Disruption};
 use crate::recovery::episode::{
     DuePod, EpisodeConfig, JobKey, JobView, PodGate, RecoveryState, decide_episode, group_by_job,
     job_owner, pod_gate,
 };
-use crate::recovery::{self, Decision, Ignored};
+use crate::recovery::{self, Decision, Ignored, NodeFacts};
 
-/// The settings of the two decisions (the reconciler's flags, see `RecoveryArgs`).
+/// The settings of the decisions (the reconciler's flags, see `RecoveryArgs`).
 #[derive(Debug, Clone)]
 pub struct RenderOptions {
     pub config: recovery::Config,
     pub episode: EpisodeConfig,
+    pub brake: BrakeConfig,
 }
 
 /// The node of a pod as the status shows it.
@@ -54,6 +56,8 @@ pub enum PodVerdict {
     WaitingForNode,
     /// `Decision::Recover` on a pod whose recovery is recorded: only the delete is left.
     Recorded,
+    /// `Decision::Recover` held by the partition brake (`brake::brake` says `Hold`).
+    Held(Disruption),
     /// `Decision::Recover` on a pod without a Job: no episode, no backoff.
     DueWithoutJob,
     /// `Decision::Recover` on a pod of a Job: what the Job's episode decision says, with the
@@ -101,6 +105,8 @@ pub fn job_states(snapshot: &Snapshot) -> JobStates {
 /// namespace and name, with the reconciler's verdict at `now`.
 pub fn pod_rows(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> Vec<PodRow> {
     let config = &options.config;
+    let all_nodes: Vec<NodeFacts> = snapshot.nodes.values().map(recovery::node_facts).collect();
+    let zones = brake::zones(&all_nodes);
     let mut rows: Vec<(PodRow, Option<DuePod>)> = Vec::new();
     for pod in &snapshot.pods {
         let facts = recovery::pod_facts(pod);
@@ -124,6 +130,14 @@ pub fn pod_rows(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) ->
             (Some(_), Some(n)) if recovery::is_unreachable(n) => NodeState::Unreachable,
             (Some(_), Some(_)) => NodeState::Reachable,
         };
+        // The reconciler's brake, without its memory of the zone's last throttled release.
+        let held =
+            node.as_ref().and_then(
+                |n| match brake::brake(n, &zones, None, now, &options.brake) {
+                    BrakeDecision::Hold(d) => Some(d),
+                    _ => None,
+                },
+            );
         let mut due = None;
         let verdict = match recovery::decide(&facts, node.as_ref(), now, config) {
             Decision::RequeueAt(at) => PodVerdict::WaitingForDeadline(at),
@@ -132,20 +146,23 @@ pub fn pod_rows(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) ->
             Decision::Ignore(_) => PodVerdict::NodeMissing,
             Decision::WaitForNode { .. } => PodVerdict::WaitingForNode,
             Decision::Recover(_) if recovery::recovery_recorded(&facts) => PodVerdict::Recorded,
-            Decision::Recover(_) if job.is_none() => PodVerdict::DueWithoutJob,
-            Decision::Recover(r) => {
-                due = Some(DuePod {
-                    namespace: namespace.clone(),
-                    name: pod.metadata.name.clone().unwrap_or_default(),
-                    node: r.node.clone(),
-                    deadline: r.deadline,
-                });
-                // Filled in below, once every due pod of the Job is known.
-                PodVerdict::Job {
-                    gate: PodGate::NotCovered,
-                    count: 0,
+            Decision::Recover(r) => match (held, &job) {
+                (Some(d), _) => PodVerdict::Held(d),
+                (None, None) => PodVerdict::DueWithoutJob,
+                (None, Some(_)) => {
+                    due = Some(DuePod {
+                        namespace: namespace.clone(),
+                        name: pod.metadata.name.clone().unwrap_or_default(),
+                        node: r.node.clone(),
+                        deadline: r.deadline,
+                    });
+                    // Filled in below, once every due pod of the Job is known.
+                    PodVerdict::Job {
+                        gate: PodGate::NotCovered,
+                        count: 0,
+                    }
                 }
-            }
+            },
         };
         rows.push((
             PodRow {
