@@ -1511,7 +1511,8 @@ fn status_agreed(verdict: &crate::status::PodVerdict) -> Agreed {
 // Issue: "`status` has no decision logic of its own". Over pod deadline × recovery already
 // recorded (none, jobgate's reason, Kueue's newer reason) × node (unscheduled, missing,
 // reachable, unreachable) × Job (none, no state, backoff after an episode elsewhere, leftover of
-// the recorded episode, limit reached now, limit recorded) × --dry-run, `jobgate status` and one
+// the recorded episode, limit reached now, limit recorded) × a zone the partition brake holds or
+// not × --dry-run, `jobgate status` and one
 // real reconcile over a stateful mocked apiserver reach the same verdict; a pod status shows as
 // recorded is recovered without a status patch, and the Job is written exactly when status says
 // an episode starts or the limit is reached now (never under --dry-run).
@@ -1582,7 +1583,9 @@ async fn status_and_reconciler_agree_over_the_state_table() {
         for (record_name, record) in &records {
             for node in nodes {
                 for (job_name, job) in &jobs {
-                    for dry_run in [false, true] {
+                    for (crowded, dry_run) in
+                        [(false, false), (false, true), (true, false), (true, true)]
+                    {
                         let mut pod = match record {
                             Some(conditions) => pod_json("100", "Failed", conditions.clone()),
                             None => running_pod("100"),
@@ -1600,7 +1603,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             pod = owned_by_train(pod);
                         }
                         let what = format!(
-                            "deletion {deletion}, {record_name}, node {node:?}, {job_name}, dry run {dry_run}"
+                            "deletion {deletion}, {record_name}, node {node:?}, {job_name}, dry run {dry_run}, crowded {crowded}"
                         );
 
                         // The reconciler.
@@ -1625,6 +1628,17 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 triggers: tx,
                                 jitter: || 0.0,
                             });
+                        // Crowded: 3 more unreachable nodes, 4 of 5 in the one zone: the
+                        // partition brake holds.
+                        let crowd: Vec<(String, bool)> = if crowded {
+                            (1..=3).map(|i| (format!("x-{i}"), true)).collect()
+                        } else {
+                            vec![]
+                        };
+                        for (name, unreachable) in &crowd {
+                            lock(&ctx.nodes)
+                                .apply(Event::Apply(NodeFacts::for_test(name, *unreachable)));
+                        }
                         let key = PodKey::new("ns", "pod");
                         tokio::time::timeout(Duration::from_secs(10), reconcile_pod(&ctx, &key))
                             .await
@@ -1653,13 +1667,13 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                         // `jobgate status` over the same objects.
                         let snapshot = crate::status::Snapshot {
                             pods: vec![serde_json::from_value(pod.clone()).expect("pod")],
-                            nodes: [("node-a", true), ("node-b", false)]
+                            nodes: [("node-a".to_string(), true), ("node-b".to_string(), false)]
                                 .into_iter()
+                                .chain(crowd.clone())
                                 .map(|(n, u)| {
-                                    (
-                                        n.to_string(),
-                                        serde_json::from_value(node_json(n, u)).expect("node"),
-                                    )
+                                    let node =
+                                        serde_json::from_value(node_json(&n, u)).expect("node");
+                                    (n, node)
                                 })
                                 .collect(),
                             jobs: job
@@ -1711,9 +1725,9 @@ async fn status_and_reconciler_agree_over_the_state_table() {
             }
         }
     }
-    assert_eq!(cases, 2 * 3 * 4 * 6 * 2);
+    assert_eq!(cases, 2 * 3 * 4 * 6 * 2 * 2);
     // Every verdict occurs in the table.
-    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert_eq!(seen.len(), 7, "{seen:?}");
 }
 
 // kube-runtime's graceful shutdown (`Controller::graceful_shutdown_on`): on SIGTERM no new
