@@ -20,11 +20,11 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::Api;
+use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::{Value, json};
 
 use super::event::EventText;
-use super::writer::{Skipped, Writer};
+use super::writer::{Skipped, Writer, workload_resource};
 use crate::recovery::episode::{
     DuePod, EPISODE_REASON, EpisodeConfig, EpisodeDecision, JobKey, JobView, LIMIT_EXCEEDED_REASON,
     LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, episode_note,
@@ -36,6 +36,7 @@ pub const EPISODE_ACTION: &str = "ForcefulTermination";
 /// `action` of the limit event.
 pub const LIMIT_ACTION_STOP: &str = "StopRecovery";
 pub const LIMIT_ACTION_SUSPEND: &str = "SuspendJob";
+pub const LIMIT_ACTION_DEACTIVATE: &str = "DeactivateWorkload";
 /// How many times a conflicting state write is re-read and re-decided before giving up.
 pub const MAX_CONFLICT_ATTEMPTS: usize = 5;
 
@@ -94,6 +95,47 @@ pub async fn begin_episode(
             return Ok(EpisodeStart::JobGone);
         };
         let job_ref = job_reference(&job, job_key);
+        // --on-recovery-limit=deactivate-workload: deactivate the Workload first (idempotent),
+        // then record the state; without a Workload, fall back to suspend.
+        let mut decision = decision;
+        let mut fallback = false;
+        if let EpisodeDecision::LimitExceeded {
+            new_state: Some(state),
+            suspend,
+        } = &mut decision
+            && state.limit_exceeded.as_ref().map(|l| l.action)
+                == Some(LimitAction::DeactivateWorkload)
+        {
+            let deactivated = match find_workload(client, job_key).await? {
+                None => false,
+                Some(name) => match writer
+                    .patch_workload(
+                        &job_key.namespace,
+                        &name,
+                        json!({"spec": {"active": false}}),
+                    )
+                    .await
+                {
+                    Ok(Ok(_)) => true,
+                    Ok(Err(Skipped::NotLeader)) => return Ok(EpisodeStart::NotLeader),
+                    Ok(Err(Skipped::DryRun)) => {
+                        return Ok(EpisodeStart::Decided {
+                            decision,
+                            job: job_ref,
+                        });
+                    }
+                    Err(kube::Error::Api(status)) if status.is_not_found() => false,
+                    Err(err) => return Err(err.into()),
+                },
+            };
+            if !deactivated {
+                fallback = true;
+                *suspend = true;
+                if let Some(limit) = state.limit_exceeded.as_mut() {
+                    limit.action = LimitAction::Suspend;
+                }
+            }
+        }
         let write = match &decision {
             EpisodeDecision::Recover { new_state, .. } => Some((new_state, false)),
             EpisodeDecision::LimitExceeded {
@@ -142,16 +184,19 @@ pub async fn begin_episode(
             EpisodeDecision::Recover {
                 pods, new_state, ..
             } => Some((EventKind::Episode, episode_note(pods, new_state))),
-            EpisodeDecision::LimitExceeded { suspend, .. } => {
-                let action = if *suspend {
-                    LimitAction::Suspend
-                } else {
-                    LimitAction::Stop
-                };
-                Some((
-                    EventKind::LimitExceeded(action),
-                    limit_note(due, config.limit_count.unwrap_or(0), action),
-                ))
+            EpisodeDecision::LimitExceeded { new_state, .. } => {
+                let action = new_state
+                    .as_ref()
+                    .and_then(|s| s.limit_exceeded.as_ref())
+                    .map_or(LimitAction::Stop, |l| l.action);
+                let mut note = limit_note(due, config.limit_count.unwrap_or(0), action);
+                if fallback {
+                    note = format!(
+                        "No Kueue Workload owns this Job: --on-recovery-limit=deactivate-workload \
+                         fell back to suspend. {note}"
+                    );
+                }
+                Some((EventKind::LimitExceeded(action), note))
             }
             _ => None,
         };
@@ -170,6 +215,29 @@ pub async fn begin_episode(
         name: job_key.name.clone(),
         attempts: MAX_CONFLICT_ATTEMPTS,
     })
+}
+
+/// The Kueue Workload the Job owns: Kueue's jobframework creates it with a controller owner
+/// reference to the Job (`ctrl.SetControllerReference`) and finds it by that reference
+/// (`OwnerReferenceIndexFieldMatcher`); no field selector can do that here, so the namespace's
+/// Workloads are listed. `None` when there is none, or Kueue is not installed (404).
+async fn find_workload(client: &Client, job: &JobKey) -> Result<Option<String>, kube::Error> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &job.namespace, &workload_resource());
+    let list = match api.list(&ListParams::default()).await {
+        Ok(list) => list,
+        Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    Ok(list.items.into_iter().find_map(|w| {
+        let owned = w
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.controller == Some(true) && r.kind == "Job" && r.uid == job.uid);
+        owned.then(|| w.metadata.name.clone()).flatten()
+    }))
 }
 
 /// GETs the Job and decides; `None` when the Job is gone or is another Job with the same name.
@@ -254,6 +322,9 @@ pub fn job_event_text(kind: EventKind, note: &str) -> EventText<'_> {
         }
         EventKind::LimitExceeded(LimitAction::Suspend) => {
             ("Warning", LIMIT_EXCEEDED_REASON, LIMIT_ACTION_SUSPEND)
+        }
+        EventKind::LimitExceeded(LimitAction::DeactivateWorkload) => {
+            ("Warning", LIMIT_EXCEEDED_REASON, LIMIT_ACTION_DEACTIVATE)
         }
     };
     EventText {
@@ -661,6 +732,158 @@ mod tests {
                 job: job_ref(),
             }
         );
+    }
+
+    fn workload_list(items: Vec<Value>) -> Exchange {
+        exchange(
+            "GET",
+            "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads?",
+            200,
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadList",
+                   "metadata": {}, "items": items}),
+        )
+    }
+
+    fn workload(name: &str, owner_uid: &str) -> Value {
+        json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "team-a", "ownerReferences": [{
+                "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": owner_uid,
+                "controller": true}]},
+            "spec": {"active": true},
+        })
+    }
+
+    fn deactivate_config() -> EpisodeConfig {
+        EpisodeConfig {
+            backoff: Backoff::default(),
+            limit_count: Some(1),
+            on_limit: LimitAction::DeactivateWorkload,
+        }
+    }
+
+    /// `--on-recovery-limit=deactivate-workload`: Kueue unsuspends an admitted Job
+    /// (jobframework), so the limit deactivates the Job's Workload (the one whose controller
+    /// reference is the Job, as Kueue links them), `spec.active: false` as Kueue does at its own
+    /// requeuing limit; then the state is recorded (no `spec.suspend`) and the Warning posted.
+    #[tokio::test]
+    async fn limit_with_deactivate_workload_deactivates_the_jobs_workload() {
+        let now = ts("2026-11-21T19:45:00Z");
+        let recorded = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: now,
+                action: LimitAction::DeactivateWorkload,
+            }),
+            ..first_state()
+        };
+        let expected_state = json!({"metadata": {
+            "resourceVersion": "200",
+            "annotations": {RECOVERY_STATE_ANNOTATION: recorded.to_annotation()},
+        }});
+        let start = run(
+            vec![
+                get_job(job_json("200", Some(&first_state()), false)),
+                workload_list(vec![
+                    workload("other-job-wl", "uid-other"),
+                    workload("job-train-1a2b3", "uid-train"),
+                ]),
+                exchange(
+                    "PATCH",
+                    "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/job-train-1a2b3?&fieldManager=jobgate-reconciler",
+                    200,
+                    workload("job-train-1a2b3", "uid-train"),
+                )
+                .checking(|_, content_type, body| {
+                    assert_eq!(content_type, Some("application/merge-patch+json"));
+                    assert_eq!(body, &json!({"spec": {"active": false}}));
+                }),
+                patch_job(expected_state, 200, job_json("201", Some(&recorded), false)),
+                any_event(201).checking(|_, _, body| {
+                    assert_eq!(body["type"], "Warning");
+                    assert_eq!(body["reason"], "RecoveryLimitExceeded");
+                    assert_eq!(body["action"], "DeactivateWorkload");
+                    assert!(
+                        body["note"]
+                            .as_str()
+                            .is_some_and(|n| n.contains("deactivated the Job's Kueue Workload")),
+                        "{body}"
+                    );
+                }),
+            ],
+            deactivate_config(),
+            now,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            start,
+            EpisodeStart::Decided {
+                decision: EpisodeDecision::LimitExceeded {
+                    suspend: false,
+                    new_state: Some(_)
+                },
+                ..
+            }
+        ));
+    }
+
+    /// Without a Workload owning the Job (not Kueue-managed, or Kueue not installed: 404),
+    /// deactivate-workload falls back to suspend, and the Warning says so.
+    #[tokio::test]
+    async fn deactivate_workload_without_a_workload_falls_back_to_suspend() {
+        let now = ts("2026-11-21T19:45:00Z");
+        let recorded = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: now,
+                action: LimitAction::Suspend,
+            }),
+            ..first_state()
+        };
+        for listing in [
+            workload_list(vec![workload("other-job-wl", "uid-other")]),
+            exchange(
+                "GET",
+                "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads?",
+                404,
+                status(404, "NotFound"),
+            ),
+        ] {
+            let expected = json!({
+                "metadata": {
+                    "resourceVersion": "200",
+                    "annotations": {RECOVERY_STATE_ANNOTATION: recorded.to_annotation()},
+                },
+                "spec": {"suspend": true},
+            });
+            let start = run(
+                vec![
+                    get_job(job_json("200", Some(&first_state()), false)),
+                    listing,
+                    patch_job(expected, 200, job_json("201", Some(&recorded), true)),
+                    any_event(201).checking(|_, _, body| {
+                        assert_eq!(body["action"], "SuspendJob");
+                        assert!(
+                            body["note"].as_str().is_some_and(|n| n.starts_with(
+                                "No Kueue Workload owns this Job: \
+                                 --on-recovery-limit=deactivate-workload fell back to suspend."
+                            )),
+                            "{body}"
+                        );
+                    }),
+                ],
+                deactivate_config(),
+                now,
+            )
+            .await
+            .unwrap();
+            assert!(matches!(
+                start,
+                EpisodeStart::Decided {
+                    decision: EpisodeDecision::LimitExceeded { suspend: true, .. },
+                    ..
+                }
+            ));
+        }
     }
 
     /// Already recorded: no write, no second Warning.

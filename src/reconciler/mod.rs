@@ -56,8 +56,10 @@ pub const RBAC: &[(&str, &str, &[&str])] = &[
     ("", "nodes", &["get", "list", "watch"]),
     // Warning / dry-run Normal events
     ("events.k8s.io", "events", &["create"]),
-    // per-Job recovery state annotation and --on-recovery-limit=suspend (issue 6)
+    // per-Job recovery state annotation and --on-recovery-limit=suspend
     ("batch", "jobs", &["get", "patch"]),
+    // --on-recovery-limit=deactivate-workload: find the Job's Workload, set spec.active=false
+    ("kueue.x-k8s.io", "workloads", &["list", "patch"]),
     // leader election
     (
         "coordination.k8s.io",

@@ -671,6 +671,8 @@ fn rbac_covers_every_call_the_reconciler_makes() {
         ("coordination.k8s.io", "leases", "update"),
         ("batch", "jobs", "get"),
         ("batch", "jobs", "patch"),
+        ("kueue.x-k8s.io", "workloads", "list"),
+        ("kueue.x-k8s.io", "workloads", "patch"),
     ] {
         assert!(has(g, r, v), "{g}/{r} {v}");
     }

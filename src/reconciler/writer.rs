@@ -1,5 +1,5 @@
 //! The only code that calls the apiserver's write verbs for recovery: the pod status patch, the
-//! pod delete, the Job patch and event creation. Every write goes through [`Writer::permit`],
+//! pod delete, the Job patch, the Kueue Workload patch and event creation. Every write goes through [`Writer::permit`],
 //! which checks leadership (once, right before the write) and `--dry-run` (the one place dry
 //! run is honoured: nothing is written, the caller reports a `Normal` "would ..." event with
 //! [`Writer::report_dry_run`]). The writer owns the field manager and posts every event through
@@ -12,7 +12,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::{Api, Client};
 use serde_json::Value;
 
@@ -45,6 +47,18 @@ pub struct Writer {
     /// `reportingInstance` of events.
     identity: String,
     metrics: RecoveryMetrics,
+}
+
+/// Kueue's Workload, `kueue.x-k8s.io/v1beta1` (deprecated but served since v1beta2 became the
+/// storage version in Kueue 0.16, and the only version before).
+pub fn workload_resource() -> ApiResource {
+    ApiResource {
+        group: "kueue.x-k8s.io".into(),
+        version: "v1beta1".into(),
+        api_version: "kueue.x-k8s.io/v1beta1".into(),
+        kind: "Workload".into(),
+        plural: "workloads".into(),
+    }
 }
 
 /// The `result` label of a failed write.
@@ -186,6 +200,24 @@ impl Writer {
         let result = jobs
             .patch(name, &self.params(), &Patch::Merge(&patch))
             .await;
+        self.counted(VERB, result).map(Ok)
+    }
+
+    /// JSON merge patch of a Kueue Workload (`kueue.x-k8s.io/v1beta1`, served by every Kueue
+    /// release with failure recovery; no Kueue crate, a dynamic API).
+    pub async fn patch_workload(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: Value,
+    ) -> Result<Written<DynamicObject>, kube::Error> {
+        const VERB: &str = "patch_workload";
+        if let Err(skipped) = self.permit(VERB) {
+            return Ok(Err(skipped));
+        }
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &workload_resource());
+        let result = api.patch(name, &self.params(), &Patch::Merge(&patch)).await;
         self.counted(VERB, result).map(Ok)
     }
 

@@ -53,6 +53,9 @@ pub enum LimitAction {
     Stop,
     /// Also set `spec.suspend: true` (the Job analogue of Kueue deactivating a Workload).
     Suspend,
+    /// Also deactivate the Job's Kueue Workload (`spec.active: false`, what Kueue itself does at
+    /// its requeuing limit, KEP-1282); Kueue would undo a `spec.suspend` of an admitted Job.
+    DeactivateWorkload,
 }
 
 /// The limit marker: when the limit stopped recovery and what jobgate did then.
@@ -336,11 +339,17 @@ pub fn decide_episode(
                 action: LimitAction::Suspend,
                 ..
             }) => true,
-            // Stopped earlier; suspend now if the operator switched to `suspend` since.
+            // Deactivated: still in force until the annotation is removed (jobgate cannot see
+            // the Workload re-activated here).
+            Some(LimitExceeded {
+                action: LimitAction::DeactivateWorkload,
+                ..
+            }) => true,
+            // Stopped earlier; act now if the operator switched to an acting action since.
             Some(LimitExceeded {
                 action: LimitAction::Stop,
                 ..
-            }) => !suspend,
+            }) => config.on_limit == LimitAction::Stop,
         };
         let new_state = (!already_recorded).then(|| RecoveryState {
             limit_exceeded: Some(LimitExceeded {
@@ -468,6 +477,10 @@ pub fn limit_note(pods: &[DuePod], limit: u32, action: LimitAction) -> String {
         LimitAction::Stop => format!(
             "; stopped recovering this Job. Remove the annotation {RECOVERY_STATE_ANNOTATION} to \
              allow recovery again"
+        ),
+        LimitAction::DeactivateWorkload => format!(
+            "; deactivated the Job's Kueue Workload (spec.active=false). Remove the annotation \
+             {RECOVERY_STATE_ANNOTATION} and re-activate the Workload to allow recovery again"
         ),
     };
     let head = format!(
@@ -1041,6 +1054,60 @@ mod tests {
                 suspend: true,
                 new_state: None,
             }
+        );
+    }
+
+    /// `deactivate-workload`: the limit is news once (recorded with that action), then in force
+    /// whatever the Job's `spec.suspend` says (the Workload, not the Job, carries it); a limit
+    /// recorded as `Stop` becomes news when the operator switches to it.
+    #[test]
+    fn limit_with_deactivate_workload_is_recorded_once_and_never_reset_by_resume() {
+        let deactivate = config(Some(1), LimitAction::DeactivateWorkload);
+        let prior = RecoveryState {
+            count: 1,
+            ..Default::default()
+        };
+        let now = ts("2026-11-21T20:00:00Z");
+        let view = |state| JobView {
+            suspended: false,
+            state: Some(state),
+        };
+        let EpisodeDecision::LimitExceeded {
+            suspend: false,
+            new_state: Some(recorded),
+        } = decide_episode(&[pod("p", "n")], view(&prior), &deactivate, now, 0.0)
+        else {
+            panic!("limit news")
+        };
+        assert_eq!(
+            recorded.limit_exceeded.as_ref().map(|l| l.action),
+            Some(LimitAction::DeactivateWorkload)
+        );
+        assert!(!resumed_after_suspend(&recorded, false));
+        assert_eq!(
+            decide_episode(&[pod("p", "n")], view(&recorded), &deactivate, now, 0.0),
+            EpisodeDecision::LimitExceeded {
+                suspend: false,
+                new_state: None
+            }
+        );
+        let stopped = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T19:00:00Z"),
+                action: LimitAction::Stop,
+            }),
+            ..prior.clone()
+        };
+        assert!(matches!(
+            decide_episode(&[pod("p", "n")], view(&stopped), &deactivate, now, 0.0),
+            EpisodeDecision::LimitExceeded {
+                new_state: Some(_),
+                ..
+            }
+        ));
+        assert_eq!(
+            serde_json::to_value(LimitAction::DeactivateWorkload).unwrap(),
+            serde_json::json!("DeactivateWorkload")
         );
     }
 

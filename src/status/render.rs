@@ -186,6 +186,9 @@ fn job_row(
         Some(l) => match l.action {
             LimitAction::Suspend => format!("EXCEEDED {}, Job suspended", l.time),
             LimitAction::Stop => format!("EXCEEDED {}, recovery stopped", l.time),
+            LimitAction::DeactivateWorkload => {
+                format!("EXCEEDED {}, Kueue Workload deactivated", l.time)
+            }
         },
     };
     vec![
