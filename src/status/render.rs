@@ -53,7 +53,7 @@ pub fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> S
         let rows = pods
             .into_iter()
             .map(|p| {
-                let status = verdict_text(&p.verdict, now);
+                let status = verdict_text(&p.verdict, options.episode.on_limit, now);
                 vec![
                     p.namespace,
                     p.name,
@@ -83,8 +83,8 @@ pub fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> S
     out
 }
 
-/// The STATUS column: the verdict in words.
-pub fn verdict_text(verdict: &PodVerdict, now: Timestamp) -> String {
+/// The STATUS column: the verdict in words (`on_limit`: what reaching the limit does).
+pub fn verdict_text(verdict: &PodVerdict, on_limit: LimitAction, now: Timestamp) -> String {
     match verdict {
         PodVerdict::WaitingForDeadline(d) => {
             format!("waiting for the deadline (in {})", human(now, *d))
@@ -111,7 +111,13 @@ pub fn verdict_text(verdict: &PodVerdict, now: Timestamp) -> String {
                 suspend,
             } => format!(
                 "not recovered: the Job reaches its recovery limit on the next pass{}",
-                if *suspend { " (and is suspended)" } else { "" }
+                match (suspend, on_limit) {
+                    (true, _) => " (and is suspended)",
+                    (false, LimitAction::DeactivateWorkload) => {
+                        " (and its Kueue Workload is deactivated, or without one it is suspended)"
+                    }
+                    (false, _) => "",
+                }
             ),
             PodGate::LimitExceeded { news: false, .. } => {
                 "not recovered: Job's recovery limit exceeded".into()

@@ -476,3 +476,16 @@ fn held_pods_are_shown_with_the_reason() {
         "{text}"
     );
 }
+
+/// With `--on-recovery-limit=deactivate-workload`, status says what reaching the limit does.
+#[test]
+fn status_names_the_workload_deactivation_at_the_limit() {
+    let mut options = options();
+    options.episode.limit_count = Some(2);
+    options.episode.on_limit = LimitAction::DeactivateWorkload;
+    let text = render(&snapshot(), &options, ts("2026-11-21T03:05:00Z"));
+    assert!(
+        text.contains("train-3   train   node-a   unreachable   2026-11-21T03:02:00Z   not recovered: the Job reaches its recovery limit on the next pass (and its Kueue Workload is deactivated, or without one it is suspended)"),
+        "{text}"
+    );
+}
