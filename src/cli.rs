@@ -47,7 +47,7 @@ pub enum Command {
     Reconcile(jobgate::reconciler::ReconcileArgs),
     /// Show per-Job recovery state, pods waiting for recovery, and the reconciler's leader
     /// (reads the cluster only).
-    Status(jobgate::reconciler::status::StatusArgs),
+    Status(jobgate::status::StatusArgs),
     /// List every Job and CronJob (or those of -n NAMESPACE) and report what `POST /validate`
     /// and the policies would say about each, and which pods opted into recovery belong to Jobs
     /// that cannot benefit (reads the cluster only). Output: text or json as `jobgate check`, or

@@ -12,3 +12,4 @@ pub mod reconciler;
 pub mod recovery;
 pub mod rule_flags;
 pub mod server;
+pub mod status;

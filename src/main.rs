@@ -31,8 +31,12 @@ fn main() -> ExitCode {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Check(_) => Ok(()),
         Command::Certs(args) => jobgate::certs::run(&args),
-        Command::Reconcile(args) => runtime.block_on(jobgate::reconciler::run(args)),
-        Command::Status(args) => runtime.block_on(jobgate::reconciler::status::run(args)),
+        Command::Reconcile(args) => runtime
+            .block_on(jobgate::reconciler::run(args))
+            .map_err(anyhow::Error::from),
+        Command::Status(args) => runtime
+            .block_on(jobgate::status::run(args))
+            .map_err(anyhow::Error::from),
         Command::Audit(args) => {
             // As `check`: 1 means "would be denied", so a cluster that cannot be read is 2.
             let code = runtime

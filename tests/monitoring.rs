@@ -153,6 +153,7 @@ fn exported_names() -> BTreeSet<String> {
             node: "node-a".into(),
         })
         .inc();
+    recovery.error("reconcile_api");
     sample_names(&jobgate::server::metrics::encode(&registry))
 }
 

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use hyper::{Request, Response};
+use jobgate::reconciler::filter::PodMeta;
 use jobgate::reconciler::lease::Leadership;
 use jobgate::reconciler::metrics::RecoveryMetrics;
-use jobgate::reconciler::watch::PodMeta;
 use jobgate::reconciler::{Context, Options, drive_pod_watch};
 use jobgate::server::admin::Readiness;
 use kube::client::Body;

@@ -2,14 +2,13 @@
 //! tests/fixtures/validate: every verdict is the library's (`jobgate check`'s path), attributed
 //! to kube-apiserver or to a policy.
 
-use hyper::Method;
 use kube::Client;
 use serde_json::{Value, json};
 
 use super::evaluate::{Finding, Outcome};
 use super::*;
 use crate::job::{Config, Level, PolicyName};
-use crate::reconciler::test_api::{Exchange, serve};
+use crate::reconciler::scripted::{Exchange, exchange, serve};
 
 fn fixture_object(name: &str) -> Value {
     let text = match name {
@@ -71,13 +70,7 @@ fn list(kind: &str, items: Vec<Value>, next: Option<&str>) -> Value {
 }
 
 fn get(path_and_query: &'static str, response: Value) -> Exchange {
-    Exchange {
-        method: Method::GET,
-        path_and_query,
-        body: None,
-        status: 200,
-        response,
-    }
+    exchange("GET", path_and_query, 200, response)
 }
 
 /// The cluster-wide script: Jobs in two pages, CronJobs, pod metadata.
@@ -120,7 +113,7 @@ fn script() -> Vec<Exchange> {
 
 async fn fetched(namespace: Option<&str>, script: Vec<Exchange>) -> Inventory {
     let (service, handle) = tower_test::mock::pair();
-    let server = serve(handle, script);
+    let server = tokio::spawn(serve(handle, script));
     let client = Client::new(service, "default");
     let inventory = fetch::fetch(&client, namespace).await.unwrap();
     server.await.unwrap();

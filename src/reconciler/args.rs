@@ -5,12 +5,16 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::backoff_args::RecoveryBackoffArgs;
 use crate::duration::parse_duration;
+use crate::recovery;
+use crate::recovery::brake::{self, BrakeConfig};
+use crate::recovery::episode::EpisodeConfig;
 
+/// The recovery flags `reconcile` and `status` share (one declaration), so that `status` given
+/// the reconciler's values predicts exactly what it decides.
 #[derive(Debug, Clone, Args)]
-pub struct ReconcileArgs {
-    #[command(flatten)]
-    pub cluster: super::cluster::ClusterArgs,
+pub struct RecoveryArgs {
     /// Time after a pod's deletionTimestamp (which already includes the pod's own grace
     /// period) before an opted-in pod on an unreachable node is forcefully terminated.
     #[arg(
@@ -29,6 +33,100 @@ pub struct ReconcileArgs {
         default_values_t = crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS.map(String::from)
     )]
     pub recovery_annotation_keys: Vec<String>,
+    /// Per-Job recovery backoff and limit.
+    #[command(flatten)]
+    pub backoff: RecoveryBackoffArgs,
+    /// Hold recoveries in a zone where many nodes are unreachable at once (a partition, not dead
+    /// machines), like kube-controller-manager holds taint-based evictions.
+    #[arg(
+        long,
+        env = "JOBGATE_PARTITION_BRAKE",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub partition_brake: bool,
+    /// Fraction of a zone's nodes (and at least 3) unreachable from which the zone is disrupted
+    /// (kube-controller-manager's --unhealthy-zone-threshold).
+    #[arg(
+        long,
+        env = "JOBGATE_UNHEALTHY_ZONE_THRESHOLD",
+        default_value_t = brake::DEFAULT_UNHEALTHY_ZONE_THRESHOLD,
+        value_parser = parse_fraction,
+        value_name = "FRACTION"
+    )]
+    pub unhealthy_zone_threshold: f32,
+    /// A disrupted zone of at most this many nodes holds all recoveries; a larger one releases
+    /// nodes at --secondary-recovery-rate (kube-controller-manager's
+    /// --large-cluster-size-threshold, compared with the zone's size).
+    #[arg(
+        long,
+        env = "JOBGATE_LARGE_CLUSTER_SIZE_THRESHOLD",
+        default_value_t = brake::DEFAULT_LARGE_CLUSTER_SIZE_THRESHOLD,
+        value_name = "NODES"
+    )]
+    pub large_cluster_size_threshold: u32,
+    /// Nodes per second whose pods are recovered in a disrupted zone larger than
+    /// --large-cluster-size-threshold (kube-controller-manager's --secondary-node-eviction-rate);
+    /// 0 holds them all.
+    #[arg(
+        long,
+        env = "JOBGATE_SECONDARY_RECOVERY_RATE",
+        default_value_t = brake::DEFAULT_SECONDARY_RATE,
+        value_parser = parse_rate,
+        value_name = "NODES_PER_SECOND"
+    )]
+    pub secondary_recovery_rate: f64,
+}
+
+/// A number in [0, 1].
+fn parse_fraction(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("{text:?} is not a number from 0 to 1")),
+    }
+}
+
+/// A finite number >= 0.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!("{text:?} is not a number >= 0")),
+    }
+}
+
+impl RecoveryArgs {
+    /// The pod decision's settings.
+    pub fn config(&self) -> recovery::Config {
+        recovery::Config {
+            annotation_keys: self.recovery_annotation_keys.clone(),
+            grace_period: self.forceful_termination_grace_period,
+        }
+    }
+
+    /// The Job episode decision's settings.
+    pub fn episode_config(&self) -> EpisodeConfig {
+        self.backoff.episode_config()
+    }
+
+    /// The partition brake's settings.
+    pub fn brake_config(&self) -> BrakeConfig {
+        BrakeConfig {
+            enabled: self.partition_brake,
+            unhealthy_zone_threshold: self.unhealthy_zone_threshold,
+            large_cluster_size_threshold: self.large_cluster_size_threshold,
+            secondary_rate: self.secondary_recovery_rate,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReconcileArgs {
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterArgs,
+    /// The decision's flags, shared with `jobgate status`.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
     /// Record the recovery (phase Failed, condition, event) but do not delete the pod.
     #[arg(long, env = "JOBGATE_NO_DELETE")]
     pub no_delete: bool,
@@ -48,9 +146,15 @@ pub struct ReconcileArgs {
     /// sidecar does not collide with `serve`'s 8080 in the same pod.
     #[arg(long, env = "JOBGATE_ADMIN_ADDR", default_value = "0.0.0.0:8081")]
     pub admin_addr: SocketAddr,
-    /// Per-Job recovery backoff and limit (issue 6).
-    #[command(flatten)]
-    pub backoff: super::backoff_args::RecoveryBackoffArgs,
+    /// On SIGTERM, how long in-flight reconciles get to finish (no new one starts) before the
+    /// Lease is released and the process exits.
+    #[arg(
+        long,
+        env = "JOBGATE_SHUTDOWN_TIMEOUT",
+        default_value = "10s",
+        value_parser = parse_duration
+    )]
+    pub shutdown_timeout: Duration,
 }
 
 #[cfg(test)]
@@ -68,9 +172,12 @@ mod tests {
     fn defaults() {
         let cli = Cli::try_parse_from(["jobgate"]).expect("parse");
         let a = cli.args;
-        assert_eq!(a.forceful_termination_grace_period, Duration::from_secs(60));
         assert_eq!(
-            a.recovery_annotation_keys,
+            a.recovery.forceful_termination_grace_period,
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            a.recovery.recovery_annotation_keys,
             vec![
                 "kueue.x-k8s.io/safe-to-forcefully-terminate".to_string(),
                 "kueue.x-k8s.io/safe-to-forcefully-delete".to_string()
@@ -80,6 +187,38 @@ mod tests {
         assert_eq!(a.lease_name, "jobgate-reconciler");
         assert_eq!(a.lease_namespace, None);
         assert_eq!(a.admin_addr.port(), 8081);
+        assert_eq!(a.shutdown_timeout, Duration::from_secs(10));
+        assert_eq!(a.recovery.brake_config(), BrakeConfig::default());
+    }
+
+    #[test]
+    fn brake_flags() {
+        let cli = Cli::try_parse_from([
+            "jobgate",
+            "--partition-brake=false",
+            "--unhealthy-zone-threshold=0.7",
+            "--large-cluster-size-threshold=20",
+            "--secondary-recovery-rate=0.5",
+        ])
+        .expect("parse");
+        assert_eq!(
+            cli.args.recovery.brake_config(),
+            BrakeConfig {
+                enabled: false,
+                unhealthy_zone_threshold: 0.7,
+                large_cluster_size_threshold: 20,
+                secondary_rate: 0.5,
+            }
+        );
+        for bad in [
+            "--unhealthy-zone-threshold=1.5",
+            "--unhealthy-zone-threshold=x",
+            "--secondary-recovery-rate=-1",
+            "--secondary-recovery-rate=inf",
+            "--partition-brake=maybe",
+        ] {
+            assert!(Cli::try_parse_from(["jobgate", bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -98,9 +237,12 @@ mod tests {
         ])
         .expect("parse");
         let a = cli.args;
-        assert_eq!(a.forceful_termination_grace_period, Duration::from_secs(90));
         assert_eq!(
-            a.recovery_annotation_keys,
+            a.recovery.forceful_termination_grace_period,
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            a.recovery.recovery_annotation_keys,
             vec!["example.com/a", "example.com/b"]
         );
         assert!(a.no_delete && a.dry_run);

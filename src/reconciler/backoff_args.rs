@@ -29,7 +29,8 @@ pub struct RecoveryBackoffArgs {
     /// Most recovery episodes per Job; the next one is refused (default: unlimited).
     #[arg(long, env = "JOBGATE_RECOVERY_BACKOFF_LIMIT_COUNT", value_name = "N")]
     pub recovery_backoff_limit_count: Option<u32>,
-    /// What to do when a Job reaches the limit: `stop` recovering, or also `suspend` the Job.
+    /// What to do when a Job reaches the limit: `stop` recovering, also `suspend` the Job, or
+    /// also `deactivate-workload` (its Kueue Workload).
     #[arg(
         long,
         env = "JOBGATE_ON_RECOVERY_LIMIT",
@@ -46,6 +47,9 @@ pub enum OnRecoveryLimit {
     Stop,
     /// Stop and set `spec.suspend: true` on the Job.
     Suspend,
+    /// Stop and deactivate the Job's Kueue Workload (`spec.active: false`); Kueue unsuspends
+    /// an admitted Job, so under Kueue this is the action that holds. Without a Workload: suspend.
+    DeactivateWorkload,
 }
 
 impl RecoveryBackoffArgs {
@@ -59,6 +63,7 @@ impl RecoveryBackoffArgs {
             on_limit: match self.on_recovery_limit {
                 OnRecoveryLimit::Stop => LimitAction::Stop,
                 OnRecoveryLimit::Suspend => LimitAction::Suspend,
+                OnRecoveryLimit::DeactivateWorkload => LimitAction::DeactivateWorkload,
             },
         }
     }
@@ -124,5 +129,11 @@ mod tests {
         assert!(parse(&["--recovery-backoff-base-seconds", "-1"]).is_err());
         assert!(parse(&["--recovery-backoff-limit-count", "many"]).is_err());
         assert!(parse(&["--on-recovery-limit", "delete"]).is_err());
+        assert_eq!(
+            parse(&["--on-recovery-limit", "deactivate-workload"])
+                .unwrap()
+                .on_limit,
+            LimitAction::DeactivateWorkload
+        );
     }
 }

@@ -27,8 +27,19 @@ pub enum Prefer {
     Kubeconfig,
 }
 
+/// Why no client could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("cannot read the kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error("no usable cluster configuration: {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    #[error("cannot build a Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+}
+
 impl ClusterArgs {
-    pub async fn client(&self, prefer: Prefer) -> anyhow::Result<Client> {
+    pub async fn client(&self, prefer: Prefer) -> Result<Client, ClusterError> {
         let config = if self.kubeconfig.is_some() || self.context.is_some() {
             let options = KubeConfigOptions {
                 context: self.context.clone(),

@@ -1,25 +1,19 @@
-//! events.k8s.io/v1 Event bodies about a pod (pure: time is a parameter).
+//! The one builder of events.k8s.io/v1 Event bodies (pure: time is a parameter), for the pod
+//! events and the Job events alike, within the events.k8s.io/v1 validation limits.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 
-/// `reportingController` of every event jobgate emits.
+/// `reportingController` of every event jobgate's reconciler posts.
 pub const REPORTING_CONTROLLER: &str = "jobgate.dev/reconciler";
-/// events.k8s.io/v1 validation limit of `note`, in bytes.
-const NOTE_MAX_BYTES: usize = 1024;
-/// events.k8s.io/v1 validation limit of `reportingInstance`.
-const INSTANCE_MAX_BYTES: usize = 128;
-
-/// The pod an event is about.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Regarding {
-    pub namespace: String,
-    pub name: String,
-    pub uid: Option<String>,
-    pub resource_version: Option<String>,
-}
+/// events.k8s.io/v1 validation limit of `note`, in bytes
+/// (`pkg/apis/events/validation`: `NoteLengthLimit = 1024`).
+pub const NOTE_MAX_BYTES: usize = 1024;
+/// events.k8s.io/v1 validation limit of `reportingInstance`, in bytes
+/// (`ReportingInstanceLengthLimit = 128`).
+pub const INSTANCE_MAX_BYTES: usize = 128;
 
 /// What an event says.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,19 +36,40 @@ fn truncate(s: &str, max: usize) -> String {
     s[..end].to_string()
 }
 
-/// An events.k8s.io/v1 Event regarding a pod, named like client-go's event recorder does
-/// (`<name>.<unix nanoseconds in hex>`).
-pub fn pod_event(
-    regarding: &Regarding,
+/// The reference to a pod an event is about (with the resourceVersion the event describes).
+pub fn pod_reference(
+    namespace: &str,
+    name: &str,
+    uid: Option<String>,
+    resource_version: Option<String>,
+) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(namespace.to_string()),
+        name: Some(name.to_string()),
+        uid,
+        resource_version,
+        ..ObjectReference::default()
+    }
+}
+
+/// An events.k8s.io/v1 Event regarding `regarding`, named like client-go's event recorder does
+/// (`<name>.<unix nanoseconds in hex>`), in the object's namespace. `note` is cut to 1 KiB and
+/// `instance` (`reportingInstance`) to 128 bytes, at a character boundary, so a long identity or
+/// a long list of pods never makes the apiserver refuse the event.
+pub fn build(
+    regarding: &ObjectReference,
     text: &EventText<'_>,
     instance: &str,
     now: Timestamp,
 ) -> Event {
     let nanos = u128::try_from(now.as_nanosecond()).unwrap_or(0);
+    let name = regarding.name.as_deref().unwrap_or("object");
     Event {
         metadata: ObjectMeta {
-            name: Some(format!("{}.{:x}", regarding.name, nanos)),
-            namespace: Some(regarding.namespace.clone()),
+            name: Some(format!("{name}.{nanos:x}")),
+            namespace: regarding.namespace.clone(),
             ..ObjectMeta::default()
         },
         event_time: Some(MicroTime(now)),
@@ -64,15 +79,7 @@ pub fn pod_event(
         note: Some(truncate(text.note, NOTE_MAX_BYTES)),
         reporting_controller: Some(REPORTING_CONTROLLER.to_string()),
         reporting_instance: Some(truncate(instance, INSTANCE_MAX_BYTES)),
-        regarding: Some(ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            namespace: Some(regarding.namespace.clone()),
-            name: Some(regarding.name.clone()),
-            uid: regarding.uid.clone(),
-            resource_version: regarding.resource_version.clone(),
-            ..ObjectReference::default()
-        }),
+        regarding: Some(regarding.clone()),
         ..Event::default()
     }
 }
@@ -82,22 +89,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn text(note: &str) -> EventText<'_> {
+        EventText {
+            type_: "Warning",
+            reason: "KueueForcefullyTerminated",
+            action: "ForcefulTermination",
+            note,
+        }
+    }
+
     #[test]
     fn warning_event_body() {
         let now: Timestamp = "2026-11-21T20:00:00.5Z".parse().expect("ts");
-        let event = pod_event(
-            &Regarding {
-                namespace: "ns".into(),
-                name: "pod".into(),
-                uid: Some("u-1".into()),
-                resource_version: Some("8".into()),
-            },
-            &EventText {
-                type_: "Warning",
-                reason: "KueueForcefullyTerminated",
-                action: "ForcefulTermination",
-                note: "msg",
-            },
+        let event = build(
+            &pod_reference("ns", "pod", Some("u-1".into()), Some("8".into())),
+            &text("msg"),
             "jobgate-0",
             now,
         );
@@ -127,5 +133,29 @@ mod tests {
         let cut = truncate(&note, NOTE_MAX_BYTES);
         assert_eq!(cut.len(), 1024);
         assert!(cut.chars().all(|c| c == 'é'));
+    }
+
+    /// The two builders used to disagree: only pod events were cut. A Job event with a
+    /// 200-byte identity and a 2 KiB note is within the limits too.
+    #[test]
+    fn job_events_are_cut_to_the_same_limits() {
+        let job = ObjectReference {
+            api_version: Some("batch/v1".into()),
+            kind: Some("Job".into()),
+            name: Some("train".into()),
+            namespace: Some("team-a".into()),
+            ..ObjectReference::default()
+        };
+        let identity = "x".repeat(200);
+        let note = "n".repeat(2048);
+        let event = build(
+            &job,
+            &text(&note),
+            &identity,
+            "2026-11-21T20:00:00Z".parse().expect("ts"),
+        );
+        assert_eq!(event.reporting_instance.map(|i| i.len()), Some(128));
+        assert_eq!(event.note.map(|n| n.len()), Some(1024));
+        assert_eq!(event.metadata.namespace.as_deref(), Some("team-a"));
     }
 }

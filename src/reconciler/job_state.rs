@@ -1,71 +1,42 @@
 //! The Job side of recovery episodes: read the Job's `jobgate.dev/recovery-state` annotation, ask
-//! [`decide_episode`] what to do, record the new state with optimistic concurrency (and
-//! `spec.suspend: true` when the limit says so), and post the Job's events.
+//! [`decide_episode`] what to do, record the new state through the [`Writer`] with optimistic
+//! concurrency (and `spec.suspend: true` when the limit says so), and post the Job's events.
 //!
-//! # How the pod reconciler uses this (issue 5 + issue 6)
-//!
-//! In `reconciler::reconcile_pod`, arm `Decision::Recover(recovery)`, after the fresh node read
-//! confirmed the taint and before `recover_pod` (with `now` as read for the decision):
-//!
-//! ```text
-//! match pod_job(&pod.metadata) {
-//!     None => recover_pod(..)                                  // no Job: no state
-//!     Some(job) => {
-//!         let mut due = due_pods_of_job(&job, <KnownPod per pod of ctx's store: metadata,
-//!             tracked node, node cache says unreachable>, ctx.config.grace_period, now);
-//!         due.push(DuePod { <this pod>, node: recovery.node, deadline: recovery.deadline });
-//!         let start = if dry_run { peek_episode(..) } else {
-//!             begin_episode(&client, &reporter, &job, &due, &ctx.episode, now, rand::random())
-//!         }.await?;
-//!         match start {
-//!             JobGone => recover_pod(..),                      // orphan: no state
-//!             Decided { decision: Recover { pods, .. }, .. } =>
-//!                 { trigger the other `pods` (their own reconciles find Continue);
-//!                   recover_pod(this pod) }
-//!             Decided { decision: Continue { pods, others_wait_until }, .. } =>
-//!                 if pods contains this pod { recover_pod(..) }
-//!                 else { Action::requeue(until(others_wait_until)) }
-//!             Decided { decision: WaitUntil(t), .. } => Action::requeue(until(t, now)),
-//!             Decided { decision: LimitExceeded { .. }, .. } =>
-//!                 Action::requeue(WAIT_FOR_NODE_RESYNC),      // no Job watch: notice a reset
-//!             Decided { decision: NothingDue, .. } => unreachable: `due` holds this pod
-//!         }
-//!     }
-//! }
-//! ```
+//! `reconcile::job_gate` calls [`begin_episode`] between a pod's `Decision::Recover` and its
+//! recovery, with the Job's due pods, and maps the decision to its pod with
+//! [`crate::recovery::episode::pod_gate`].
 //!
 //! Concurrent reconciles of sibling pods are safe: all but one lose the state write with 409,
 //! re-read, and find their pod a leftover of the episode just recorded (`Continue`), so the
 //! episode is counted and announced once. The events are posted here, after the write that made
-//! them true; a failed event is logged, not retried.
+//! them true; a failed event is logged, not retried. Under `--dry-run` the writer sends nothing:
+//! the decision is returned as if it had been recorded, without an event.
 //!
 //! A 409 Conflict on the state write means someone else changed the Job: re-read it and decide
 //! again (never act on stale data). Other API errors are returned for the caller's retry policy.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::{Value, json};
 
+use super::event::EventText;
+use super::writer::{Skipped, Writer, workload_resource};
 use crate::recovery::episode::{
     DuePod, EPISODE_REASON, EpisodeConfig, EpisodeDecision, JobKey, JobView, LIMIT_EXCEEDED_REASON,
     LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, episode_note,
     limit_note,
 };
 
-/// `reportingController` of every event jobgate's reconciler posts.
-pub const REPORTING_CONTROLLER: &str = "jobgate.dev/reconciler";
-/// `fieldManager` of jobgate's Job patches (visible in `managedFields`).
-pub const FIELD_MANAGER: &str = "jobgate-reconciler";
 /// `action` of the episode event (the same action as the pod events).
 pub const EPISODE_ACTION: &str = "ForcefulTermination";
 /// `action` of the limit event.
 pub const LIMIT_ACTION_STOP: &str = "StopRecovery";
 pub const LIMIT_ACTION_SUSPEND: &str = "SuspendJob";
+pub const LIMIT_ACTION_DEACTIVATE: &str = "DeactivateWorkload";
 /// How many times a conflicting state write is re-read and re-decided before giving up.
 pub const MAX_CONFLICT_ATTEMPTS: usize = 5;
 
@@ -83,13 +54,6 @@ pub enum JobStateError {
     NoResourceVersion { namespace: String, name: String },
 }
 
-/// Who posts events: `reportingController` is always [`REPORTING_CONTROLLER`]; `instance` is this
-/// replica (the pod name), `reportingInstance`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reporter {
-    pub instance: String,
-}
-
 /// The outcome of [`begin_episode`].
 // Returned once per episode; boxing the reference would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -98,8 +62,10 @@ pub enum EpisodeStart {
     /// The Job is gone, or a new Job with the same name has another uid: the pods are orphans,
     /// recover them without state.
     JobGone,
+    /// The state needed a write and this replica is not the leader: do nothing.
+    NotLeader,
     /// The decision, already recorded on the Job when it needed a write (Recover and the first
-    /// LimitExceeded). `job` refers to the Job for the events.
+    /// LimitExceeded; under `--dry-run` not written). `job` refers to the Job for the events.
     Decided {
         decision: EpisodeDecision,
         job: ObjectReference,
@@ -114,7 +80,7 @@ pub enum EpisodeStart {
 /// or `NothingDue`.
 pub async fn begin_episode(
     client: &Client,
-    reporter: &Reporter,
+    writer: &Writer,
     job_key: &JobKey,
     due: &[DuePod],
     config: &EpisodeConfig,
@@ -129,6 +95,47 @@ pub async fn begin_episode(
             return Ok(EpisodeStart::JobGone);
         };
         let job_ref = job_reference(&job, job_key);
+        // --on-recovery-limit=deactivate-workload: deactivate the Workload first (idempotent),
+        // then record the state; without a Workload, fall back to suspend.
+        let mut decision = decision;
+        let mut fallback = false;
+        if let EpisodeDecision::LimitExceeded {
+            new_state: Some(state),
+            suspend,
+        } = &mut decision
+            && state.limit_exceeded.as_ref().map(|l| l.action)
+                == Some(LimitAction::DeactivateWorkload)
+        {
+            let deactivated = match find_workload(client, job_key).await? {
+                None => false,
+                Some(name) => match writer
+                    .patch_workload(
+                        &job_key.namespace,
+                        &name,
+                        json!({"spec": {"active": false}}),
+                    )
+                    .await
+                {
+                    Ok(Ok(_)) => true,
+                    Ok(Err(Skipped::NotLeader)) => return Ok(EpisodeStart::NotLeader),
+                    Ok(Err(Skipped::DryRun)) => {
+                        return Ok(EpisodeStart::Decided {
+                            decision,
+                            job: job_ref,
+                        });
+                    }
+                    Err(kube::Error::Api(status)) if status.is_not_found() => false,
+                    Err(err) => return Err(err.into()),
+                },
+            };
+            if !deactivated {
+                fallback = true;
+                *suspend = true;
+                if let Some(limit) = state.limit_exceeded.as_mut() {
+                    limit.action = LimitAction::Suspend;
+                }
+            }
+        }
         let write = match &decision {
             EpisodeDecision::Recover { new_state, .. } => Some((new_state, false)),
             EpisodeDecision::LimitExceeded {
@@ -150,15 +157,19 @@ pub async fn begin_episode(
             });
         };
         let patch = state_patch(resource_version, new_state, suspend);
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
-            ..PatchParams::default()
-        };
-        match jobs
-            .patch(&job_key.name, &params, &Patch::Merge(&patch))
+        match writer
+            .patch_job(&job_key.namespace, &job_key.name, patch)
             .await
         {
-            Ok(_) => {}
+            Ok(Ok(_)) => writer.count_recorded(&decision),
+            Ok(Err(Skipped::NotLeader)) => return Ok(EpisodeStart::NotLeader),
+            // Dry run: what would have been recorded, nothing written, no event.
+            Ok(Err(Skipped::DryRun)) => {
+                return Ok(EpisodeStart::Decided {
+                    decision,
+                    job: job_ref,
+                });
+            }
             Err(kube::Error::Api(status)) if status.is_conflict() => {
                 tracing::debug!(job = %job_key.name, "recovery state write conflicted; re-reading");
                 continue;
@@ -172,31 +183,27 @@ pub async fn begin_episode(
         let event = match &decision {
             EpisodeDecision::Recover {
                 pods, new_state, ..
-            } => Some(job_event(
-                &job_ref,
-                reporter,
-                EventKind::Episode,
-                episode_note(pods, new_state),
-                now,
-            )),
-            EpisodeDecision::LimitExceeded { suspend, .. } => {
-                let action = if *suspend {
-                    LimitAction::Suspend
-                } else {
-                    LimitAction::Stop
-                };
-                Some(job_event(
-                    &job_ref,
-                    reporter,
-                    EventKind::LimitExceeded(action),
-                    limit_note(due, config.limit_count.unwrap_or(0), action),
-                    now,
-                ))
+            } => Some((EventKind::Episode, episode_note(pods, new_state))),
+            EpisodeDecision::LimitExceeded { new_state, .. } => {
+                let action = new_state
+                    .as_ref()
+                    .and_then(|s| s.limit_exceeded.as_ref())
+                    .map_or(LimitAction::Stop, |l| l.action);
+                let mut note = limit_note(due, config.limit_count.unwrap_or(0), action);
+                if fallback {
+                    note = format!(
+                        "No Kueue Workload owns this Job: --on-recovery-limit=deactivate-workload \
+                         fell back to suspend. {note}"
+                    );
+                }
+                Some((EventKind::LimitExceeded(action), note))
             }
             _ => None,
         };
-        if let Some(event) = event {
-            post_event(client, &event).await;
+        if let Some((kind, note)) = event {
+            let _ = writer
+                .event(&job_ref, &job_event_text(kind, &note), now)
+                .await;
         }
         return Ok(EpisodeStart::Decided {
             decision,
@@ -210,26 +217,27 @@ pub async fn begin_episode(
     })
 }
 
-/// `--dry-run`: what [`begin_episode`] would decide, without writing anything (no state, no
-/// `spec.suspend`, no event).
-pub async fn peek_episode(
-    client: &Client,
-    job_key: &JobKey,
-    due: &[DuePod],
-    config: &EpisodeConfig,
-    now: Timestamp,
-    jitter: f64,
-) -> Result<EpisodeStart, JobStateError> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), &job_key.namespace);
-    Ok(
-        match read_and_decide(&jobs, job_key, due, config, now, jitter).await? {
-            None => EpisodeStart::JobGone,
-            Some((job, decision)) => EpisodeStart::Decided {
-                decision,
-                job: job_reference(&job, job_key),
-            },
-        },
-    )
+/// The Kueue Workload the Job owns: Kueue's jobframework creates it with a controller owner
+/// reference to the Job (`ctrl.SetControllerReference`) and finds it by that reference
+/// (`OwnerReferenceIndexFieldMatcher`); no field selector can do that here, so the namespace's
+/// Workloads are listed. `None` when there is none, or Kueue is not installed (404).
+async fn find_workload(client: &Client, job: &JobKey) -> Result<Option<String>, kube::Error> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &job.namespace, &workload_resource());
+    let list = match api.list(&ListParams::default()).await {
+        Ok(list) => list,
+        Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    Ok(list.items.into_iter().find_map(|w| {
+        let owned = w
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.controller == Some(true) && r.kind == "Job" && r.uid == job.uid);
+        owned.then(|| w.metadata.name.clone()).flatten()
+    }))
 }
 
 /// GETs the Job and decides; `None` when the Job is gone or is another Job with the same name.
@@ -254,22 +262,6 @@ async fn read_and_decide(
     };
     let decision = decide_episode(due, view, config, now, jitter);
     Ok(Some((job, decision)))
-}
-
-/// Creates an event. A failure is logged, not returned: the annotation is the durable record,
-/// and retrying the episode would not post it again.
-async fn post_event(client: &Client, event: &Event) {
-    let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
-    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
-    if let Err(err) = events.create(&PostParams::default(), event).await {
-        tracing::warn!(
-            namespace,
-            job = event.regarding.as_ref().and_then(|r| r.name.as_deref()).unwrap_or(""),
-            reason = event.reason.as_deref().unwrap_or(""),
-            error = %err,
-            "could not create event"
-        );
-    }
 }
 
 /// The Job's recovery state; an unreadable annotation counts as removed (and is logged).
@@ -321,15 +313,8 @@ pub enum EventKind {
     LimitExceeded(LimitAction),
 }
 
-/// An `events.k8s.io/v1` Event regarding `job`, named like client-go's recorder
-/// (`<name>.<hex unix nanos>`).
-pub fn job_event(
-    job: &ObjectReference,
-    reporter: &Reporter,
-    kind: EventKind,
-    note: String,
-    now: Timestamp,
-) -> Event {
+/// Type, reason and action of a Job event, with its note.
+pub fn job_event_text(kind: EventKind, note: &str) -> EventText<'_> {
     let (type_, reason, action) = match kind {
         EventKind::Episode => ("Normal", EPISODE_REASON, EPISODE_ACTION),
         EventKind::LimitExceeded(LimitAction::Stop) => {
@@ -338,23 +323,15 @@ pub fn job_event(
         EventKind::LimitExceeded(LimitAction::Suspend) => {
             ("Warning", LIMIT_EXCEEDED_REASON, LIMIT_ACTION_SUSPEND)
         }
+        EventKind::LimitExceeded(LimitAction::DeactivateWorkload) => {
+            ("Warning", LIMIT_EXCEEDED_REASON, LIMIT_ACTION_DEACTIVATE)
+        }
     };
-    let name = job.name.as_deref().unwrap_or("job");
-    Event {
-        metadata: ObjectMeta {
-            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
-            namespace: job.namespace.clone(),
-            ..ObjectMeta::default()
-        },
-        event_time: Some(MicroTime(now)),
-        type_: Some(type_.to_string()),
-        reason: Some(reason.to_string()),
-        action: Some(action.to_string()),
-        note: Some(note),
-        regarding: Some(job.clone()),
-        reporting_controller: Some(REPORTING_CONTROLLER.to_string()),
-        reporting_instance: Some(reporter.instance.clone()),
-        ..Event::default()
+    EventText {
+        type_,
+        reason,
+        action,
+        note,
     }
 }
 
@@ -367,21 +344,24 @@ pub fn pod_job(meta: &ObjectMeta) -> Option<JobKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconciler::test_api::{Exchange, serve};
+    use crate::reconciler::lease::Leadership;
+    use crate::reconciler::metrics::RecoveryMetrics;
+    use crate::reconciler::scripted::{Exchange, exchange, mock, serve};
     use crate::recovery::backoff::Backoff;
     use crate::recovery::episode::LimitExceeded;
-    use hyper::{Method, Request, Response};
-    use kube::client::Body;
-    use tower_test::mock::pair;
 
     fn ts(s: &str) -> Timestamp {
         s.parse().unwrap()
     }
 
-    fn reporter() -> Reporter {
-        Reporter {
-            instance: "jobgate-7d9f-abcde".into(),
-        }
+    fn writer(client: Client, dry_run: bool) -> Writer {
+        Writer::new(
+            client,
+            Leadership::always(),
+            dry_run,
+            "jobgate-7d9f-abcde".into(),
+            RecoveryMetrics::default(),
+        )
     }
 
     fn key() -> JobKey {
@@ -436,48 +416,54 @@ mod tests {
     }
 
     fn get_job(response: Value) -> Exchange {
-        Exchange {
-            method: Method::GET,
-            path_and_query: "/apis/batch/v1/namespaces/team-a/jobs/train",
-            body: None,
-            status: 200,
+        exchange(
+            "GET",
+            "/apis/batch/v1/namespaces/team-a/jobs/train?",
+            200,
             response,
-        }
+        )
     }
 
+    /// A merge patch of the Job with jobgate's field manager; `body` is compared unless `Null`.
     fn patch_job(body: Value, status: u16, response: Value) -> Exchange {
-        Exchange {
-            method: Method::PATCH,
-            path_and_query: "/apis/batch/v1/namespaces/team-a/jobs/train?&fieldManager=jobgate-reconciler",
-            body: Some(body),
+        exchange(
+            "PATCH",
+            "/apis/batch/v1/namespaces/team-a/jobs/train?&fieldManager=jobgate-reconciler",
             status,
             response,
-        }
+        )
+        .checking(move |_, content_type, actual| {
+            assert_eq!(content_type, Some("application/merge-patch+json"));
+            if !body.is_null() {
+                assert_eq!(actual, &body);
+            }
+        })
     }
 
     fn post_event(body: Value) -> Exchange {
-        Exchange {
-            method: Method::POST,
-            path_and_query: "/apis/events.k8s.io/v1/namespaces/team-a/events?",
-            response: body.clone(),
-            body: Some(body),
-            status: 201,
-        }
+        exchange(
+            "POST",
+            "/apis/events.k8s.io/v1/namespaces/team-a/events?",
+            201,
+            body.clone(),
+        )
+        .with_body(body)
     }
 
     /// An event creation whose body another test checks.
     fn any_event(status_code: u16) -> Exchange {
-        Exchange {
-            body: None,
-            status: status_code,
-            response: if status_code == 201 {
-                json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
-                       "metadata": {"name": "e", "namespace": "team-a"}})
-            } else {
-                status(status_code, "Forbidden")
-            },
-            ..post_event(Value::Null)
-        }
+        let response = if status_code == 201 {
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                   "metadata": {"name": "e", "namespace": "team-a"}})
+        } else {
+            status(status_code, "Forbidden")
+        };
+        exchange(
+            "POST",
+            "/apis/events.k8s.io/v1/namespaces/team-a/events?",
+            status_code,
+            response,
+        )
     }
 
     /// The annotation is the durable record: a failed event creation is logged, and the episode
@@ -487,10 +473,7 @@ mod tests {
         let start = run(
             vec![
                 get_job(job_json("100", None, false)),
-                Exchange {
-                    body: None,
-                    ..patch_job(Value::Null, 200, job_json("101", None, false))
-                },
+                patch_job(Value::Null, 200, job_json("101", None, false)),
                 any_event(403),
             ],
             EpisodeConfig::default(),
@@ -512,10 +495,10 @@ mod tests {
         config: EpisodeConfig,
         now: Timestamp,
     ) -> Result<EpisodeStart, JobStateError> {
-        let (service, handle) = pair::<Request<Body>, Response<Body>>();
-        let server = serve(handle, script);
-        let client = Client::new(service, "default");
-        let result = begin_episode(&client, &reporter(), &key(), &due(), &config, now, 0.0).await;
+        let (client, handle) = mock();
+        let server = tokio::spawn(serve(handle, script));
+        let writer = writer(client.clone(), false);
+        let result = begin_episode(&client, &writer, &key(), &due(), &config, now, 0.0).await;
         tokio::time::timeout(std::time::Duration::from_secs(5), server)
             .await
             .expect("script not finished")
@@ -677,10 +660,7 @@ mod tests {
         let mut script = vec![];
         for _ in 0..MAX_CONFLICT_ATTEMPTS {
             script.push(get_job(job_json("100", None, false)));
-            script.push(Exchange {
-                body: None,
-                ..patch_job(Value::Null, 409, status(409, "Conflict"))
-            });
+            script.push(patch_job(Value::Null, 409, status(409, "Conflict")));
         }
         let err = run(script, EpisodeConfig::default(), now)
             .await
@@ -754,6 +734,158 @@ mod tests {
         );
     }
 
+    fn workload_list(items: Vec<Value>) -> Exchange {
+        exchange(
+            "GET",
+            "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads?",
+            200,
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadList",
+                   "metadata": {}, "items": items}),
+        )
+    }
+
+    fn workload(name: &str, owner_uid: &str) -> Value {
+        json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "team-a", "ownerReferences": [{
+                "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": owner_uid,
+                "controller": true}]},
+            "spec": {"active": true},
+        })
+    }
+
+    fn deactivate_config() -> EpisodeConfig {
+        EpisodeConfig {
+            backoff: Backoff::default(),
+            limit_count: Some(1),
+            on_limit: LimitAction::DeactivateWorkload,
+        }
+    }
+
+    /// `--on-recovery-limit=deactivate-workload`: Kueue unsuspends an admitted Job
+    /// (jobframework), so the limit deactivates the Job's Workload (the one whose controller
+    /// reference is the Job, as Kueue links them), `spec.active: false` as Kueue does at its own
+    /// requeuing limit; then the state is recorded (no `spec.suspend`) and the Warning posted.
+    #[tokio::test]
+    async fn limit_with_deactivate_workload_deactivates_the_jobs_workload() {
+        let now = ts("2026-11-21T19:45:00Z");
+        let recorded = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: now,
+                action: LimitAction::DeactivateWorkload,
+            }),
+            ..first_state()
+        };
+        let expected_state = json!({"metadata": {
+            "resourceVersion": "200",
+            "annotations": {RECOVERY_STATE_ANNOTATION: recorded.to_annotation()},
+        }});
+        let start = run(
+            vec![
+                get_job(job_json("200", Some(&first_state()), false)),
+                workload_list(vec![
+                    workload("other-job-wl", "uid-other"),
+                    workload("job-train-1a2b3", "uid-train"),
+                ]),
+                exchange(
+                    "PATCH",
+                    "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/job-train-1a2b3?&fieldManager=jobgate-reconciler",
+                    200,
+                    workload("job-train-1a2b3", "uid-train"),
+                )
+                .checking(|_, content_type, body| {
+                    assert_eq!(content_type, Some("application/merge-patch+json"));
+                    assert_eq!(body, &json!({"spec": {"active": false}}));
+                }),
+                patch_job(expected_state, 200, job_json("201", Some(&recorded), false)),
+                any_event(201).checking(|_, _, body| {
+                    assert_eq!(body["type"], "Warning");
+                    assert_eq!(body["reason"], "RecoveryLimitExceeded");
+                    assert_eq!(body["action"], "DeactivateWorkload");
+                    assert!(
+                        body["note"]
+                            .as_str()
+                            .is_some_and(|n| n.contains("deactivated the Job's Kueue Workload")),
+                        "{body}"
+                    );
+                }),
+            ],
+            deactivate_config(),
+            now,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            start,
+            EpisodeStart::Decided {
+                decision: EpisodeDecision::LimitExceeded {
+                    suspend: false,
+                    new_state: Some(_)
+                },
+                ..
+            }
+        ));
+    }
+
+    /// Without a Workload owning the Job (not Kueue-managed, or Kueue not installed: 404),
+    /// deactivate-workload falls back to suspend, and the Warning says so.
+    #[tokio::test]
+    async fn deactivate_workload_without_a_workload_falls_back_to_suspend() {
+        let now = ts("2026-11-21T19:45:00Z");
+        let recorded = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: now,
+                action: LimitAction::Suspend,
+            }),
+            ..first_state()
+        };
+        for listing in [
+            workload_list(vec![workload("other-job-wl", "uid-other")]),
+            exchange(
+                "GET",
+                "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads?",
+                404,
+                status(404, "NotFound"),
+            ),
+        ] {
+            let expected = json!({
+                "metadata": {
+                    "resourceVersion": "200",
+                    "annotations": {RECOVERY_STATE_ANNOTATION: recorded.to_annotation()},
+                },
+                "spec": {"suspend": true},
+            });
+            let start = run(
+                vec![
+                    get_job(job_json("200", Some(&first_state()), false)),
+                    listing,
+                    patch_job(expected, 200, job_json("201", Some(&recorded), true)),
+                    any_event(201).checking(|_, _, body| {
+                        assert_eq!(body["action"], "SuspendJob");
+                        assert!(
+                            body["note"].as_str().is_some_and(|n| n.starts_with(
+                                "No Kueue Workload owns this Job: \
+                                 --on-recovery-limit=deactivate-workload fell back to suspend."
+                            )),
+                            "{body}"
+                        );
+                    }),
+                ],
+                deactivate_config(),
+                now,
+            )
+            .await
+            .unwrap();
+            assert!(matches!(
+                start,
+                EpisodeStart::Decided {
+                    decision: EpisodeDecision::LimitExceeded { suspend: true, .. },
+                    ..
+                }
+            ));
+        }
+    }
+
     /// Already recorded: no write, no second Warning.
     #[tokio::test]
     async fn limit_already_recorded_neither_writes_nor_posts_again() {
@@ -811,22 +943,23 @@ mod tests {
         );
     }
 
-    /// `--dry-run` changes nothing: one GET, no patch, no event, even at the limit.
+    /// `--dry-run` changes nothing: one GET, no patch, no event, even at the limit; the writer
+    /// is where dry run is honoured.
     #[tokio::test]
-    async fn dry_run_peek_reads_the_job_and_writes_nothing() {
-        let (service, handle) = pair::<Request<Body>, Response<Body>>();
-        let server = serve(
+    async fn dry_run_reads_the_job_and_writes_nothing() {
+        let (client, handle) = mock();
+        let server = tokio::spawn(serve(
             handle,
             vec![get_job(job_json("100", Some(&first_state()), false))],
-        );
-        let client = Client::new(service, "default");
+        ));
         let config = EpisodeConfig {
             limit_count: Some(1),
             on_limit: LimitAction::Suspend,
             ..EpisodeConfig::default()
         };
-        let start = peek_episode(
+        let start = begin_episode(
             &client,
+            &writer(client.clone(), true),
             &key(),
             &due(),
             &config,
@@ -851,11 +984,12 @@ mod tests {
     #[tokio::test]
     async fn a_missing_job_means_recover_without_state() {
         let start = run(
-            vec![Exchange {
-                status: 404,
-                response: status(404, "NotFound"),
-                ..get_job(Value::Null)
-            }],
+            vec![exchange(
+                "GET",
+                "/apis/batch/v1/namespaces/team-a/jobs/train?",
+                404,
+                status(404, "NotFound"),
+            )],
             EpisodeConfig::default(),
             ts("2026-11-21T19:40:00Z"),
         )
@@ -883,10 +1017,7 @@ mod tests {
         let err = run(
             vec![
                 get_job(job_json("100", None, false)),
-                Exchange {
-                    body: None,
-                    ..patch_job(Value::Null, 500, status(500, "InternalError"))
-                },
+                patch_job(Value::Null, 500, status(500, "InternalError")),
             ],
             EpisodeConfig::default(),
             ts("2026-11-21T19:40:00Z"),
@@ -923,6 +1054,43 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// The Job events go through the same builder as the pod events: a 200-byte identity
+    /// (a long pod name plus the suffix) is cut to events.k8s.io's 128-byte `reportingInstance`
+    /// instead of making every Job event fail validation.
+    #[tokio::test]
+    async fn a_long_identity_is_cut_to_128_bytes_on_job_events() {
+        let (client, handle) = mock();
+        let script = vec![
+            get_job(job_json("100", None, false)),
+            patch_job(Value::Null, 200, job_json("101", None, false)),
+            any_event(201).checking(|_, _, body| {
+                assert_eq!(body["reportingInstance"], json!("i".repeat(128)));
+                assert_eq!(body["regarding"]["kind"], "Job");
+            }),
+        ];
+        let server = tokio::spawn(serve(handle, script));
+        let writer = Writer::new(
+            client.clone(),
+            Leadership::always(),
+            false,
+            "i".repeat(200),
+            RecoveryMetrics::default(),
+        );
+        let start = begin_episode(
+            &client,
+            &writer,
+            &key(),
+            &due(),
+            &EpisodeConfig::default(),
+            ts("2026-11-21T19:40:00Z"),
+            0.0,
+        )
+        .await
+        .unwrap();
+        server.await.unwrap();
+        assert!(matches!(start, EpisodeStart::Decided { .. }));
     }
 
     #[test]

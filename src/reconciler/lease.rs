@@ -261,7 +261,7 @@ pub async fn run_elector(
                 was_leader = false;
             }
             Err(e) => {
-                metrics.errors.inc();
+                metrics.error("lease");
                 tracing::warn!(lease = %config.name, error = %e, "lease round failed");
                 // Leadership expires by itself at the renew deadline.
                 if was_leader && !leadership.is_leader() {

@@ -4,6 +4,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -11,8 +12,22 @@ pub struct NodeLabels {
     pub node: String,
 }
 
+/// `error` label of `jobgate_recovery_errors_total`: what failed, as a short fixed word (kube-rs
+/// `controller-rs` `Error::metric_label`), never a message (bounded cardinality).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub error: &'static str,
+}
+
+/// Labels of `jobgate_recovery_writes_total`: the write verb and how it ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    pub verb: &'static str,
+    pub result: &'static str,
+}
+
 /// The reconciler's metrics; cheap to clone (all handles are shared).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RecoveryMetrics {
     /// `jobgate_recovery_pods_terminated_total{node}`: pods whose recovery was recorded
     /// (status patched to the recovery condition), by the unreachable node.
@@ -20,8 +35,13 @@ pub struct RecoveryMetrics {
     /// `jobgate_recovery_pending_pods`: opted-in terminating pods waiting for their deadline or
     /// for their node to become unreachable.
     pub pending: Gauge,
-    /// `jobgate_recovery_errors_total`: failed API calls and watch errors.
-    pub errors: Counter,
+    /// `jobgate_recovery_errors_total{error}`: failed reconciles, failed event creations, watch
+    /// and lease errors, by kind.
+    pub errors: Family<ErrorLabels, Counter>,
+    /// `jobgate_recovery_writes_total{verb, result}`: every write the writer sent (or skipped).
+    pub writes: Family<WriteLabels, Counter>,
+    /// `jobgate_recovery_reconcile_duration_seconds`: time of one pod reconcile.
+    pub reconcile_duration: Histogram,
     /// `jobgate_recovery_leader`: 1 while this replica holds the Lease and may act.
     pub leader: Gauge,
     /// `jobgate_recovery_episodes_total`: recovery episodes recorded on Jobs.
@@ -29,6 +49,29 @@ pub struct RecoveryMetrics {
     /// `jobgate_recovery_limit_exceeded_total`: Jobs whose recovery the limit stopped (counted
     /// when the limit is recorded on the Job, once per Job).
     pub limit_exceeded: Counter,
+    /// `jobgate_recovery_held_pods`: due pods held by the partition brake.
+    pub held: Gauge,
+    /// `jobgate_recovery_disrupted_zones`: zones whose recoveries the partition brake holds or
+    /// slows.
+    pub disrupted_zones: Gauge,
+}
+
+impl Default for RecoveryMetrics {
+    fn default() -> Self {
+        RecoveryMetrics {
+            terminated: Family::default(),
+            pending: Gauge::default(),
+            errors: Family::default(),
+            writes: Family::default(),
+            // 1 ms .. ~33 s: a reconcile is a few API round trips, or a conflict retry loop.
+            reconcile_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
+            leader: Gauge::default(),
+            held: Gauge::default(),
+            disrupted_zones: Gauge::default(),
+            episodes: Counter::default(),
+            limit_exceeded: Counter::default(),
+        }
+    }
 }
 
 impl RecoveryMetrics {
@@ -46,8 +89,18 @@ impl RecoveryMetrics {
         );
         registry.register(
             "jobgate_recovery_errors",
-            "Failed Kubernetes API calls and watch errors of the reconciler",
+            "Errors of the reconciler (failed reconciles, events, watches, lease rounds), by kind",
             metrics.errors.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_writes",
+            "Writes of the reconciler to the apiserver, by verb and result",
+            metrics.writes.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_reconcile_duration_seconds",
+            "Duration of one pod reconcile",
+            metrics.reconcile_duration.clone(),
         );
         registry.register(
             "jobgate_recovery_leader",
@@ -64,7 +117,27 @@ impl RecoveryMetrics {
             "Jobs whose recovery stopped at --recovery-backoff-limit-count (counted once per Job, when recorded)",
             metrics.limit_exceeded.clone(),
         );
+        registry.register(
+            "jobgate_recovery_held_pods",
+            "Due pods held by the partition brake (their zone looks partitioned)",
+            metrics.held.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_disrupted_zones",
+            "Zones whose recoveries the partition brake holds or slows",
+            metrics.disrupted_zones.clone(),
+        );
         metrics
+    }
+
+    /// Counts one error of kind `error`.
+    pub fn error(&self, error: &'static str) {
+        self.errors.get_or_create(&ErrorLabels { error }).inc();
+    }
+
+    /// The count of errors of kind `error` (tests and the README's examples).
+    pub fn error_count(&self, error: &'static str) -> u64 {
+        self.errors.get_or_create(&ErrorLabels { error }).get()
     }
 }
 
@@ -82,21 +155,50 @@ mod tests {
             })
             .inc();
         m.pending.set(3);
-        m.errors.inc();
+        m.error("reconcile_api");
+        m.writes
+            .get_or_create(&WriteLabels {
+                verb: "delete_pod",
+                result: "ok",
+            })
+            .inc();
+        m.reconcile_duration.observe(0.003);
         m.leader.set(1);
         m.episodes.inc();
         m.limit_exceeded.inc();
+        m.held.set(6);
+        m.disrupted_zones.set(1);
         let text = crate::server::metrics::encode(&registry);
         assert!(
             text.contains("jobgate_recovery_pods_terminated_total{node=\"node-a\"} 1"),
             "{text}"
         );
         assert!(text.contains("jobgate_recovery_pending_pods 3"), "{text}");
-        assert!(text.contains("jobgate_recovery_errors_total 1"), "{text}");
+        assert!(
+            text.contains("jobgate_recovery_errors_total{error=\"reconcile_api\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("jobgate_recovery_writes_total{verb=\"delete_pod\",result=\"ok\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("jobgate_recovery_reconcile_duration_seconds_count 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("jobgate_recovery_reconcile_duration_seconds_bucket{le=\"0.004\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("jobgate_recovery_leader 1"), "{text}");
         assert!(text.contains("jobgate_recovery_episodes_total 1"), "{text}");
         assert!(
             text.contains("jobgate_recovery_limit_exceeded_total 1"),
+            "{text}"
+        );
+        assert!(text.contains("jobgate_recovery_held_pods 6"), "{text}");
+        assert!(
+            text.contains("jobgate_recovery_disrupted_zones 1"),
             "{text}"
         );
     }

@@ -2,24 +2,32 @@
 //! reconciler and the elector send is checked in order (method, path, body), and answered with
 //! the scripted status and body. An unexpected extra request makes the scenario time out.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use http_body_util::BodyExt;
 use hyper::{Request, Response};
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
-use kube::Client;
 use kube::client::Body;
 use kube::runtime::controller::Action;
-use kube::runtime::watcher::Event;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
 use serde_json::{Value, json};
 use tower_test::mock::Handle;
 
+use super::context::lock;
+use super::filter::{PodKey, PodMeta};
 use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
 use super::metrics::{NodeLabels, RecoveryMetrics};
-use super::watch::PodKey;
+use super::reconcile::{CONFLICT_ATTEMPTS, WAIT_FOR_NODE_RESYNC};
+use super::scripted::{Exchange, exchange, mock, serve, status_body};
 use super::*;
-use crate::recovery::{NodeFacts, UNREACHABLE_TAINT_KEY};
+use crate::recovery::{self, NodeFacts, UNREACHABLE_TAINT_KEY};
+use crate::server::admin::Readiness;
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const NOW: &str = "2026-11-21T20:00:00Z";
@@ -27,91 +35,6 @@ const MESSAGE: &str = "Pod forcefully terminated after 90s grace period due to u
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("timestamp")
-}
-
-/// Checks on a request: query string, content type, JSON body.
-type RequestCheck = Box<dyn FnOnce(&str, Option<&str>, &Value) + Send>;
-
-/// One request/response of a script.
-struct Exchange {
-    method: &'static str,
-    path: String,
-    /// Checks on the request (query string, content type, JSON body).
-    check: RequestCheck,
-    status: u16,
-    response: Value,
-}
-
-fn exchange(method: &'static str, path: &str, status: u16, response: Value) -> Exchange {
-    Exchange {
-        method,
-        path: path.to_string(),
-        check: Box::new(|_, _, _| {}),
-        status,
-        response,
-    }
-}
-
-impl Exchange {
-    fn checking(mut self, check: impl FnOnce(&str, Option<&str>, &Value) + Send + 'static) -> Self {
-        self.check = Box::new(check);
-        self
-    }
-}
-
-fn status_body(code: u16, reason: &str) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-           "message": format!("scripted {reason}"), "reason": reason, "code": code})
-}
-
-/// Answers `script` in order; panics (failing the test) on any mismatch.
-async fn serve(mut handle: Handle<Request<Body>, Response<Body>>, script: Vec<Exchange>) {
-    for (i, step) in script.into_iter().enumerate() {
-        let Some((request, send)) = handle.next_request().await else {
-            panic!(
-                "step {i}: client went away before {} {}",
-                step.method, step.path
-            );
-        };
-        let method = request.method().to_string();
-        let path = request.uri().path().to_string();
-        let query = request.uri().query().unwrap_or("").to_string();
-        let content_type = request
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .map(String::from);
-        let bytes = request
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let body: Value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-        };
-        assert_eq!(
-            (method.as_str(), path.as_str()),
-            (step.method, step.path.as_str()),
-            "step {i}: unexpected request (body {body})"
-        );
-        (step.check)(&query, content_type.as_deref(), &body);
-        let response = Response::builder()
-            .status(step.status)
-            .header("content-type", "application/json")
-            .body(Body::from(
-                serde_json::to_vec(&step.response).expect("json"),
-            ))
-            .expect("response");
-        send.send_response(response);
-    }
-}
-
-fn mock() -> (Client, Handle<Request<Body>, Response<Body>>) {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    (Client::new(service, "default"), handle)
 }
 
 fn node(name: &str, unreachable: bool) -> NodeFacts {
@@ -313,10 +236,11 @@ async fn persistent_conflicts_end_in_an_error_for_the_backoff() {
         .expect_err("conflicts");
     assert!(matches!(err, ReconcileError::Conflicts(4)), "{err}");
     let key = PodKey::new("ns", "pod");
-    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(1));
-    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(2));
-    assert_eq!(error_backoff(&ctx, &key), Duration::from_secs(4));
-    assert_eq!(ctx.metrics.errors.get(), 3);
+    assert_eq!(err.metric_label(), "reconcile_conflicts");
+    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(1));
+    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(2));
+    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(4));
+    assert_eq!(ctx.metrics.error_count("reconcile_conflicts"), 3);
     assert_eq!(terminated(&ctx, "node-a"), 0);
 }
 
@@ -367,14 +291,14 @@ async fn delete_uid_precondition_conflict_is_done() {
 async fn pod_gone_is_forgotten_without_further_calls() {
     let (client, handle) = mock();
     let ctx = context(client, Options::default(), Leadership::always(), NOW);
-    ctx.update_tracked(&PodKey::new("ns", "pod"), |t| {
+    ctx.update(&PodKey::new("ns", "pod"), |t| {
         t.waiting = Some(Waiting::Node("node-a".into()))
     });
     assert_eq!(ctx.metrics.pending.get(), 1);
     let script = vec![exchange("GET", POD_PATH, 404, status_body(404, "NotFound"))];
     let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
     assert_eq!(action, Action::await_change());
-    assert!(lock(&ctx.tracked).is_empty());
+    assert!(lock(&ctx.pods).is_empty());
     assert_eq!(ctx.metrics.pending.get(), 0);
 }
 
@@ -442,10 +366,7 @@ async fn dry_run_emits_one_normal_event_and_changes_nothing() {
     run_scenario(&ctx, handle, script).await.expect("reconcile");
     // The same pod again: still no change, and no second event.
     let (client2, handle2) = mock();
-    let ctx2 = Context {
-        client: client2,
-        ..ctx
-    };
+    let ctx2 = ctx.with_client(client2);
     let script = vec![get_pod(running_pod("100")), get_node_a(true)];
     run_scenario(&ctx2, handle2, script)
         .await
@@ -471,10 +392,11 @@ async fn fresh_node_read_overrides_a_stale_cache() {
     let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
     assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
     assert_eq!(
-        lock(&ctx.tracked).get(&PodKey::new("ns", "pod")),
-        Some(&Tracked {
+        lock(&ctx.pods).get(&PodKey::new("ns", "pod")),
+        Some(&PodState {
             node: Some("node-a".into()),
-            waiting: Some(Waiting::Node("node-a".into()))
+            waiting: Some(Waiting::Node("node-a".into())),
+            ..PodState::default()
         })
     );
     assert_eq!(ctx.metrics.pending.get(), 1);
@@ -523,8 +445,8 @@ async fn node_edge_finds_pods_by_recorded_node() {
     let a = PodKey::new("ns", "a");
     let b = PodKey::new("ns", "b");
     let unknown = PodKey::new("ns", "c");
-    ctx.update_tracked(&a, |t| t.node = Some("node-a".into()));
-    ctx.update_tracked(&b, |t| t.node = Some("node-b".into()));
+    ctx.update(&a, |t| t.node = Some("node-a".into()));
+    ctx.update(&b, |t| t.node = Some("node-b".into()));
     let eligible = vec![a.clone(), b, unknown.clone()];
     assert_eq!(ctx.pods_on_node("node-a", &eligible), vec![a, unknown]);
 }
@@ -749,6 +671,8 @@ fn rbac_covers_every_call_the_reconciler_makes() {
         ("coordination.k8s.io", "leases", "update"),
         ("batch", "jobs", "get"),
         ("batch", "jobs", "patch"),
+        ("kueue.x-k8s.io", "workloads", "list"),
+        ("kueue.x-k8s.io", "workloads", "patch"),
     ] {
         assert!(has(g, r, v), "{g}/{r} {v}");
     }
@@ -863,7 +787,7 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
     let readiness = Readiness::default();
     // Left over from before a relist: the pod is gone and must be forgotten.
     let vanished = PodKey::new("ns", "vanished");
-    ctx.update_tracked(&vanished, |t| {
+    ctx.update(&vanished, |t| {
         t.waiting = Some(Waiting::Node("node-a".into()))
     });
     let driver = tokio::spawn(drive_pod_watch(
@@ -896,7 +820,7 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
             PodKey::new("ns", "eligible-2")
         ]
     );
-    assert!(!lock(&ctx.tracked).contains_key(&vanished));
+    assert!(!lock(&ctx.pods).contains_key(&vanished));
     assert_eq!(ctx.metrics.pending.get(), 0);
     // Nodes were synced by `context`, pods now: ready.
     assert!(readiness.is_ready());
@@ -917,8 +841,8 @@ async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
     ));
     let on_a = PodKey::new("ns", "on-a");
     let on_b = PodKey::new("ns", "on-b");
-    ctx.update_tracked(&on_a, |t| t.node = Some("node-a".into()));
-    ctx.update_tracked(&on_b, |t| t.node = Some("node-b".into()));
+    ctx.update(&on_a, |t| t.node = Some("node-a".into()));
+    ctx.update(&on_b, |t| t.node = Some("node-b".into()));
     let mut writer: Writer<PodMeta> = Writer::default();
     for name in ["on-a", "on-b"] {
         let p: PodMeta =
@@ -962,7 +886,7 @@ async fn pod_no_longer_opted_in_is_forgotten() {
         .await
         .expect("reconcile");
     assert_eq!(action, Action::await_change());
-    assert!(lock(&ctx.tracked).is_empty());
+    assert!(lock(&ctx.pods).is_empty());
 }
 
 // A missing node: nothing to do, no error (Kueue: client.IgnoreNotFound).
@@ -997,10 +921,16 @@ async fn node_deleted_since_the_cache_is_ignored() {
 
 /// A stateful fake apiserver for `run_with_client`: a Lease, one eligible pod on an unreachable
 /// node and one pod without opt-in; records every request.
+/// With `hold`, the answer to the status patch waits: the first sender says the patch arrived,
+/// the receiver lets the answer go.
 async fn fake_apiserver(
     mut handle: Handle<Request<Body>, Response<Body>>,
     log: Arc<Mutex<Vec<String>>>,
     deletion_timestamp: String,
+    mut hold: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::sync::oneshot::Receiver<()>,
+    )>,
 ) {
     let mut lease: Option<Value> = None;
     let mut deleted = false;
@@ -1055,7 +985,13 @@ async fn fake_apiserver(
             }
             ("GET", "/api/v1/nodes") => (
                 200,
-                list_page("NodeList", vec![node_json("node-a", true)], ""),
+                // A reachable node too: one unreachable node alone would be every zone fully
+                // disrupted, which the partition brake holds.
+                list_page(
+                    "NodeList",
+                    vec![node_json("node-a", true), node_json("node-b", false)],
+                    "",
+                ),
             ),
             ("GET", NODE_PATH) => (200, node_json("node-a", true)),
             ("GET", POD_PATH) if !deleted => (200, eligible_pod("100", "Running")),
@@ -1068,6 +1004,22 @@ async fn fake_apiserver(
             }
             _ => (404, status_body(404, "NotFound")),
         };
+        if (method.as_str(), path.as_str()) == ("PATCH", STATUS_PATH)
+            && let Some((arrived, release)) = hold.take()
+        {
+            let _ = arrived.send(());
+            tokio::spawn(async move {
+                let _ = release.await;
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .header("content-type", "application/json")
+                        .body(Body::from(serde_json::to_vec(&response).expect("json")))
+                        .expect("response"),
+                );
+            });
+            continue;
+        }
         send.send_response(
             Response::builder()
                 .status(status)
@@ -1117,6 +1069,7 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
         handle,
         log.clone(),
         recovery::rfc3339_seconds(deletion),
+        None,
     ));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
@@ -1250,7 +1203,7 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
     })))
     .expect("sibling");
     h.writer.apply_watcher_event(&Event::Apply(sibling));
-    h.ctx.update_tracked(&PodKey::new("ns", "sibling"), |t| {
+    h.ctx.update(&PodKey::new("ns", "sibling"), |t| {
         t.node = Some("node-a".into())
     });
     let state = RecoveryState {
@@ -1321,7 +1274,7 @@ async fn a_pod_due_during_its_jobs_backoff_is_requeued_for_requeue_at() {
     assert_eq!(action, Action::requeue(Duration::from_secs(120)));
     assert_eq!(terminated(&h.ctx, "node-a"), 0);
     assert_eq!(h.ctx.metrics.pending.get(), 1);
-    let tracked = lock(&h.ctx.tracked).get(&PodKey::new("ns", "pod")).cloned();
+    let tracked = lock(&h.ctx.pods).get(&PodKey::new("ns", "pod")).cloned();
     assert_eq!(
         tracked.and_then(|t| t.waiting),
         Some(Waiting::JobBackoff(ts("2026-11-21T20:02:00Z")))
@@ -1451,4 +1404,726 @@ async fn a_pod_without_a_job_is_recovered_without_state() {
         .await
         .expect("reconcile");
     assert_eq!(terminated(&h.ctx, "node-a"), 1);
+}
+
+// kueue#9651: Kueue 0.15.6+/0.16.3+/0.17+ records its recovery with reason
+// KueueForcefullyDeleted. A pod Kueue's own controller already recovered (Failed + that
+// condition) but whose delete has not landed is, for jobgate, a recorded recovery: no status
+// patch (no second condition), no second event, no episode (the Job is not read even at the
+// limit), only the delete is finished.
+#[tokio::test]
+async fn a_pod_kueue_recorded_as_forcefully_deleted_gets_no_second_condition_event_or_episode() {
+    let (client, handle) = mock();
+    let config = EpisodeConfig {
+        backoff: Backoff::default(),
+        limit_count: Some(0),
+        on_limit: LimitAction::Suspend,
+    };
+    let h = episode_context(client, config);
+    let by_kueue = owned_by_train(pod_json(
+        "101",
+        "Failed",
+        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": "KueueForcefullyDeleted",
+                "message": "Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-delete` annotation)",
+                "lastTransitionTime": "2026-11-21T19:58:00Z"}]),
+    ));
+    let script = vec![
+        get_pod(by_kueue),
+        get_node_a(true),
+        delete_pod(200, json!({})),
+    ];
+    let action = run_scenario(&h.ctx, handle, script)
+        .await
+        .expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(terminated(&h.ctx, "node-a"), 0);
+}
+
+// ---- `jobgate status` predicts the reconciler: both over one table of states ----
+
+/// A stateful apiserver for one reconcile: answers reads from `pod`, `node_a`/`node_b` and `job`
+/// (absent: 404) and records every write as `METHOD path` (with the event's reason).
+async fn serve_world(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    pod: Value,
+    job: Option<Value>,
+    writes: Arc<Mutex<Vec<String>>>,
+) {
+    while let Some((request, send)) = handle.next_request().await {
+        let method = request.method().to_string();
+        let path = request.uri().path().to_string();
+        let bytes = request
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let not_found = (404, status_body(404, "NotFound"));
+        let (status, response) = match (method.as_str(), path.as_str()) {
+            ("GET", POD_PATH) => (200, pod.clone()),
+            ("GET", NODE_PATH) => (200, node_json("node-a", true)),
+            ("GET", "/api/v1/nodes/node-b") => (200, node_json("node-b", false)),
+            ("GET", JOB_PATH) => job.clone().map(|j| (200, j)).unwrap_or(not_found),
+            ("GET", _) => not_found,
+            _ => {
+                let reason = body["reason"].as_str().unwrap_or("");
+                lock(&writes).push(format!("{method} {path} {reason}").trim().to_string());
+                match (method.as_str(), path.as_str()) {
+                    ("PATCH", JOB_PATH) => (200, job.clone().unwrap_or(Value::Null)),
+                    ("POST", EVENTS_PATH) => (201, body.clone()),
+                    _ => (200, pod.clone()),
+                }
+            }
+        };
+        send.send_response(
+            Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(&response).expect("json")))
+                .expect("response"),
+        );
+    }
+}
+
+/// The verdict both sides are reduced to.
+#[derive(Clone, Debug, PartialEq)]
+enum Agreed {
+    Deadline(Timestamp),
+    Node,
+    Never,
+    Recover,
+    Backoff(Timestamp),
+    Limit,
+    Held,
+}
+
+fn status_agreed(verdict: &crate::status::PodVerdict) -> Agreed {
+    use crate::recovery::episode::PodGate;
+    use crate::status::PodVerdict as V;
+    match verdict {
+        V::WaitingForDeadline(d) => Agreed::Deadline(*d),
+        V::NotScheduled | V::NodeMissing => Agreed::Never,
+        V::WaitingForNode => Agreed::Node,
+        V::Recorded | V::DueWithoutJob => Agreed::Recover,
+        V::Held(_) => Agreed::Held,
+        V::Job { gate, .. } => match gate {
+            PodGate::NewEpisode { .. } | PodGate::Leftover => Agreed::Recover,
+            PodGate::Backoff(at) => Agreed::Backoff(*at),
+            PodGate::LimitExceeded { .. } => Agreed::Limit,
+            PodGate::NotCovered => panic!("status left a due pod undecided"),
+        },
+    }
+}
+
+// Issue: "`status` has no decision logic of its own". Over pod deadline × recovery already
+// recorded (none, jobgate's reason, Kueue's newer reason) × node (unscheduled, missing,
+// reachable, unreachable) × Job (none, no state, backoff after an episode elsewhere, leftover of
+// the recorded episode, limit reached now, limit recorded) × a zone the partition brake holds or
+// not × --dry-run, `jobgate status` and one
+// real reconcile over a stateful mocked apiserver reach the same verdict; a pod status shows as
+// recorded is recovered without a status patch, and the Job is written exactly when status says
+// an episode starts or the limit is reached now (never under --dry-run).
+#[tokio::test]
+async fn status_and_reconciler_agree_over_the_state_table() {
+    let config = EpisodeConfig {
+        backoff: Backoff::default(),
+        limit_count: Some(1),
+        on_limit: LimitAction::Stop,
+    };
+    let past_limit = RecoveryState {
+        requeue_at: Some(ts("2026-11-21T19:59:00Z")),
+        last_recovery_time: Some(ts("2026-11-21T19:58:00Z")),
+        ..first_state()
+    };
+    let jobs: Vec<(&str, Option<Value>)> = vec![
+        ("no Job", None),
+        ("Job without state", Some(job_json("7", None))),
+        (
+            "Job in backoff after an episode on node-c",
+            Some(job_json(
+                "7",
+                Some(&RecoveryState {
+                    last_nodes: vec!["node-c".into()],
+                    requeue_at: Some(ts("2026-11-21T20:02:00Z")),
+                    ..first_state()
+                }),
+            )),
+        ),
+        (
+            "episode on node-a recorded now",
+            Some(job_json("7", Some(&first_state()))),
+        ),
+        ("limit reached now", Some(job_json("7", Some(&past_limit)))),
+        (
+            "limit recorded",
+            Some(job_json(
+                "7",
+                Some(&RecoveryState {
+                    limit_exceeded: Some(LimitExceeded {
+                        time: ts("2026-11-21T19:59:30Z"),
+                        action: LimitAction::Stop,
+                    }),
+                    ..past_limit.clone()
+                }),
+            )),
+        ),
+    ];
+    let recorded = |reason: &str| {
+        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": reason,
+                "message": MESSAGE, "lastTransitionTime": "2026-11-21T19:59:00Z"}])
+    };
+    let records: Vec<(&str, Option<Value>)> = vec![
+        ("not recorded", None),
+        (
+            "recorded by jobgate",
+            Some(recorded("KueueForcefullyTerminated")),
+        ),
+        (
+            "recorded by Kueue 0.17",
+            Some(recorded("KueueForcefullyDeleted")),
+        ),
+    ];
+    let nodes = [None, Some("node-x"), Some("node-b"), Some("node-a")];
+    let mut cases = 0;
+    let mut seen = std::collections::BTreeSet::new();
+    for deletion in ["2026-11-21T19:57:00Z", "2026-11-21T19:59:30Z"] {
+        for (record_name, record) in &records {
+            for node in nodes {
+                for (job_name, job) in &jobs {
+                    for (crowded, dry_run) in
+                        [(false, false), (false, true), (true, false), (true, true)]
+                    {
+                        let mut pod = match record {
+                            Some(conditions) => pod_json("100", "Failed", conditions.clone()),
+                            None => running_pod("100"),
+                        };
+                        pod["metadata"]["deletionTimestamp"] = json!(deletion);
+                        match node {
+                            Some(n) => pod["spec"]["nodeName"] = json!(n),
+                            None => {
+                                if let Some(spec) = pod["spec"].as_object_mut() {
+                                    spec.remove("nodeName");
+                                }
+                            }
+                        }
+                        if job.is_some() {
+                            pod = owned_by_train(pod);
+                        }
+                        let what = format!(
+                            "deletion {deletion}, {record_name}, node {node:?}, {job_name}, dry run {dry_run}, crowded {crowded}"
+                        );
+
+                        // The reconciler.
+                        let (client, handle) = mock();
+                        let writes = Arc::new(Mutex::new(Vec::new()));
+                        let server = tokio::spawn(serve_world(
+                            handle,
+                            pod.clone(),
+                            job.clone(),
+                            writes.clone(),
+                        ));
+                        let store: Writer<PodMeta> = Writer::default();
+                        let (tx, _rx) = futures::channel::mpsc::unbounded();
+                        let options = Options {
+                            dry_run,
+                            ..Options::default()
+                        };
+                        let ctx = context(client, options, Leadership::always(), NOW)
+                            .with_episodes(Episodes {
+                                config,
+                                store: store.as_reader(),
+                                triggers: tx,
+                                jitter: || 0.0,
+                            });
+                        // Crowded: 3 more unreachable nodes, 4 of 5 in the one zone: the
+                        // partition brake holds.
+                        let crowd: Vec<(String, bool)> = if crowded {
+                            (1..=3).map(|i| (format!("x-{i}"), true)).collect()
+                        } else {
+                            vec![]
+                        };
+                        for (name, unreachable) in &crowd {
+                            lock(&ctx.nodes)
+                                .apply(Event::Apply(NodeFacts::for_test(name, *unreachable)));
+                        }
+                        let key = PodKey::new("ns", "pod");
+                        tokio::time::timeout(Duration::from_secs(10), reconcile_pod(&ctx, &key))
+                            .await
+                            .expect("reconcile hung")
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                        server.abort();
+                        let writes = lock(&writes).clone();
+                        let has = |w: &str| writes.iter().any(|l| l == w);
+                        let status_patched = has(&format!("PATCH {STATUS_PATH}"));
+                        let deleted = has(&format!("DELETE {POD_PATH}"));
+                        let job_patched = has(&format!("PATCH {JOB_PATH}"));
+                        let would = has(&format!("POST {EVENTS_PATH} WouldForcefullyTerminate"));
+                        let reconciler = if status_patched || deleted || would {
+                            Agreed::Recover
+                        } else {
+                            match ctx.pod_state(&key).and_then(|s| s.waiting) {
+                                Some(Waiting::Deadline(d)) => Agreed::Deadline(d),
+                                Some(Waiting::Node(_)) => Agreed::Node,
+                                Some(Waiting::JobBackoff(at)) => Agreed::Backoff(at),
+                                Some(Waiting::JobRecoveryLimit) => Agreed::Limit,
+                                Some(Waiting::Held { .. }) => Agreed::Held,
+                                None => Agreed::Never,
+                            }
+                        };
+
+                        // `jobgate status` over the same objects.
+                        let snapshot = crate::status::Snapshot {
+                            pods: vec![serde_json::from_value(pod.clone()).expect("pod")],
+                            nodes: [("node-a".to_string(), true), ("node-b".to_string(), false)]
+                                .into_iter()
+                                .chain(crowd.clone())
+                                .map(|(n, u)| {
+                                    let node =
+                                        serde_json::from_value(node_json(&n, u)).expect("node");
+                                    (n, node)
+                                })
+                                .collect(),
+                            jobs: job
+                                .iter()
+                                .map(|j| serde_json::from_value(j.clone()).expect("job"))
+                                .collect(),
+                            ..crate::status::Snapshot::default()
+                        };
+                        let render_options = crate::status::RenderOptions {
+                            config: recovery::Config::default(),
+                            episode: config,
+                            brake: ctx.brake,
+                        };
+                        let rows = crate::status::pod_rows(&snapshot, &render_options, ts(NOW));
+                        assert_eq!(rows.len(), 1, "{what}");
+                        let verdict = &rows[0].verdict;
+                        assert_eq!(reconciler, status_agreed(verdict), "{what}: {writes:?}");
+
+                        use crate::recovery::episode::PodGate;
+                        use crate::status::PodVerdict;
+                        if dry_run {
+                            assert!(
+                                !status_patched && !deleted && !job_patched,
+                                "{what}: dry run wrote {writes:?}"
+                            );
+                        } else {
+                            assert_eq!(
+                                matches!(verdict, PodVerdict::Recorded),
+                                reconciler == Agreed::Recover && !status_patched,
+                                "{what}: {writes:?}"
+                            );
+                            assert_eq!(
+                                matches!(
+                                    verdict,
+                                    PodVerdict::Job {
+                                        gate: PodGate::NewEpisode { .. }
+                                            | PodGate::LimitExceeded { news: true, .. },
+                                        ..
+                                    }
+                                ),
+                                job_patched,
+                                "{what}: {writes:?}"
+                            );
+                        }
+                        seen.insert(format!("{reconciler:?}"));
+                        cases += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 2 * 3 * 4 * 6 * 2 * 2);
+    // Every verdict occurs in the table.
+    assert_eq!(seen.len(), 7, "{seen:?}");
+}
+
+// kube-runtime's graceful shutdown (`Controller::graceful_shutdown_on`): on SIGTERM no new
+// reconcile starts, but the one in flight (here held at its status patch) finishes its event and
+// delete before the Lease is released and `run` returns.
+#[tokio::test]
+async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ReconcileArgs,
+    }
+    let args = Cli::try_parse_from([
+        "jobgate",
+        "--lease-namespace=jobgate",
+        "--leader-election-id=replica-1",
+        "--admin-addr=127.0.0.1:0",
+        "--shutdown-timeout=5s",
+    ])
+    .expect("args")
+    .args;
+    let (client, handle) = mock();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let deletion = Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
+        .expect("ts");
+    let (arrived_tx, arrived_rx) = tokio::sync::oneshot::channel();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel();
+    let server = tokio::spawn(fake_apiserver(
+        handle,
+        log.clone(),
+        recovery::rfc3339_seconds(deletion),
+        Some((arrived_tx, release_rx)),
+    ));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let sidecar = tokio::spawn(run_with_client(
+        client,
+        args,
+        async move {
+            let _ = stop_rx.await;
+        },
+        |_| {},
+    ));
+    arrived_rx.await.expect("the status patch is sent");
+    stop_tx.send(()).expect("stop");
+    // SIGTERM is in; the patch answer comes only now.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !sidecar.is_finished(),
+        "run returned with a reconcile in flight"
+    );
+    release_tx.send(()).expect("release");
+    tokio::time::timeout(Duration::from_secs(10), sidecar)
+        .await
+        .expect("run returns after the drain")
+        .expect("join")
+        .expect("run");
+    let log = lock(&log).clone();
+    let position = |r: &str| {
+        log.iter()
+            .position(|l| l == r)
+            .unwrap_or_else(|| panic!("{r} missing in {log:?}"))
+    };
+    assert!(position(&format!("POST {EVENTS_PATH}")) < position(&format!("DELETE {POD_PATH}")));
+    assert_eq!(
+        log.iter().rev().find(|l| l.contains("leases")),
+        Some(&format!("PUT {LEASE_PATH}")),
+        "the Lease is released after the drain: {log:?}"
+    );
+    assert!(position(&format!("DELETE {POD_PATH}")) < log.len() - 1);
+    server.abort();
+}
+
+/// Collects the fields recorded on `reconcile` spans.
+#[derive(Clone, Default)]
+struct SpanFields(Arc<Mutex<Vec<(String, String)>>>);
+
+impl tracing::field::Visit for SpanFields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        lock(&self.0).push((field.name().to_string(), format!("{value:?}")));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        lock(&self.0).push((field.name().to_string(), value.to_string()));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().name() == "reconcile" {
+            attrs.record(&mut self.clone());
+        }
+    }
+    fn on_record(
+        &self,
+        _: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        values.record(&mut self.clone());
+    }
+}
+
+// Design "Logs": a span per reconcile with pod, node and decision; and each reconcile is timed
+// into the duration histogram.
+#[tokio::test]
+async fn each_reconcile_has_a_span_with_pod_node_and_decision_and_is_timed() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let fields = SpanFields::default();
+    let subscriber = tracing_subscriber::registry().with(fields.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (client, handle) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let script = vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    let recorded = lock(&fields.0).clone();
+    for (name, value) in [
+        ("pod", "ns/pod"),
+        ("node", "node-a"),
+        ("decision", "recover"),
+    ] {
+        assert!(
+            recorded.iter().any(|(n, v)| n == name && v == value),
+            "{name}={value} in {recorded:?}"
+        );
+    }
+    let text = {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register(
+            "jobgate_recovery_reconcile_duration_seconds",
+            "d",
+            ctx.metrics.reconcile_duration.clone(),
+        );
+        crate::server::metrics::encode(&registry)
+    };
+    assert!(
+        text.contains("jobgate_recovery_reconcile_duration_seconds_count 1"),
+        "{text}"
+    );
+}
+
+// ---- the partition brake (kube-controller-manager's zone logic) over the scripted API ----
+
+const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+fn zoned_node_json(name: &str, zone: &str, unreachable: bool) -> Value {
+    let mut node = node_json(name, unreachable);
+    node["metadata"]["labels"] = json!({ZONE_LABEL: zone});
+    node
+}
+
+/// A context whose node cache holds zone `a` of 10 nodes (`node-a` and `a-1`..`a-9`) with
+/// `unreachable_in_a` unreachable (node-a first), and zone `b` of 10 nodes (`node-b` and
+/// `b-1`..`b-9`) with `unreachable_in_b` unreachable.
+fn zoned_context(client: Client, unreachable_in_a: u32, unreachable_in_b: u32) -> Context {
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let mut nodes = lock(&ctx.nodes);
+    nodes.apply(Event::Init);
+    for (zone, first, unreachable) in [
+        ("a", "node-a", unreachable_in_a),
+        ("b", "node-b", unreachable_in_b),
+    ] {
+        for i in 0..10u32 {
+            let name = if i == 0 {
+                first.to_string()
+            } else {
+                format!("{zone}-{i}")
+            };
+            let node: k8s_openapi::api::core::v1::Node =
+                serde_json::from_value(zoned_node_json(&name, zone, i < unreachable))
+                    .expect("node");
+            nodes.apply(Event::InitApply(recovery::node_facts(&node)));
+        }
+    }
+    nodes.apply(Event::InitDone);
+    drop(nodes);
+    ctx
+}
+
+fn held_event(note: &'static str) -> Exchange {
+    exchange("POST", EVENTS_PATH, 201, json!({})).checking(move |_, _, body| {
+        assert_eq!(body["type"], "Warning");
+        assert_eq!(body["reason"], "ForcefulTerminationHeld");
+        assert_eq!(body["note"], note);
+        assert_eq!(body["regarding"]["name"], "pod");
+    })
+}
+
+// Issue "Recovery safety beyond Kueue", done when: with default flags, one zone with 6 of 10
+// nodes unreachable has 0 pods force-failed (one Warning per held pod, once); healing to 3 of 10
+// recovers the pod on its still-unreachable node, with its deadline (and message) unchanged.
+#[tokio::test]
+async fn six_of_ten_unreachable_holds_and_healing_to_three_recovers() {
+    let (client, handle) = mock();
+    let ctx = zoned_context(client, 6, 0);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+        held_event("held: zone `a` has 6/10 nodes unreachable"),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+    assert_eq!(ctx.metrics.held.get(), 1);
+    assert_eq!(ctx.metrics.disrupted_zones.get(), 1);
+    assert_eq!(
+        ctx.held_in(&[":\0:a".to_string()].into()),
+        vec![PodKey::new("ns", "pod")]
+    );
+    // Looked at again while still disrupted: no second event, no write.
+    let (client, handle) = mock();
+    let ctx = ctx.with_client(client);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+
+    // Zone a heals to 3 of 10 unreachable (a-3..a-5 come back); node-a stays unreachable.
+    {
+        let mut nodes = lock(&ctx.nodes);
+        for i in 3..6 {
+            let node: k8s_openapi::api::core::v1::Node =
+                serde_json::from_value(zoned_node_json(&format!("a-{i}"), "a", false))
+                    .expect("node");
+            nodes.apply(Event::Apply(recovery::node_facts(&node)));
+        }
+    }
+    let (client, handle) = mock();
+    let ctx = ctx.with_client(client);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+    assert_eq!(ctx.metrics.held.get(), 0);
+}
+
+// A second zone is not held by a disrupted first zone; 2 of 10 unreachable is no disruption.
+#[tokio::test]
+async fn another_zone_and_two_of_ten_are_recovered_normally() {
+    for (in_a, in_b, pod_node) in [(1, 6, "node-a"), (2, 0, "node-a")] {
+        let (client, handle) = mock();
+        let ctx = zoned_context(client, in_a, in_b);
+        let script = vec![
+            get_pod(running_pod("100")),
+            exchange("GET", NODE_PATH, 200, zoned_node_json(pod_node, "a", true)),
+            patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+            warning_event("101"),
+            delete_pod(200, running_pod("102")),
+        ];
+        run_scenario(&ctx, handle, script).await.expect("reconcile");
+        assert_eq!(
+            terminated(&ctx, "node-a"),
+            1,
+            "{in_a}/10 in a, {in_b}/10 in b"
+        );
+        assert_eq!(ctx.metrics.held.get(), 0);
+    }
+}
+
+// `--partition-brake=false` acts as before the brake; and a held pod under --dry-run gets no
+// Warning (the writer skips it) and no write.
+#[tokio::test]
+async fn the_brake_can_be_turned_off_and_dry_run_holds_silently() {
+    let (client, handle) = mock();
+    let ctx = zoned_context(client, 6, 0).with_brake(crate::recovery::brake::BrakeConfig {
+        enabled: false,
+        ..Default::default()
+    });
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+        patch_status("100", 200, pod_json("101", "Failed", json!([]))),
+        warning_event("101"),
+        delete_pod(200, running_pod("102")),
+    ];
+    run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(terminated(&ctx, "node-a"), 1);
+
+    let (client, handle) = mock();
+    let mut dry = zoned_context(client.clone(), 6, 0);
+    dry.options.dry_run = true;
+    let dry = dry.with_client(client);
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+    ];
+    let action = run_scenario(&dry, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(WAIT_FOR_NODE_RESYNC));
+    assert_eq!(dry.metrics.held.get(), 1);
+}
+
+// When the zone heals below the threshold, the node watch re-checks the pods the brake held in
+// it at once (not at the 5-minute resync).
+#[tokio::test]
+async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
+    let (client, mut handle) = mock();
+    let ctx = Arc::new(context(
+        client.clone(),
+        Options::default(),
+        Leadership::always(),
+        NOW,
+    ));
+    let held = PodKey::new("ns", "held");
+    ctx.update(&held, |t| {
+        t.waiting = Some(Waiting::Held {
+            zone: ":\0:a".into(),
+            message: "held".into(),
+            until: None,
+        })
+    });
+    let nodes: Vec<Value> = (0..10)
+        .map(|i| zoned_node_json(&format!("a-{i}"), "a", i < 6))
+        .collect();
+    // Watch events carry a resourceVersion (the watcher resumes from it).
+    let healed: Vec<Value> = (3..6)
+        .map(|i| {
+            let mut n = zoned_node_json(&format!("a-{i}"), "a", false);
+            n["metadata"]["resourceVersion"] = json!(format!("{}", 1000 + i));
+            n
+        })
+        .collect();
+    let server = tokio::spawn(async move {
+        let mut held_watches = vec![];
+        let mut watches = 0;
+        while let Some((request, send)) = handle.next_request().await {
+            let query = request.uri().query().unwrap_or("").to_string();
+            let body = if query.contains("watch=true") {
+                watches += 1;
+                if watches > 1 {
+                    held_watches.push(send);
+                    continue;
+                }
+                // One watch response: the three nodes come back, then the stream ends.
+                healed
+                    .iter()
+                    .map(|n| json!({"type": "MODIFIED", "object": n}).to_string() + "\n")
+                    .collect::<String>()
+                    .into_bytes()
+            } else {
+                serde_json::to_vec(&list_page("NodeList", nodes.clone(), "")).expect("json")
+            };
+            send.send_response(
+                Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(Body::from(body))
+                    .expect("response"),
+            );
+        }
+    });
+    let (tx, mut rx) = futures::channel::mpsc::unbounded();
+    let writer: Writer<PodMeta> = Writer::default();
+    let driver = tokio::spawn(drive_node_watch(
+        Api::<Node>::all(client),
+        ctx.clone(),
+        writer.as_reader(),
+        tx,
+        Arc::new(AtomicBool::new(true)),
+        Readiness::default(),
+    ));
+    let released = tokio::time::timeout(Duration::from_secs(3), rx.next()).await;
+    let released = released.unwrap_or_else(|_| {
+        let a3 = lock(&ctx.nodes).get("a-3").cloned();
+        panic!(
+            "not triggered; a-3: {a3:?}, disrupted {}",
+            ctx.metrics.disrupted_zones.get()
+        )
+    });
+    assert_eq!(released, Some(held));
+    assert_eq!(ctx.metrics.disrupted_zones.get(), 0);
+    driver.abort();
+    server.abort();
 }

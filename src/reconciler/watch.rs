@@ -1,340 +1,144 @@
-//! What the watches keep: only eligible pods (opted in and terminating), stripped to the
-//! metadata the reconciler reads, and only the name and taints of each node. Pure: events in,
-//! store events and triggers out.
+//! The two watch drivers: the metadata-only pod watch (filtered on arrival into the store of
+//! eligible pods) and the node watch (the node cache and its rising edges). Both send the pods to
+//! reconcile to the trigger channel and set readiness once synced.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::core::{ObjectMeta, PartialObjectMeta};
-use kube::runtime::watcher::Event;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::runtime::reflector::{Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
 
-use crate::recovery::{self, NodeFacts, PodFacts};
+use super::context::{Context, lock};
+use super::filter::{self, PodKey, PodMeta};
+use super::node_cache;
+use crate::recovery::brake;
+use crate::server::admin::Readiness;
 
-/// A pod as the metadata-only watch delivers it.
-pub type PodMeta = PartialObjectMeta<Pod>;
-
-/// Namespace and name of a pod.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodKey {
-    pub namespace: String,
-    pub name: String,
+fn update_readiness(ctx: &Context, pods_synced: &AtomicBool, readiness: &Readiness) {
+    readiness.set(pods_synced.load(Ordering::SeqCst) && ctx.nodes_synced());
 }
 
-impl PodKey {
-    pub fn new(namespace: &str, name: &str) -> PodKey {
-        PodKey {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        }
-    }
-
-    pub fn of(meta: &ObjectMeta) -> PodKey {
-        PodKey {
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-        }
-    }
-}
-
-impl std::fmt::Display for PodKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-/// The decision's view of a pod's metadata (annotations and deletion timestamp are all
-/// eligibility needs).
-pub fn meta_facts(meta: &ObjectMeta) -> PodFacts {
-    PodFacts {
-        annotations: meta.annotations.clone().unwrap_or_default(),
-        deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
-        deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
-        ..PodFacts::default()
-    }
-}
-
-/// Keeps what the reconciler reads: identity, deletion fields, owners (issue 6 groups by Job),
-/// and only the configured annotation keys. Drops managedFields, labels, other annotations.
-pub fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
-    let m = &pod.metadata;
-    let annotations: BTreeMap<String, String> = m
-        .annotations
-        .iter()
-        .flatten()
-        .filter(|(k, _)| config.annotation_keys.iter().any(|c| c == *k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    PartialObjectMeta {
-        types: pod.types.clone(),
-        metadata: ObjectMeta {
-            name: m.name.clone(),
-            namespace: m.namespace.clone(),
-            uid: m.uid.clone(),
-            resource_version: m.resource_version.clone(),
-            deletion_timestamp: m.deletion_timestamp.clone(),
-            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
-            owner_references: m.owner_references.clone(),
-            annotations: Some(annotations),
-            ..ObjectMeta::default()
-        },
-        _phantom: Default::default(),
-    }
-}
-
-/// One pod watch event after filtering.
-#[derive(Debug, Default)]
-pub struct Filtered {
-    /// What to apply to the store of eligible pods.
-    pub store_event: Option<Event<PodMeta>>,
-    /// A pod to reconcile.
-    pub trigger: Option<PodKey>,
-    /// A pod the reconciler may forget (gone, or no longer eligible).
-    pub forget: Option<PodKey>,
-}
-
-/// Filters one pod watch event: eligible pods enter the store (stripped) and are triggered;
-/// a pod that stops being eligible (its opt-in annotation removed) leaves the store as if
-/// deleted; ineligible pods of the initial list are dropped on the floor.
-pub fn filter_pod_event(event: Event<PodMeta>, config: &recovery::Config) -> Filtered {
-    let eligible = |p: &PodMeta| recovery::is_eligible(&meta_facts(&p.metadata), config);
-    match event {
-        Event::Init => Filtered {
-            store_event: Some(Event::Init),
-            ..Filtered::default()
-        },
-        Event::InitDone => Filtered {
-            store_event: Some(Event::InitDone),
-            ..Filtered::default()
-        },
-        Event::InitApply(p) if eligible(&p) => Filtered {
-            trigger: Some(PodKey::of(&p.metadata)),
-            store_event: Some(Event::InitApply(strip(&p, config))),
-            forget: None,
-        },
-        Event::InitApply(_) => Filtered::default(),
-        Event::Apply(p) if eligible(&p) => Filtered {
-            trigger: Some(PodKey::of(&p.metadata)),
-            store_event: Some(Event::Apply(strip(&p, config))),
-            forget: None,
-        },
-        Event::Apply(p) | Event::Delete(p) => Filtered {
-            forget: Some(PodKey::of(&p.metadata)),
-            store_event: Some(Event::Delete(strip(&p, config))),
-            trigger: None,
-        },
-    }
-}
-
-/// The node cache: name and taints of every node, and the rising edges of the unreachable
-/// taint. During a (re)list the new contents are buffered and compared on `InitDone`, so a
-/// node that became unreachable while the watch was down still fires once.
-#[derive(Debug, Default)]
-pub struct NodeCache {
-    nodes: HashMap<String, NodeFacts>,
-    relist: Option<HashMap<String, NodeFacts>>,
-    synced: bool,
-}
-
-impl NodeCache {
-    pub fn get(&self, name: &str) -> Option<&NodeFacts> {
-        self.nodes.get(name)
-    }
-
-    /// True once the first full list was applied.
-    pub fn synced(&self) -> bool {
-        self.synced
-    }
-
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
-    /// Applies one event; returns the nodes that just became unreachable.
-    pub fn apply(&mut self, event: Event<NodeFacts>) -> Vec<String> {
-        match event {
-            Event::Init => {
-                self.relist = Some(HashMap::new());
-                vec![]
+/// Drives the metadata-only pod watch: filters every event (see [`filter::filter_pod_event`]),
+/// keeps eligible pods in `writer`'s store, forgets the rest, and sends pods to reconcile to
+/// `triggers` (pods of a (re)list only once the list is complete and the store swapped in).
+pub async fn drive_pod_watch(
+    api: Api<PodMeta>,
+    watch_config: watcher::Config,
+    mut writer: Writer<PodMeta>,
+    ctx: Arc<Context>,
+    triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
+    pods_synced: Arc<AtomicBool>,
+    readiness: Readiness,
+) {
+    let mut stream = std::pin::pin!(watcher(api, watch_config).default_backoff());
+    let mut listing = false;
+    let mut listed: Vec<PodKey> = Vec::new();
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(e) => e,
+            Err(e) => {
+                ctx.metrics.error("watch_pods");
+                tracing::warn!(error = %e, "pod watch error");
+                continue;
             }
-            Event::InitApply(n) => {
-                if let Some(buffer) = self.relist.as_mut() {
-                    buffer.insert(n.name.clone(), n);
-                }
-                vec![]
-            }
-            Event::InitDone => {
-                let fresh = self.relist.take().unwrap_or_default();
-                let mut edges: Vec<String> = fresh
-                    .values()
-                    .filter(|n| recovery::became_unreachable(self.nodes.get(&n.name), n))
-                    .map(|n| n.name.clone())
-                    .collect();
-                edges.sort();
-                self.nodes = fresh;
-                self.synced = true;
-                edges
-            }
-            Event::Apply(n) => {
-                let edge = recovery::became_unreachable(self.nodes.get(&n.name), &n);
-                let name = n.name.clone();
-                self.nodes.insert(name.clone(), n);
-                if edge { vec![name] } else { vec![] }
-            }
-            Event::Delete(n) => {
-                self.nodes.remove(&n.name);
-                vec![]
-            }
-        }
-    }
-}
-
-/// A node watch event reduced to the node's name and taints.
-pub fn node_event_facts(event: Event<Node>) -> Event<NodeFacts> {
-    match event {
-        Event::Init => Event::Init,
-        Event::InitDone => Event::InitDone,
-        Event::InitApply(n) => Event::InitApply(recovery::node_facts(&n)),
-        Event::Apply(n) => Event::Apply(recovery::node_facts(&n)),
-        Event::Delete(n) => Event::Delete(recovery::node_facts(&n)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn pod(annotations: serde_json::Value, deleting: bool) -> PodMeta {
-        let mut meta = json!({
-            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-            "metadata": {
-                "name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5",
-                "labels": {"app": "x"},
-                "annotations": annotations,
-                "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1"}],
-                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "ju"}]
-            }
-        });
-        if deleting {
-            meta["metadata"]["deletionTimestamp"] = json!("2026-11-21T19:00:00Z");
-            meta["metadata"]["deletionGracePeriodSeconds"] = json!(30);
-        }
-        serde_json::from_value(meta).expect("pod meta")
-    }
-
-    const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
-
-    #[test]
-    fn eligible_pods_enter_the_store_stripped() {
-        let config = recovery::Config::default();
-        let p = pod(json!({KEY: "true", "other": "big value"}), true);
-        let f = filter_pod_event(Event::Apply(p), &config);
-        assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
-        let Some(Event::Apply(stored)) = f.store_event else {
-            panic!("expected Apply");
         };
-        let m = &stored.metadata;
-        assert_eq!(m.managed_fields, None);
-        assert_eq!(m.labels, None);
-        assert_eq!(
-            m.annotations,
-            Some([(KEY.to_string(), "true".to_string())].into())
-        );
-        assert_eq!(m.uid.as_deref(), Some("u"));
-        assert_eq!(m.resource_version.as_deref(), Some("5"));
-        assert_eq!(m.deletion_grace_period_seconds, Some(30));
-        assert!(m.deletion_timestamp.is_some());
-        assert_eq!(m.owner_references.as_ref().map(Vec::len), Some(1));
-    }
-
-    #[test]
-    fn ineligible_pods_never_enter_the_store() {
-        let config = recovery::Config::default();
-        for p in [
-            pod(json!({KEY: "true"}), false),
-            pod(json!({KEY: "True"}), true),
-            pod(json!({}), true),
-        ] {
-            let f = filter_pod_event(Event::InitApply(p.clone()), &config);
-            assert!(f.store_event.is_none() && f.trigger.is_none() && f.forget.is_none());
-            // An update to an ineligible state removes it (if it was there) and forgets it.
-            let f = filter_pod_event(Event::Apply(p), &config);
-            assert!(matches!(f.store_event, Some(Event::Delete(_))));
-            assert_eq!(f.forget, Some(PodKey::new("ns", "p")));
-            assert!(f.trigger.is_none());
+        let init_done = matches!(event, watcher::Event::InitDone);
+        if matches!(event, watcher::Event::Init) {
+            listing = true;
+            listed.clear();
+        }
+        let filtered = filter::filter_pod_event(event, &ctx.config);
+        if let Some(e) = &filtered.store_event {
+            writer.apply_watcher_event(e);
+        }
+        if let Some(key) = &filtered.forget {
+            ctx.forget(key);
+        }
+        if let Some(key) = filtered.trigger {
+            // The store swaps in the listed pods at InitDone; trigger them after that.
+            if listing {
+                listed.push(key);
+            } else {
+                let _ = triggers.unbounded_send(key);
+            }
+        }
+        if init_done {
+            listing = false;
+            // Pods that vanished while the watch was down leave no state behind.
+            ctx.retain(&listed.iter().cloned().collect());
+            for key in listed.drain(..) {
+                let _ = triggers.unbounded_send(key);
+            }
+            pods_synced.store(true, Ordering::SeqCst);
+            update_readiness(&ctx, &pods_synced, &readiness);
         }
     }
+}
 
-    // kueue TestUpdateEventFilter, adapted. Kueue enqueues an update only when the pod becomes
-    // eligible (`!eligible(old) && eligible(new)`); the watch here sees only the new object, so
-    // every update of an eligible pod is a trigger. "pod is annotated and was marked for
-    // deletion": triggered. "updated object is not annotated": not triggered, forgotten. "pod was
-    // already deleted": Kueue skips it, jobgate decides again (idempotent), which also notices a
-    // deletionTimestamp that a second, shorter delete moved earlier.
-    #[test]
-    fn kueue_update_event_filter_cases() {
-        let config = recovery::Config::default();
-        let marked = pod(json!({KEY: "true"}), true);
-        let f = filter_pod_event(Event::Apply(marked.clone()), &config);
-        assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
-        assert!(matches!(f.store_event, Some(Event::Apply(_))));
-
-        let not_annotated = pod(json!({KEY: "false"}), true);
-        let f = filter_pod_event(Event::Apply(not_annotated), &config);
-        assert_eq!(f.trigger, None);
-        assert_eq!(f.forget, Some(PodKey::new("ns", "p")));
-
-        let mut shortened = marked;
-        shortened.metadata.resource_version = Some("6".into());
-        shortened.metadata.deletion_grace_period_seconds = Some(0);
-        let f = filter_pod_event(Event::Apply(shortened), &config);
-        assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
-        assert_eq!(f.forget, None);
-    }
-
-    #[test]
-    fn deletes_forget_the_pod() {
-        let config = recovery::Config::default();
-        let f = filter_pod_event(Event::Delete(pod(json!({KEY: "true"}), true)), &config);
-        assert!(matches!(f.store_event, Some(Event::Delete(_))));
-        assert_eq!(f.forget, Some(PodKey::new("ns", "p")));
-    }
-
-    fn facts(name: &str, unreachable: bool) -> NodeFacts {
-        NodeFacts::for_test(name, unreachable)
-    }
-
-    #[test]
-    fn node_cache_reports_rising_edges() {
-        let mut cache = NodeCache::default();
-        assert!(!cache.synced());
-        assert!(cache.apply(Event::Init).is_empty());
-        cache.apply(Event::InitApply(facts("a", false)));
-        cache.apply(Event::InitApply(facts("b", true)));
-        // Initial list: a node already unreachable is a rising edge (restart safety).
-        assert_eq!(cache.apply(Event::InitDone), vec!["b".to_string()]);
-        assert!(cache.synced());
-        assert_eq!(
-            cache.apply(Event::Apply(facts("a", true))),
-            vec!["a".to_string()]
-        );
-        assert!(cache.apply(Event::Apply(facts("a", true))).is_empty());
-        assert!(cache.apply(Event::Apply(facts("a", false))).is_empty());
-        assert_eq!(
-            cache.apply(Event::Apply(facts("c", true))),
-            vec!["c".to_string()]
-        );
-        cache.apply(Event::Delete(facts("c", true)));
-        assert!(cache.get("c").is_none());
-        // Relist after a watch gap: "a" went unreachable meanwhile, "b" stays unreachable.
-        cache.apply(Event::Init);
-        cache.apply(Event::InitApply(facts("a", true)));
-        cache.apply(Event::InitApply(facts("b", true)));
-        assert_eq!(cache.apply(Event::InitDone), vec!["a".to_string()]);
-        assert_eq!(cache.len(), 2);
+/// Drives the node watch: keeps name and taints per node in `ctx.nodes`, and on each rising
+/// edge of the unreachable taint sends the tracked pods on that node to `triggers`.
+pub async fn drive_node_watch(
+    api: Api<Node>,
+    ctx: Arc<Context>,
+    store: Store<PodMeta>,
+    triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
+    pods_synced: Arc<AtomicBool>,
+    readiness: Readiness,
+) {
+    let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+    let mut held_zones = std::collections::BTreeSet::new();
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(e) => e,
+            Err(e) => {
+                ctx.metrics.error("watch_nodes");
+                tracing::warn!(error = %e, "node watch error");
+                continue;
+            }
+        };
+        let init_done = matches!(event, watcher::Event::InitDone);
+        let (edges, disrupted) = {
+            let mut nodes = lock(&ctx.nodes);
+            let edges = nodes.apply(node_cache::node_event_facts(event));
+            let disrupted = brake::disrupted_zones(&brake::zones(nodes.nodes()), &ctx.brake);
+            (edges, disrupted)
+        };
+        ctx.metrics
+            .disrupted_zones
+            .set(i64::try_from(disrupted.len()).unwrap_or(i64::MAX));
+        // Held pods whose zone the brake let go are recovered now, with their deadlines
+        // unchanged (pods on healed nodes find their node reachable and are left alone).
+        let released: HashSet<String> = held_zones
+            .iter()
+            .filter(|z| !disrupted.contains(*z))
+            .cloned()
+            .collect();
+        if !released.is_empty() {
+            for key in ctx.held_in(&released) {
+                let _ = triggers.unbounded_send(key);
+            }
+        }
+        held_zones = disrupted;
+        if !edges.is_empty() {
+            let eligible: Vec<PodKey> = store
+                .state()
+                .iter()
+                .map(|p| PodKey::of(&p.metadata))
+                .collect();
+            for node in edges {
+                let pods = ctx.pods_on_node(&node, &eligible);
+                tracing::info!(node = %node, pods = pods.len(), "node became unreachable; re-checking its pods");
+                for key in pods {
+                    let _ = triggers.unbounded_send(key);
+                }
+            }
+        }
+        if init_done {
+            update_readiness(&ctx, &pods_synced, &readiness);
+        }
     }
 }

@@ -53,6 +53,9 @@ pub enum LimitAction {
     Stop,
     /// Also set `spec.suspend: true` (the Job analogue of Kueue deactivating a Workload).
     Suspend,
+    /// Also deactivate the Job's Kueue Workload (`spec.active: false`, what Kueue itself does at
+    /// its requeuing limit, KEP-1282); Kueue would undo a `spec.suspend` of an admitted Job.
+    DeactivateWorkload,
 }
 
 /// The limit marker: when the limit stopped recovery and what jobgate did then.
@@ -336,11 +339,17 @@ pub fn decide_episode(
                 action: LimitAction::Suspend,
                 ..
             }) => true,
-            // Stopped earlier; suspend now if the operator switched to `suspend` since.
+            // Deactivated: still in force until the annotation is removed (jobgate cannot see
+            // the Workload re-activated here).
+            Some(LimitExceeded {
+                action: LimitAction::DeactivateWorkload,
+                ..
+            }) => true,
+            // Stopped earlier; act now if the operator switched to an acting action since.
             Some(LimitExceeded {
                 action: LimitAction::Stop,
                 ..
-            }) => !suspend,
+            }) => config.on_limit == LimitAction::Stop,
         };
         let new_state = (!already_recorded).then(|| RecoveryState {
             limit_exceeded: Some(LimitExceeded {
@@ -367,6 +376,48 @@ pub fn decide_episode(
         pods,
         new_state,
         reset,
+    }
+}
+
+/// What a Job's episode decision means for one of its due pods. The reconciler acts on it
+/// (`reconcile::job_gate`) and `jobgate status` prints it, so the two cannot disagree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodGate {
+    /// Recover the pod now, in the new episode number `episode`.
+    NewEpisode { episode: u32 },
+    /// Recover the pod now, as a leftover of the recorded episode (no Job write).
+    Leftover,
+    /// Wait for the Job's backoff until this time; the pod is requeued, not dropped.
+    Backoff(Timestamp),
+    /// Not recovered: the Job reached its limit. `news`: the limit is recorded now (with
+    /// `spec.suspend: true` when `suspend`); else it was recorded before.
+    LimitExceeded { news: bool, suspend: bool },
+    /// The decision does not cover this pod (cannot happen when the due pods given to
+    /// [`decide_episode`] hold it): never act on what was not decided.
+    NotCovered,
+}
+
+/// The gate `decision` (over due pods that include `pod`) puts on `pod`.
+pub fn pod_gate(decision: &EpisodeDecision, pod: &DuePod) -> PodGate {
+    match decision {
+        EpisodeDecision::Recover {
+            pods, new_state, ..
+        } if pods.contains(pod) => PodGate::NewEpisode {
+            episode: new_state.count,
+        },
+        EpisodeDecision::Continue { pods, .. } if pods.contains(pod) => PodGate::Leftover,
+        EpisodeDecision::Continue {
+            others_wait_until: Some(at),
+            ..
+        }
+        | EpisodeDecision::WaitUntil(at) => PodGate::Backoff(*at),
+        EpisodeDecision::LimitExceeded { suspend, new_state } => PodGate::LimitExceeded {
+            news: new_state.is_some(),
+            suspend: *suspend,
+        },
+        EpisodeDecision::Recover { .. }
+        | EpisodeDecision::Continue { .. }
+        | EpisodeDecision::NothingDue => PodGate::NotCovered,
     }
 }
 
@@ -426,6 +477,10 @@ pub fn limit_note(pods: &[DuePod], limit: u32, action: LimitAction) -> String {
         LimitAction::Stop => format!(
             "; stopped recovering this Job. Remove the annotation {RECOVERY_STATE_ANNOTATION} to \
              allow recovery again"
+        ),
+        LimitAction::DeactivateWorkload => format!(
+            "; deactivated the Job's Kueue Workload (spec.active=false). Remove the annotation \
+             {RECOVERY_STATE_ANNOTATION} and re-activate the Workload to allow recovery again"
         ),
     };
     let head = format!(
@@ -1002,6 +1057,60 @@ mod tests {
         );
     }
 
+    /// `deactivate-workload`: the limit is news once (recorded with that action), then in force
+    /// whatever the Job's `spec.suspend` says (the Workload, not the Job, carries it); a limit
+    /// recorded as `Stop` becomes news when the operator switches to it.
+    #[test]
+    fn limit_with_deactivate_workload_is_recorded_once_and_never_reset_by_resume() {
+        let deactivate = config(Some(1), LimitAction::DeactivateWorkload);
+        let prior = RecoveryState {
+            count: 1,
+            ..Default::default()
+        };
+        let now = ts("2026-11-21T20:00:00Z");
+        let view = |state| JobView {
+            suspended: false,
+            state: Some(state),
+        };
+        let EpisodeDecision::LimitExceeded {
+            suspend: false,
+            new_state: Some(recorded),
+        } = decide_episode(&[pod("p", "n")], view(&prior), &deactivate, now, 0.0)
+        else {
+            panic!("limit news")
+        };
+        assert_eq!(
+            recorded.limit_exceeded.as_ref().map(|l| l.action),
+            Some(LimitAction::DeactivateWorkload)
+        );
+        assert!(!resumed_after_suspend(&recorded, false));
+        assert_eq!(
+            decide_episode(&[pod("p", "n")], view(&recorded), &deactivate, now, 0.0),
+            EpisodeDecision::LimitExceeded {
+                suspend: false,
+                new_state: None
+            }
+        );
+        let stopped = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: ts("2026-11-21T19:00:00Z"),
+                action: LimitAction::Stop,
+            }),
+            ..prior.clone()
+        };
+        assert!(matches!(
+            decide_episode(&[pod("p", "n")], view(&stopped), &deactivate, now, 0.0),
+            EpisodeDecision::LimitExceeded {
+                new_state: Some(_),
+                ..
+            }
+        ));
+        assert_eq!(
+            serde_json::to_value(LimitAction::DeactivateWorkload).unwrap(),
+            serde_json::json!("DeactivateWorkload")
+        );
+    }
+
     #[test]
     fn limit_recorded_as_stop_suspends_after_the_operator_switches_to_suspend() {
         let stopped = RecoveryState {
@@ -1249,5 +1358,68 @@ mod tests {
         let warning = limit_note(&pods, 3, LimitAction::Suspend);
         assert!(warning.len() <= EVENT_NOTE_LIMIT, "{}", warning.len());
         assert!(warning.ends_with("to allow recovery again"));
+    }
+
+    /// Every decision, as the gate on a pod it covers and on one it does not.
+    #[test]
+    fn pod_gate_reads_the_decision_for_one_pod() {
+        let mine = due_since("a", "node-a", "2026-11-21T19:00:00Z");
+        let other = due_since("b", "node-b", "2026-11-21T19:00:00Z");
+        let at = ts("2026-11-21T20:01:00Z");
+        let state = RecoveryState {
+            count: 3,
+            ..RecoveryState::default()
+        };
+        let recover = EpisodeDecision::Recover {
+            pods: vec![mine.clone()],
+            new_state: state.clone(),
+            reset: false,
+        };
+        assert_eq!(
+            pod_gate(&recover, &mine),
+            PodGate::NewEpisode { episode: 3 }
+        );
+        assert_eq!(pod_gate(&recover, &other), PodGate::NotCovered);
+        let cont = EpisodeDecision::Continue {
+            pods: vec![mine.clone()],
+            others_wait_until: Some(at),
+        };
+        assert_eq!(pod_gate(&cont, &mine), PodGate::Leftover);
+        assert_eq!(pod_gate(&cont, &other), PodGate::Backoff(at));
+        let cont_alone = EpisodeDecision::Continue {
+            pods: vec![mine.clone()],
+            others_wait_until: None,
+        };
+        assert_eq!(pod_gate(&cont_alone, &other), PodGate::NotCovered);
+        assert_eq!(
+            pod_gate(&EpisodeDecision::WaitUntil(at), &mine),
+            PodGate::Backoff(at)
+        );
+        let news = EpisodeDecision::LimitExceeded {
+            suspend: true,
+            new_state: Some(state),
+        };
+        assert_eq!(
+            pod_gate(&news, &mine),
+            PodGate::LimitExceeded {
+                news: true,
+                suspend: true
+            }
+        );
+        let old = EpisodeDecision::LimitExceeded {
+            suspend: false,
+            new_state: None,
+        };
+        assert_eq!(
+            pod_gate(&old, &mine),
+            PodGate::LimitExceeded {
+                news: false,
+                suspend: false
+            }
+        );
+        assert_eq!(
+            pod_gate(&EpisodeDecision::NothingDue, &mine),
+            PodGate::NotCovered
+        );
     }
 }

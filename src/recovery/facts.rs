@@ -35,7 +35,11 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
 }
 
 pub fn node_facts(node: &Node) -> NodeFacts {
+    let labels = node.metadata.labels.as_ref();
     NodeFacts {
+        zone: labels.map(super::brake::zone_key).unwrap_or_default(),
+        excluded_from_disruption: labels
+            .is_some_and(|l| l.contains_key(super::brake::EXCLUDE_DISRUPTION_LABEL)),
         name: node.metadata.name.clone().unwrap_or_default(),
         taints: node
             .spec

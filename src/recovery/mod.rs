@@ -10,10 +10,14 @@
 //! - a pod without `spec.nodeName` is ignored (Kueue asks the API for a node named "" and errors);
 //! - the grace period in the message is `deletionGracePeriodSeconds + threshold` in seconds
 //!   (`90s`); Kueue adds the seconds as nanoseconds and prints Go's `Duration` (`1m0.00000003s`).
-//! - the reason is `KueueForcefullyTerminated` (Kueue renamed its reason to
-//!   `KueueForcefullyDeleted` in later releases; issue 5 keeps the original).
+//! - the reason jobgate writes is `KueueForcefullyTerminated`, Kueue's original
+//!   `KueueForcefulTerminationReason`. Kueue 0.15.6, 0.16.3 and 0.17.0 renamed the value to
+//!   `KueueForcefullyDeleted` (kueue#9651, backported as kueue#9672 and kueue#9673); a condition
+//!   with either reason counts as a recorded recovery ([`RECORDED_REASONS`]), so a pod Kueue's own
+//!   controller already recovered gets no second condition, event or episode.
 
 pub mod backoff;
+pub mod brake;
 pub mod episode;
 mod facts;
 mod status;
@@ -35,8 +39,15 @@ pub const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
 pub const OPT_IN_VALUE: &str = "true";
 /// Pod condition type written on recovery (Kueue's `KueueFailureRecoveryConditionType`).
 pub const CONDITION_TYPE: &str = "KueueFailureRecovery";
-/// Condition and event reason (Kueue's original `KueueForcefulTerminationReason`).
+/// Condition and event reason jobgate writes (Kueue's original `KueueForcefulTerminationReason`,
+/// Kueue 0.15.0 to 0.15.5 and 0.16.0 to 0.16.2).
 pub const REASON: &str = "KueueForcefullyTerminated";
+/// The value of Kueue's `KueueForcefulTerminationReason` from 0.15.6, 0.16.3 and 0.17.0 on
+/// (`pkg/controller/failurerecovery/pod_termination_controller.go`, kueue#9651).
+pub const REASON_KUEUE_DELETED: &str = "KueueForcefullyDeleted";
+/// Reasons of a `KueueFailureRecovery` condition that record a forced recovery: jobgate's own and
+/// the one newer Kueue controllers write. jobgate never writes the second.
+pub const RECORDED_REASONS: [&str; 2] = [REASON, REASON_KUEUE_DELETED];
 /// events.k8s.io/v1 `action` of the recovery event (as Kueue's `Eventf(..., "ForcefulTermination", ...)`).
 pub const EVENT_ACTION: &str = "ForcefulTermination";
 /// Reason of the `Normal` event `--dry-run` emits instead of acting.
@@ -96,6 +107,10 @@ pub struct PodCondition {
 pub struct NodeFacts {
     pub name: String,
     pub taints: Vec<Taint>,
+    /// kube-controller-manager's zone key of the node (`brake::zone_key`), `""` without labels.
+    pub zone: String,
+    /// Labelled `node.kubernetes.io/exclude-disruption`: left out of the partition brake.
+    pub excluded_from_disruption: bool,
 }
 
 #[cfg(test)]
@@ -114,6 +129,7 @@ impl NodeFacts {
         NodeFacts {
             name: name.into(),
             taints,
+            ..NodeFacts::default()
         }
     }
 }

@@ -5,7 +5,10 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::{CONDITION_TYPE, PodCondition, PodFacts, REASON, Recovery};
+use super::{
+    CONDITION_TYPE, PodCondition, PodFacts, REASON, REASON_KUEUE_DELETED, RECORDED_REASONS,
+    Recovery,
+};
 
 /// What to write on `pods/status` for a due recovery.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +30,9 @@ pub struct StatusChange {
 /// - The `KueueFailureRecovery` condition is added, or replaced in place, never appended twice:
 ///   strategic merge keys `status.conditions` by `type`. Like Kubernetes' `UpdatePodCondition`,
 ///   `lastTransitionTime` is kept when an existing condition already has status `True`.
+/// - A `True` condition with Kueue's newer reason `KueueForcefullyDeleted` (Kueue 0.15.6+,
+///   0.16.3+, 0.17+ wrote it) is a recorded recovery: it is left as it is, whatever its message
+///   says (Kueue prints a Go duration and its own key), so no second condition and no event.
 pub fn status_change(
     pod: &PodFacts,
     recovery: &Recovery,
@@ -37,6 +43,7 @@ pub fn status_change(
     let existing: Option<&PodCondition> = pod.conditions.iter().find(|c| c.type_ == CONDITION_TYPE);
     let condition_changed = match existing {
         None => true,
+        Some(c) if c.status == "True" && c.reason.as_deref() == Some(REASON_KUEUE_DELETED) => false,
         Some(c) => {
             c.status != "True"
                 || c.reason.as_deref() != Some(REASON)
@@ -79,13 +86,18 @@ pub fn status_change(
 }
 
 /// The pod's status already records a forced recovery: phase `Failed` or `Succeeded` and a
-/// `KueueFailureRecovery` condition with status `True` and reason `KueueForcefullyTerminated`, as
-/// [`status_change`] writes it. Reconciling such a pod again (its delete failed, jobgate
+/// `KueueFailureRecovery` condition with status `True` and one of [`RECORDED_REASONS`]:
+/// `KueueForcefullyTerminated` as [`status_change`] writes it, or `KueueForcefullyDeleted` as
+/// Kueue 0.15.6+/0.16.3+/0.17+ writes it. Reconciling such a pod again (its delete failed, jobgate
 /// restarted, or `--no-delete` kept it) is no new intervention: only the delete is left.
 pub fn recovery_recorded(pod: &PodFacts) -> bool {
     super::is_terminal_phase(pod.phase.as_deref())
         && pod.conditions.iter().any(|c| {
-            c.type_ == CONDITION_TYPE && c.status == "True" && c.reason.as_deref() == Some(REASON)
+            c.type_ == CONDITION_TYPE
+                && c.status == "True"
+                && c.reason
+                    .as_deref()
+                    .is_some_and(|r| RECORDED_REASONS.contains(&r))
         })
 }
 

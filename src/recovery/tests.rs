@@ -20,6 +20,7 @@ fn node(name: &str, taints: Vec<Taint>) -> NodeFacts {
     NodeFacts {
         name: name.into(),
         taints,
+        ..NodeFacts::default()
     }
 }
 
@@ -472,15 +473,78 @@ fn recovery_recorded_needs_a_terminal_phase_and_our_true_condition() {
         "Failed",
         recovery_condition("m", "False", None)
     )));
-    // Kueue's later reason is not our record.
+    // Kueue 0.15.6+/0.16.3+/0.17+ records the same recovery with reason KueueForcefullyDeleted
+    // (kueue#9651): recorded too. Any other reason is not.
     let kueue_deleted = PodCondition {
         reason: Some("KueueForcefullyDeleted".into()),
+        ..ours.clone()
+    };
+    assert!(recovery_recorded(&recorded(
+        "Failed",
+        kueue_deleted.clone()
+    )));
+    assert!(!recovery_recorded(&recorded("Running", kueue_deleted)));
+    let other = PodCondition {
+        reason: Some("KueueForcefullyEvicted".into()),
         ..ours
     };
-    assert!(!recovery_recorded(&recorded("Failed", kueue_deleted)));
+    assert!(!recovery_recorded(&recorded("Failed", other)));
     let mut failed_without = pod_to_forcefully_terminate();
     failed_without.phase = Some("Failed".into());
     assert!(!recovery_recorded(&failed_without));
+}
+
+/// A condition as Kueue 0.15.6+/0.16.3+/0.17+ writes it (`pod_termination_controller.go`:
+/// reason `KueueForcefullyDeleted`, message with a Go duration and the `-delete` key).
+fn kueue_deleted_condition() -> PodCondition {
+    PodCondition {
+        type_: CONDITION_TYPE.into(),
+        status: "True".into(),
+        reason: Some(REASON_KUEUE_DELETED.into()),
+        message: Some(
+            "Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node \
+             `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-delete` annotation)"
+                .into(),
+        ),
+        last_transition_time: Some(ts("2026-11-21T19:58:30Z")),
+    }
+}
+
+// kueue#9651: a pod Kueue's own controller recovered is not recovered a second time: no second
+// condition (jobgate's reason would replace Kueue's, merged by type) and no second event.
+#[test]
+fn a_condition_kueue_wrote_with_reason_kueue_forcefully_deleted_is_left_alone() {
+    let mut pod = pod_to_forcefully_terminate();
+    pod.phase = Some("Failed".into());
+    pod.conditions = vec![kueue_deleted_condition()];
+    let Decision::Recover(r) = decide_like_kueue(&pod) else {
+        panic!("expected Recover");
+    };
+    assert_eq!(
+        status_change(&pod, &r, "9", ts(NOW)),
+        StatusChange {
+            patch: None,
+            condition_changed: false
+        }
+    );
+    assert!(recovery_recorded(&pod));
+    // Phase not terminal yet (never seen: Kueue patches both at once): only the phase is fixed.
+    pod.phase = Some("Running".into());
+    let Decision::Recover(r) = decide_like_kueue(&pod) else {
+        panic!("expected Recover");
+    };
+    let change = status_change(&pod, &r, "9", ts(NOW));
+    assert!(!change.condition_changed);
+    assert_eq!(
+        change.patch,
+        Some(json!({"metadata": {"resourceVersion": "9"}, "status": {"phase": "Failed"}}))
+    );
+    // A False condition with that reason records nothing: jobgate writes its own.
+    pod.conditions[0].status = "False".into();
+    let change = status_change(&pod, &r, "9", ts(NOW));
+    assert!(change.condition_changed);
+    let patch = change.patch.expect("patch");
+    assert_eq!(patch["status"]["conditions"][0]["reason"], REASON);
 }
 
 // ---- generated product over the state space: the safety invariant ----

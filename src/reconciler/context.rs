@@ -1,0 +1,237 @@
+//! What the reconciles share: one per-pod state map ([`PodState`]), the node cache, the clock,
+//! the decision's settings, the writer and the per-Job episode settings.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::runtime::reflector::Store;
+
+use super::filter::{PodKey, PodMeta};
+use super::lease::Leadership;
+use super::metrics::RecoveryMetrics;
+use super::node_cache::NodeCache;
+use super::writer::Writer;
+use crate::recovery::brake::{BrakeConfig, LastRelease};
+use crate::recovery::episode::EpisodeConfig;
+use crate::recovery::{self, NodeFacts};
+
+/// How the executor behaves.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    pub dry_run: bool,
+    pub no_delete: bool,
+    /// `reportingInstance` of events and the Lease identity.
+    pub identity: String,
+}
+
+/// Everything the reconciler remembers of one pod, in one place.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodState {
+    /// `spec.nodeName` from the last GET, so a node edge finds its pods.
+    pub node: Option<String>,
+    /// Waiting for the deadline, the node or the Job (counted in `jobgate_recovery_pending_pods`).
+    pub waiting: Option<Waiting>,
+    /// Failed reconciles in a row (the error backoff's exponent).
+    pub retries: u32,
+    /// `--dry-run`: the uid of the pod whose "would ..." event was posted, so it is posted once.
+    pub dry_run_reported: Option<String>,
+    /// The uid of the pod whose "held" Warning event was posted, so it is posted once.
+    pub held_reported: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Waiting {
+    Deadline(Timestamp),
+    Node(String),
+    /// Due, but its Job's previous recovery episode was too recent.
+    JobBackoff(Timestamp),
+    /// Due, but its Job reached `--recovery-backoff-limit-count`.
+    JobRecoveryLimit,
+    /// Due, but held by the partition brake: its zone (key) looks partitioned. `until`: a
+    /// throttled zone releases another node then.
+    Held {
+        zone: String,
+        message: String,
+        until: Option<Timestamp>,
+    },
+}
+
+/// Per-Job recovery episodes: the backoff flags, the store of eligible pods (to find a Job's
+/// other due pods) and the trigger channel (to reconcile them).
+pub struct Episodes {
+    pub config: EpisodeConfig,
+    pub store: Store<PodMeta>,
+    pub triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
+    /// The backoff jitter, a number in [0, 1) (`rand::random`; fixed in tests).
+    pub jitter: fn() -> f64,
+}
+
+/// State shared by the watches, the elector and the reconciles.
+pub struct Context {
+    /// For reads; every write goes through `writer`.
+    pub client: Client,
+    pub config: recovery::Config,
+    pub options: Options,
+    pub writer: Writer,
+    pub leadership: Leadership,
+    pub metrics: RecoveryMetrics,
+    pub nodes: Mutex<NodeCache>,
+    pub pods: Mutex<HashMap<PodKey, PodState>>,
+    /// `None`: every due pod is recovered on its own, without Job state.
+    pub episodes: Option<Episodes>,
+    /// The partition brake's settings.
+    pub brake: BrakeConfig,
+    /// The last node released per throttled zone (partially disrupted large zones).
+    pub zone_releases: Mutex<HashMap<String, LastRelease>>,
+    clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        config: recovery::Config,
+        options: Options,
+        leadership: Leadership,
+        metrics: RecoveryMetrics,
+    ) -> Context {
+        let writer = Writer::new(
+            client.clone(),
+            leadership.clone(),
+            options.dry_run,
+            options.identity.clone(),
+            metrics.clone(),
+        );
+        Context {
+            client,
+            config,
+            options,
+            writer,
+            leadership,
+            metrics,
+            nodes: Mutex::default(),
+            pods: Mutex::default(),
+            episodes: None,
+            brake: BrakeConfig::default(),
+            zone_releases: Mutex::default(),
+            clock: Box::new(Timestamp::now),
+        }
+    }
+
+    /// Gates every due pod of a Job by its Job's recovery episodes.
+    pub fn with_episodes(mut self, episodes: Episodes) -> Context {
+        self.episodes = Some(episodes);
+        self
+    }
+
+    /// Sets the partition brake.
+    pub fn with_brake(mut self, brake: BrakeConfig) -> Context {
+        self.brake = brake;
+        self
+    }
+
+    /// Replaces the clock (tests).
+    pub fn with_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Context {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// Replaces the client, for reads and writes (tests: a second scripted conversation with
+    /// the same remembered state).
+    #[cfg(test)]
+    pub fn with_client(mut self, client: Client) -> Context {
+        self.writer = Writer::new(
+            client.clone(),
+            self.leadership.clone(),
+            self.options.dry_run,
+            self.options.identity.clone(),
+            self.metrics.clone(),
+        );
+        self.client = client;
+        self
+    }
+
+    /// The clock, read once per decision.
+    pub fn now(&self) -> Timestamp {
+        (self.clock)()
+    }
+
+    pub fn cached_node(&self, name: &str) -> Option<NodeFacts> {
+        lock(&self.nodes).get(name).cloned()
+    }
+
+    pub fn nodes_synced(&self) -> bool {
+        lock(&self.nodes).synced()
+    }
+
+    /// What is remembered of `key`.
+    pub fn pod_state(&self, key: &PodKey) -> Option<PodState> {
+        lock(&self.pods).get(key).cloned()
+    }
+
+    /// Changes what is remembered of `key` (creating it) and refreshes the pending gauge.
+    pub fn update<R>(&self, key: &PodKey, f: impl FnOnce(&mut PodState) -> R) -> R {
+        let mut pods = lock(&self.pods);
+        let result = f(pods.entry(key.clone()).or_default());
+        self.set_pending(&pods);
+        result
+    }
+
+    fn set_pending(&self, pods: &HashMap<PodKey, PodState>) {
+        let pending = pods.values().filter(|t| t.waiting.is_some()).count();
+        self.metrics
+            .pending
+            .set(i64::try_from(pending).unwrap_or(i64::MAX));
+        let held = pods
+            .values()
+            .filter(|t| matches!(t.waiting, Some(Waiting::Held { .. })))
+            .count();
+        self.metrics
+            .held
+            .set(i64::try_from(held).unwrap_or(i64::MAX));
+    }
+
+    /// Drops everything remembered about a pod that is gone or no longer eligible.
+    pub fn forget(&self, key: &PodKey) {
+        let mut pods = lock(&self.pods);
+        pods.remove(key);
+        self.set_pending(&pods);
+    }
+
+    /// Forgets every pod not in `listed` (after a relist).
+    pub fn retain(&self, listed: &HashSet<PodKey>) {
+        let mut pods = lock(&self.pods);
+        pods.retain(|k, _| listed.contains(k));
+        self.set_pending(&pods);
+    }
+
+    /// Held pods of the zones in `released` (zones whose brake let go).
+    pub fn held_in(&self, released: &HashSet<String>) -> Vec<PodKey> {
+        lock(&self.pods)
+            .iter()
+            .filter(|(_, t)| {
+                matches!(&t.waiting, Some(Waiting::Held { zone, .. }) if released.contains(zone))
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Tracked pods to re-check when `node` became unreachable: those last seen on it, and
+    /// those whose node is not known yet.
+    pub fn pods_on_node(&self, node: &str, eligible: &[PodKey]) -> Vec<PodKey> {
+        let pods = lock(&self.pods);
+        eligible
+            .iter()
+            .filter(|k| match pods.get(*k).and_then(|t| t.node.as_deref()) {
+                Some(n) => n == node,
+                None => true,
+            })
+            .cloned()
+            .collect()
+    }
+}

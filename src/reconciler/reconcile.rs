@@ -1,0 +1,551 @@
+//! One pod's reconcile, top to bottom: read the pod, ask [`recovery::decide`], confirm the node,
+//! pass the Job gate ([`job_gate`]: the Job's recovery episode), then recover ([`recover`])
+//! through the writer. The decisions are pure functions in `src/recovery/`; this file only
+//! reads, sequences and remembers.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::runtime::controller::Action;
+use tracing::Instrument;
+
+use super::context::{Context, Episodes, Waiting, lock};
+use super::event::{EventText, pod_reference};
+use super::filter::PodKey;
+use super::job_state::{self, EpisodeStart, JobStateError};
+use super::metrics::NodeLabels;
+use super::writer::Skipped;
+use crate::recovery::brake::{self, BrakeDecision, LastRelease};
+use crate::recovery::episode::{DuePod, JobKey, KnownPod, PodGate, due_pods_of_job, pod_gate};
+use crate::recovery::{self, Decision, Ignored, NodeFacts, PodFacts, Recovery};
+
+/// Re-reads of the pod after a 409 Conflict within one reconcile, before backing off.
+pub const CONFLICT_ATTEMPTS: u32 = 4;
+/// Safety re-check of a pod waiting for its node, in case a node edge was missed.
+pub const WAIT_FOR_NODE_RESYNC: Duration = Duration::from_secs(300);
+/// Longest requeue; deadlines further out are re-read when it fires.
+const MAX_REQUEUE: Duration = Duration::from_secs(3600);
+/// Error backoff per pod: 1s, 2s, 4s, ... capped.
+const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(300);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("the pod kept changing: {0} conflicts in a row")]
+    Conflicts(u32),
+    #[error("job recovery state: {0}")]
+    JobState(#[from] JobStateError),
+}
+
+impl ReconcileError {
+    /// The `error` label of `jobgate_recovery_errors_total` (kube-rs `controller-rs`
+    /// `metric_label`): a fixed word per kind.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            ReconcileError::Kube(_) => "reconcile_api",
+            ReconcileError::Conflicts(_) => "reconcile_conflicts",
+            ReconcileError::JobState(_) => "reconcile_job_state",
+        }
+    }
+}
+
+/// How a recovery attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Recorded (and deleted unless `--no-delete`), reported under `--dry-run`, or the pod is
+    /// gone.
+    Done,
+    /// The status patch met a newer resourceVersion: re-read and decide again.
+    Conflict,
+    /// Leadership was lost before a write: nothing more was done.
+    NotLeader,
+}
+
+fn until(at: Timestamp, now: Timestamp) -> Duration {
+    let d = Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO);
+    d.min(MAX_REQUEUE)
+}
+
+/// The short name of what a reconcile decided, for the span's `decision` field.
+fn decision_name(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Ignore(reason) => reason.as_str(),
+        Decision::RequeueAt(_) => "wait-for-deadline",
+        Decision::WaitForNode { .. } => "wait-for-node",
+        Decision::Recover(_) => "recover",
+    }
+}
+
+fn record_decision(decision: &'static str) {
+    tracing::Span::current().record("decision", decision);
+}
+
+/// Reconciles one pod in a `reconcile` span (pod, node, decision), timed into
+/// `jobgate_recovery_reconcile_duration_seconds`.
+pub async fn reconcile_pod(ctx: &Context, key: &PodKey) -> Result<Action, ReconcileError> {
+    let span = tracing::info_span!(
+        "reconcile",
+        pod = %key,
+        node = tracing::field::Empty,
+        decision = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let result = reconcile_inner(ctx, key).instrument(span).await;
+    ctx.metrics
+        .reconcile_duration
+        .observe(started.elapsed().as_secs_f64());
+    result
+}
+
+/// GET the pod, decide, act. A follower does nothing (it is re-run for every tracked pod when
+/// it becomes leader); the writer checks leadership again before every write.
+async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, ReconcileError> {
+    if !ctx.leadership.is_leader() {
+        record_decision("not-leader");
+        return Ok(Action::await_change());
+    }
+    if !ctx.nodes_synced() {
+        record_decision("nodes-not-synced");
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
+    for attempt in 0..CONFLICT_ATTEMPTS {
+        let Some(pod) = pods.get_opt(&key.name).await? else {
+            record_decision("pod-gone");
+            ctx.forget(key);
+            return Ok(Action::await_change());
+        };
+        let facts = recovery::pod_facts(&pod);
+        let now = ctx.now();
+        let cached = facts.node_name.as_deref().and_then(|n| ctx.cached_node(n));
+        let mut decision = recovery::decide(&facts, cached.as_ref(), now, &ctx.config);
+        let mut fresh_node = None;
+        if let Decision::Recover(r) = &decision {
+            // Never act on the cache alone: confirm the taint with a fresh read of the node.
+            let fresh = nodes.get_opt(&r.node).await?;
+            fresh_node = fresh.as_ref().map(recovery::node_facts);
+            decision = recovery::decide(&facts, fresh_node.as_ref(), now, &ctx.config);
+        }
+        let span = tracing::Span::current();
+        if let Some(node) = &facts.node_name {
+            span.record("node", node.as_str());
+        }
+        record_decision(decision_name(&decision));
+        tracing::debug!(?decision, "decided");
+        let node = facts.node_name.clone();
+        match decision {
+            Decision::Ignore(reason) => {
+                match reason {
+                    // No longer eligible: the watch drops it too; keep no state behind.
+                    Ignored::NotOptedIn | Ignored::NotTerminating => ctx.forget(key),
+                    Ignored::NotScheduled | Ignored::NodeNotFound => ctx.update(key, |t| {
+                        t.node = node;
+                        t.waiting = None;
+                    }),
+                }
+                return Ok(Action::await_change());
+            }
+            Decision::RequeueAt(at) => {
+                ctx.update(key, |t| {
+                    t.node = node;
+                    t.waiting = Some(Waiting::Deadline(at));
+                });
+                return Ok(Action::requeue(until(at, now)));
+            }
+            Decision::WaitForNode { node: waiting_for } => {
+                ctx.update(key, |t| {
+                    t.node = node;
+                    t.waiting = Some(Waiting::Node(waiting_for));
+                });
+                return Ok(Action::requeue(WAIT_FOR_NODE_RESYNC));
+            }
+            Decision::Recover(recovery) => {
+                ctx.update(key, |t| t.node = node);
+                // A recovery already recorded on the pod (its delete failed, a restart,
+                // --no-delete, or Kueue's own controller) is no new intervention: it never
+                // starts or counts an episode.
+                let gate = if recovery::recovery_recorded(&facts) {
+                    record_decision("recorded");
+                    Gate::Recover
+                } else {
+                    match brake_gate(ctx, &pod, fresh_node.as_ref(), now).await {
+                        Gate::Recover => job_gate(ctx, &pod, &recovery, now).await?,
+                        held => held,
+                    }
+                };
+                match gate {
+                    Gate::Recover => {}
+                    Gate::NotLeader => {
+                        record_decision("not-leader");
+                        return Ok(Action::await_change());
+                    }
+                    Gate::Hold(waiting) => {
+                        let action = match &waiting {
+                            Waiting::JobBackoff(at) => {
+                                record_decision("job-backoff");
+                                Action::requeue(until(*at, now))
+                            }
+                            Waiting::Held { until: at, .. } => {
+                                record_decision("held");
+                                // The node watch triggers held pods when their zone heals; the
+                                // resync is a safety net.
+                                Action::requeue(match at {
+                                    Some(at) => until(*at, now),
+                                    None => WAIT_FOR_NODE_RESYNC,
+                                })
+                            }
+                            // No Job watch: look again to notice a reset (annotation removed,
+                            // Job resumed).
+                            _ => {
+                                record_decision("job-recovery-limit");
+                                Action::requeue(WAIT_FOR_NODE_RESYNC)
+                            }
+                        };
+                        ctx.update(key, |t| t.waiting = Some(waiting));
+                        return Ok(action);
+                    }
+                }
+                match recover(ctx, &pod, &facts, &recovery, now).await? {
+                    Outcome::Done => {
+                        ctx.update(key, |t| {
+                            t.waiting = None;
+                            t.retries = 0;
+                        });
+                        return Ok(Action::await_change());
+                    }
+                    Outcome::NotLeader => {
+                        record_decision("not-leader");
+                        return Ok(Action::await_change());
+                    }
+                    Outcome::Conflict => {
+                        tracing::debug!(attempt, "status patch conflict; re-reading");
+                        tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                    }
+                }
+            }
+        }
+    }
+    Err(ReconcileError::Conflicts(CONFLICT_ATTEMPTS))
+}
+
+/// The partition brake between the pod's decision and its Job gate: a due pod in a zone that
+/// looks partitioned is held (one Warning event per pod), or waits for the zone's next release.
+async fn brake_gate(ctx: &Context, pod: &Pod, node: Option<&NodeFacts>, now: Timestamp) -> Gate {
+    let Some(node) = node else {
+        return Gate::Recover;
+    };
+    let zones = brake::zones(lock(&ctx.nodes).nodes());
+    ctx.metrics
+        .disrupted_zones
+        .set(i64::try_from(brake::disrupted_zones(&zones, &ctx.brake).len()).unwrap_or(i64::MAX));
+    let last = lock(&ctx.zone_releases).get(&node.zone).cloned();
+    let (disruption, until) = match brake::brake(node, &zones, last.as_ref(), now, &ctx.brake) {
+        BrakeDecision::Release => return Gate::Recover,
+        BrakeDecision::ReleaseThrottled => {
+            lock(&ctx.zone_releases).insert(
+                node.zone.clone(),
+                LastRelease {
+                    node: node.name.clone(),
+                    at: now,
+                },
+            );
+            return Gate::Recover;
+        }
+        BrakeDecision::Throttled(d, at) => (d, Some(at)),
+        BrakeDecision::Hold(d) => (d, None),
+    };
+    let message = disruption.message();
+    let key = PodKey::of(&pod.metadata);
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let first = ctx.update(&key, |t| t.held_reported.as_deref() != Some(uid.as_str()));
+    if first {
+        tracing::warn!(pod = %key, zone = %brake::zone_name(&disruption.zone), "{message}");
+        let regarding = pod_reference(
+            &key.namespace,
+            &key.name,
+            pod.metadata.uid.clone(),
+            pod.metadata.resource_version.clone(),
+        );
+        let text = EventText {
+            type_: "Warning",
+            reason: HELD_REASON,
+            action: recovery::EVENT_ACTION,
+            note: &message,
+        };
+        // Posted (or dry run): not again for this pod. Not leader: the next leader posts it.
+        if ctx.writer.event(&regarding, &text, now).await != Err(Skipped::NotLeader) {
+            ctx.update(&key, |t| t.held_reported = Some(uid.clone()));
+        }
+    }
+    Gate::Hold(Waiting::Held {
+        zone: disruption.zone,
+        message,
+        until,
+    })
+}
+
+/// Reason of the Warning event on a pod the partition brake holds.
+pub const HELD_REASON: &str = "ForcefulTerminationHeld";
+
+/// What the Job gate lets a reconcile do with its due pod.
+#[derive(Debug)]
+enum Gate {
+    Recover,
+    Hold(Waiting),
+    NotLeader,
+}
+
+/// Between the pod's decision and [`recover`]: a due pod of a Job is recovered only within one
+/// of its Job's recovery episodes (see `job_state::begin_episode`), as [`pod_gate`] reads the
+/// episode decision. Pods without a Job, or of a Job that is gone, pass.
+async fn job_gate(
+    ctx: &Context,
+    pod: &Pod,
+    recovery: &Recovery,
+    now: Timestamp,
+) -> Result<Gate, ReconcileError> {
+    let Some(episodes) = &ctx.episodes else {
+        return Ok(Gate::Recover);
+    };
+    let Some(job) = job_state::pod_job(&pod.metadata) else {
+        return Ok(Gate::Recover);
+    };
+    let this = DuePod {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        node: recovery.node.clone(),
+        deadline: recovery.deadline,
+    };
+    let due = due_with_siblings(ctx, episodes, &job, this.clone(), now);
+    let jitter = (episodes.jitter)();
+    let start = job_state::begin_episode(
+        &ctx.client,
+        &ctx.writer,
+        &job,
+        &due,
+        &episodes.config,
+        now,
+        jitter,
+    )
+    .await?;
+    let decision = match start {
+        EpisodeStart::JobGone => return Ok(Gate::Recover),
+        EpisodeStart::NotLeader => return Ok(Gate::NotLeader),
+        EpisodeStart::Decided { decision, .. } => decision,
+    };
+    tracing::debug!(job = %job.name, ?decision, "job episode decided");
+    Ok(match pod_gate(&decision, &this) {
+        PodGate::NewEpisode { episode } => {
+            if let recovery::episode::EpisodeDecision::Recover {
+                pods, new_state, ..
+            } = &decision
+            {
+                tracing::info!(
+                    job = %job.name,
+                    namespace = %job.namespace,
+                    episode,
+                    pods = pods.len(),
+                    nodes = ?new_state.last_nodes,
+                    requeue_at = ?new_state.requeue_at,
+                    "recovery episode"
+                );
+                // The other pods of the episode are recovered by their own reconciles, which
+                // find them leftovers of the episode just recorded.
+                for other in pods.iter().filter(|p| **p != this) {
+                    let _ = episodes
+                        .triggers
+                        .unbounded_send(PodKey::new(&other.namespace, &other.name));
+                }
+            }
+            Gate::Recover
+        }
+        PodGate::Leftover => Gate::Recover,
+        PodGate::Backoff(at) => Gate::Hold(Waiting::JobBackoff(at)),
+        // NotCovered cannot happen (`due` holds this pod); never act on what was not decided.
+        PodGate::LimitExceeded { .. } | PodGate::NotCovered => {
+            Gate::Hold(Waiting::JobRecoveryLimit)
+        }
+    })
+}
+
+/// `this` plus the Job's other due pods, from the store of eligible pods, the nodes last read
+/// for them and the node cache. (Siblings whose node was not read yet are left out; they join
+/// the episode as leftovers only if on one of its nodes.)
+fn due_with_siblings(
+    ctx: &Context,
+    episodes: &Episodes,
+    job: &JobKey,
+    this: DuePod,
+    now: Timestamp,
+) -> Vec<DuePod> {
+    let pods = episodes.store.state();
+    let pod_nodes: Vec<Option<String>> = {
+        let states = lock(&ctx.pods);
+        pods.iter()
+            .map(|p| {
+                states
+                    .get(&PodKey::of(&p.metadata))
+                    .and_then(|t| t.node.clone())
+            })
+            .collect()
+    };
+    let unreachable: Vec<bool> = {
+        let nodes = lock(&ctx.nodes);
+        pod_nodes
+            .iter()
+            .map(|n| {
+                n.as_deref()
+                    .and_then(|n| nodes.get(n))
+                    .is_some_and(recovery::is_unreachable)
+            })
+            .collect()
+    };
+    let known = pods
+        .iter()
+        .zip(&pod_nodes)
+        .zip(&unreachable)
+        .map(|((p, node), unreachable)| KnownPod {
+            meta: &p.metadata,
+            node: node.as_deref(),
+            node_unreachable: *unreachable,
+        });
+    let mut due = due_pods_of_job(job, known, ctx.config.grace_period, now);
+    due.retain(|p| p.name != this.name || p.namespace != this.namespace);
+    due.push(this);
+    due.sort();
+    due
+}
+
+/// Executes a due recovery through the writer, each step idempotent: (1) patch `pods/status`
+/// with the pod's resourceVersion, (2) a Warning event once the patch succeeded and only when
+/// the condition is new, (3) delete with grace period 0 (kueue#9649) unless `--no-delete`.
+/// Under `--dry-run` the first write is skipped by the writer and the pod gets one `Normal`
+/// "would forcefully terminate" event instead (once per pod uid).
+pub async fn recover(
+    ctx: &Context,
+    pod: &Pod,
+    facts: &PodFacts,
+    recovery: &Recovery,
+    now: Timestamp,
+) -> Result<Outcome, kube::Error> {
+    let key = PodKey::of(&pod.metadata);
+    let uid = pod.metadata.uid.clone();
+    let mut regarding = pod_reference(
+        &key.namespace,
+        &key.name,
+        uid.clone(),
+        pod.metadata.resource_version.clone(),
+    );
+    let resource_version = pod.metadata.resource_version.clone().unwrap_or_default();
+    let change = recovery::status_change(facts, recovery, &resource_version, now);
+    if let Some(patch) = change.patch {
+        match ctx
+            .writer
+            .patch_pod_status(&key.namespace, &key.name, patch)
+            .await
+        {
+            Ok(Ok(patched)) => regarding.resource_version = patched.metadata.resource_version,
+            Ok(Err(skipped)) => {
+                return skipped_outcome(ctx, &key, &regarding, recovery, skipped, now).await;
+            }
+            Err(kube::Error::Api(s)) if s.is_conflict() => return Ok(Outcome::Conflict),
+            Err(kube::Error::Api(s)) if s.is_not_found() => return Ok(Outcome::Done),
+            Err(e) => return Err(e),
+        }
+        if change.condition_changed {
+            ctx.metrics
+                .terminated
+                .get_or_create(&NodeLabels {
+                    node: recovery.node.clone(),
+                })
+                .inc();
+        }
+    }
+    if change.condition_changed {
+        let note = recovery.message();
+        let text = EventText {
+            type_: "Warning",
+            reason: recovery::REASON,
+            action: recovery::EVENT_ACTION,
+            note: &note,
+        };
+        // Not leader any more: the delete below is skipped for the same reason.
+        let _ = ctx.writer.event(&regarding, &text, now).await;
+    }
+    if !ctx.options.no_delete {
+        match ctx
+            .writer
+            .delete_pod(&key.namespace, &key.name, uid.clone())
+            .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(skipped)) => {
+                return skipped_outcome(ctx, &key, &regarding, recovery, skipped, now).await;
+            }
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(kube::Error::Api(s)) if s.is_conflict() => {
+                tracing::info!(pod = %key, "pod was replaced (UID changed); not deleting the successor");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    tracing::info!(
+        pod = %key,
+        node = %recovery.node,
+        deleted = !ctx.options.no_delete,
+        "forcefully terminated pod on unreachable node"
+    );
+    Ok(Outcome::Done)
+}
+
+/// A write the writer did not send: a follower stops; a dry run reports what it would have done,
+/// once per pod uid.
+async fn skipped_outcome(
+    ctx: &Context,
+    key: &PodKey,
+    regarding: &k8s_openapi::api::core::v1::ObjectReference,
+    recovery: &Recovery,
+    skipped: Skipped,
+    now: Timestamp,
+) -> Result<Outcome, kube::Error> {
+    match skipped {
+        Skipped::NotLeader => Ok(Outcome::NotLeader),
+        Skipped::DryRun => {
+            let uid = regarding.uid.clone().unwrap_or_default();
+            let first = ctx.update(key, |t| {
+                let before = std::mem::take(&mut t.dry_run_reported);
+                t.dry_run_reported = Some(uid.clone());
+                before.as_deref() != Some(uid.as_str())
+            });
+            record_decision("dry-run");
+            tracing::info!(pod = %key, node = %recovery.node, "dry run: would forcefully terminate");
+            if first
+                && ctx
+                    .writer
+                    .report_dry_run(regarding, &recovery.dry_run_message(), now)
+                    .await
+                    .is_err()
+            {
+                // Not leader: report it on a later pass, as leader.
+                ctx.update(key, |t| t.dry_run_reported = None);
+                return Ok(Outcome::NotLeader);
+            }
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+/// Backoff after a failed reconcile: 1s, 2s, 4s, ... up to 5 minutes, per pod; counts the error
+/// by kind.
+pub fn error_backoff(ctx: &Context, key: &PodKey, error: &ReconcileError) -> Duration {
+    ctx.metrics.error(error.metric_label());
+    ctx.update(key, |t| {
+        let delay = Duration::from_secs(1u64 << t.retries.min(16)).min(MAX_ERROR_BACKOFF);
+        t.retries = t.retries.saturating_add(1);
+        delay
+    })
+}

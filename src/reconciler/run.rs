@@ -1,0 +1,249 @@
+//! `jobgate reconcile`: wiring (admin port, watches, elector, the applier running
+//! [`reconcile_pod`]) and shutdown. On SIGTERM readiness drops, no new reconcile starts, the
+//! in-flight ones get `--shutdown-timeout` to finish (kube-runtime's
+//! `Controller::graceful_shutdown_on`: the trigger stream ends, the applier drains), then the
+//! Lease is released and the watches stop.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::Node;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, store::Writer};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use prometheus_client::registry::Registry;
+
+use super::args::ReconcileArgs;
+use super::cluster::{self, ClusterError};
+use super::context::{Context, Episodes, Options};
+use super::filter::{PodKey, PodMeta};
+use super::lease::{self, Leadership, LeaseConfig};
+use super::metrics::RecoveryMetrics;
+use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
+use super::watch::{drive_node_watch, drive_pod_watch};
+use crate::server::admin::{AdminState, Readiness};
+
+/// Why `jobgate reconcile` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("cannot listen on admin address {addr}: {source}")]
+    AdminListen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// The reconciler's registry and readiness, for the admin port (`server::admin::router`).
+#[derive(Clone)]
+pub struct Admin {
+    pub registry: Arc<Registry>,
+    pub readiness: Readiness,
+}
+
+impl Admin {
+    pub fn state(&self) -> AdminState {
+        AdminState {
+            readiness: self.readiness.clone(),
+            registry: self.registry.clone(),
+        }
+    }
+}
+
+/// Leader-election identity: `$POD_NAME` (or `$HOSTNAME`) plus a random suffix, like client-go.
+pub fn default_identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "jobgate".into());
+    format!("{host}_{:08x}", rand::random::<u32>())
+}
+
+/// `jobgate reconcile` until SIGTERM/SIGINT.
+pub async fn run(args: ReconcileArgs) -> Result<(), RunError> {
+    run_until(args, shutdown_signal()).await
+}
+
+/// `jobgate reconcile` until `shutdown` resolves: admin port, watches, elector, reconciles.
+pub async fn run_until(
+    args: ReconcileArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let client = args.cluster.client(cluster::Prefer::InCluster).await?;
+    run_with_client(client, args, shutdown, |_| {}).await
+}
+
+/// [`run_until`] with a given client; `on_listening` gets the bound admin address.
+pub async fn run_with_client(
+    client: Client,
+    args: ReconcileArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_listening: impl FnOnce(SocketAddr),
+) -> Result<(), RunError> {
+    let identity = args
+        .leader_election_id
+        .clone()
+        .unwrap_or_else(default_identity);
+    let lease_namespace = args
+        .lease_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+
+    let mut registry = Registry::default();
+    let metrics = RecoveryMetrics::register(&mut registry);
+    let admin = Admin {
+        registry: Arc::new(registry),
+        readiness: Readiness::default(),
+    };
+    let listen_error = |source| RunError::AdminListen {
+        addr: args.admin_addr,
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(args.admin_addr)
+        .await
+        .map_err(listen_error)?;
+    let admin_addr = listener.local_addr().map_err(listen_error)?;
+    on_listening(admin_addr);
+    tracing::info!(admin = %admin_addr, identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
+    let router = crate::server::admin::router(admin.state());
+    let admin_task = tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
+    let writer: Writer<PodMeta> = Writer::default();
+    let store = writer.as_reader();
+    let leadership = Leadership::new(metrics.clone());
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            args.recovery.config(),
+            Options {
+                dry_run: args.dry_run,
+                no_delete: args.no_delete,
+                identity: identity.clone(),
+            },
+            leadership.clone(),
+            metrics.clone(),
+        )
+        .with_brake(args.recovery.brake_config())
+        .with_episodes(Episodes {
+            config: args.recovery.episode_config(),
+            store: store.clone(),
+            triggers: trigger_tx.clone(),
+            jitter: rand::random::<f64>,
+        }),
+    );
+
+    let pods_synced = Arc::new(AtomicBool::new(false));
+    let pod_task = tokio::spawn(drive_pod_watch(
+        Api::<PodMeta>::all(client.clone()),
+        watcher::Config::default(),
+        writer,
+        ctx.clone(),
+        trigger_tx.clone(),
+        pods_synced.clone(),
+        admin.readiness.clone(),
+    ));
+    let node_task = tokio::spawn(drive_node_watch(
+        Api::<Node>::all(client.clone()),
+        ctx.clone(),
+        store.clone(),
+        trigger_tx.clone(),
+        pods_synced.clone(),
+        admin.readiness.clone(),
+    ));
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let elector = {
+        let store = store.clone();
+        let trigger_tx = trigger_tx.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(lease::run_elector(
+            Api::namespaced(client.clone(), &lease_namespace),
+            LeaseConfig::new(args.lease_name.clone(), lease_namespace.clone(), identity),
+            leadership,
+            metrics.clone(),
+            move || {
+                // Leadership acquired: every tracked pod is due a look (restart safety).
+                for pod in store.state() {
+                    let _ = trigger_tx.unbounded_send(PodKey::of(&pod.metadata));
+                }
+            },
+            async move {
+                let _ = stop.wait_for(|s| *s).await;
+            },
+        ))
+    };
+
+    let shutdown = shutdown.shared();
+    let reconciles = kube::runtime::applier(
+        |obj: Arc<PodMeta>, ctx: Arc<Context>| {
+            Box::pin(async move { reconcile_pod(&ctx, &PodKey::of(&obj.metadata)).await })
+        },
+        |obj: Arc<PodMeta>, err: &ReconcileError, ctx: Arc<Context>| {
+            let key = PodKey::of(&obj.metadata);
+            let delay = error_backoff(&ctx, &key, err);
+            tracing::warn!(pod = %key, error = %err, retry_in = ?delay, "reconcile failed");
+            Action::requeue(delay)
+        },
+        ctx.clone(),
+        store,
+        // The trigger stream ends at shutdown: the applier starts no new reconcile and ends
+        // once the running ones are done.
+        trigger_rx
+            .map(|key| {
+                Ok::<_, Infallible>(ObjectRef::<PodMeta>::new(&key.name).within(&key.namespace))
+            })
+            .take_until(shutdown.clone()),
+        kube::runtime::Config::default().concurrency(8),
+    )
+    .for_each(|result| {
+        if let Err(e) = result
+            && !matches!(e, kube::runtime::controller::Error::ObjectNotFound(_))
+        {
+            tracing::debug!(error = %e, "reconcile");
+        }
+        std::future::ready(())
+    });
+    let mut reconciles = std::pin::pin!(reconciles);
+
+    tokio::select! {
+        _ = &mut reconciles => {}
+        _ = shutdown => {
+            admin.readiness.set(false);
+            tracing::info!(timeout = ?args.shutdown_timeout, "shutting down: draining in-flight reconciles");
+            if tokio::time::timeout(args.shutdown_timeout, &mut reconciles).await.is_err() {
+                tracing::warn!("in-flight reconciles did not finish within the shutdown timeout");
+            }
+        }
+    }
+    admin.readiness.set(false);
+    let _ = stop_tx.send(true);
+    // Give the elector a moment to release the Lease so a standby takes over quickly.
+    let _ = tokio::time::timeout(Duration::from_secs(5), elector).await;
+    pod_task.abort();
+    node_task.abort();
+    admin_task.abort();
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = terminate => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

@@ -1,0 +1,86 @@
+//! `jobgate status`: what jobgate's reconciler is doing, for an operator at 3 a.m.
+//!
+//! Reads the cluster only ([`snapshot`]): Jobs carrying `jobgate.dev/recovery-state`, pods
+//! waiting for recovery (opted in with `"true"` and terminating) with their deadlines, nodes and
+//! what they wait for, and who holds the reconciler's leader Lease. The STATUS of each pod is
+//! the reconciler's own decision ([`verdict`]: `recovery::decide`, the episode decision), so it is
+//! by construction what `jobgate reconcile` with the same flags does; [`render`] prints it.
+
+pub mod render;
+pub mod snapshot;
+pub mod verdict;
+
+#[cfg(test)]
+mod tests;
+
+use clap::Args;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::reconciler::RecoveryArgs;
+use crate::reconciler::cluster::{self, ClusterError};
+pub use render::render;
+pub use snapshot::{Snapshot, fetch};
+pub use verdict::{NodeState, PodRow, PodVerdict, RenderOptions, pod_rows};
+
+/// Default `--lease-name` / `--lease-namespace` of `jobgate reconcile`.
+pub const DEFAULT_LEASE_NAME: &str = "jobgate-reconciler";
+pub const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
+
+/// `jobgate status`.
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub cluster: cluster::ClusterArgs,
+    /// Only this namespace (default: the context's namespace).
+    #[arg(long, short = 'n', conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(long, short = 'A')]
+    pub all_namespaces: bool,
+    /// The reconciler's recovery flags (pass the same values to predict its decisions).
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// The reconciler's leader-election Lease.
+    #[arg(long, env = "JOBGATE_LEASE_NAME", default_value = DEFAULT_LEASE_NAME)]
+    pub lease_name: String,
+    #[arg(long, env = "JOBGATE_LEASE_NAMESPACE", default_value = DEFAULT_LEASE_NAMESPACE)]
+    pub lease_namespace: String,
+}
+
+/// Why `jobgate status` could not read the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("reading the cluster: {0}")]
+    Api(#[from] kube::Error),
+}
+
+/// `jobgate status`: read the cluster, print the tables.
+pub async fn run(args: StatusArgs) -> Result<(), StatusError> {
+    let client = args.cluster.client(cluster::Prefer::Kubeconfig).await?;
+    let namespace = if args.all_namespaces {
+        None
+    } else {
+        Some(
+            args.namespace
+                .clone()
+                .unwrap_or_else(|| client.default_namespace().to_string()),
+        )
+    };
+    let options = RenderOptions {
+        config: args.recovery.config(),
+        episode: args.recovery.episode_config(),
+        brake: args.recovery.brake_config(),
+    };
+    let snapshot = fetch(
+        &client,
+        namespace,
+        &options,
+        &args.lease_namespace,
+        &args.lease_name,
+    )
+    .await?;
+    print!("{}", render(&snapshot, &options, Timestamp::now()));
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! What the reconciler would do with each opted-in terminating pod, computed with the
+//! reconciler's own pure decisions: [`recovery::decide`] for the pod (deadline first, then the
+//! node), [`recovery::recovery_recorded`] for a recovery already on the pod, and
+//! [`decide_episode`] + [`pod_gate`] for its Job. Nothing here decides on its own.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::Snapshot;
+use crate::recovery::brake::{self, BrakeConfig, BrakeDecision, Disruption};
+use crate::recovery::episode::{
+    DuePod, EpisodeConfig, JobKey, JobView, PodGate, RecoveryState, decide_episode, group_by_job,
+    job_owner, pod_gate,
+};
+use crate::recovery::{self, Decision, Ignored, NodeFacts};
+
+/// The settings of the decisions (the reconciler's flags, see `RecoveryArgs`).
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    pub config: recovery::Config,
+    pub episode: EpisodeConfig,
+    pub brake: BrakeConfig,
+}
+
+/// The node of a pod as the status shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeState {
+    NotScheduled,
+    Missing,
+    Reachable,
+    Unreachable,
+}
+
+impl NodeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::NotScheduled => "not scheduled",
+            NodeState::Missing => "missing",
+            NodeState::Reachable => "reachable",
+            NodeState::Unreachable => "unreachable",
+        }
+    }
+}
+
+/// What the reconciler does with a pod on its next pass.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodVerdict {
+    /// `Decision::RequeueAt`.
+    WaitingForDeadline(Timestamp),
+    /// `Decision::Ignore(NotScheduled)`.
+    NotScheduled,
+    /// `Decision::Ignore(NodeNotFound)`.
+    NodeMissing,
+    /// `Decision::WaitForNode`.
+    WaitingForNode,
+    /// `Decision::Recover` on a pod whose recovery is recorded: only the delete is left.
+    Recorded,
+    /// `Decision::Recover` held by the partition brake (`brake::brake` says `Hold`).
+    Held(Disruption),
+    /// `Decision::Recover` on a pod without a Job: no episode, no backoff.
+    DueWithoutJob,
+    /// `Decision::Recover` on a pod of a Job: what the Job's episode decision says, with the
+    /// Job's recorded episode count.
+    Job { gate: PodGate, count: u32 },
+}
+
+/// One opted-in terminating pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodRow {
+    pub namespace: String,
+    pub name: String,
+    pub job: Option<JobKey>,
+    pub node: Option<String>,
+    pub node_state: NodeState,
+    /// `deletionTimestamp + grace period`.
+    pub deadline: Option<Timestamp>,
+    pub verdict: PodVerdict,
+}
+
+/// (namespace, name) -> (state, `spec.suspend`, annotation parse error).
+pub type JobStates = BTreeMap<(String, String), (Option<RecoveryState>, bool, Option<String>)>;
+
+/// The Jobs of the snapshot that carry a recovery state annotation (readable or not).
+pub fn job_states(snapshot: &Snapshot) -> JobStates {
+    let mut states = JobStates::new();
+    for job in &snapshot.jobs {
+        let ns = job.metadata.namespace.clone().unwrap_or_default();
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+        let (state, error) = match RecoveryState::from_annotation(job.metadata.annotations.as_ref())
+        {
+            Ok(state) => (state, None),
+            Err(err) => (None, Some(err.to_string())),
+        };
+        if state.is_none() && error.is_none() {
+            continue;
+        }
+        states.insert((ns, name), (state, suspended, error));
+    }
+    states
+}
+
+/// Every opted-in terminating pod of the snapshot ([`recovery::is_eligible`]), sorted by
+/// namespace and name, with the reconciler's verdict at `now`.
+pub fn pod_rows(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> Vec<PodRow> {
+    let config = &options.config;
+    let all_nodes: Vec<NodeFacts> = snapshot.nodes.values().map(recovery::node_facts).collect();
+    let zones = brake::zones(&all_nodes);
+    let mut rows: Vec<(PodRow, Option<DuePod>)> = Vec::new();
+    for pod in &snapshot.pods {
+        let facts = recovery::pod_facts(pod);
+        if !recovery::is_eligible(&facts, config) {
+            continue;
+        }
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let job = pod
+            .metadata
+            .owner_references
+            .as_deref()
+            .and_then(|refs| job_owner(&namespace, refs));
+        let node = facts
+            .node_name
+            .as_deref()
+            .and_then(|n| snapshot.nodes.get(n))
+            .map(recovery::node_facts);
+        let node_state = match (&facts.node_name, &node) {
+            (None, _) => NodeState::NotScheduled,
+            (Some(_), None) => NodeState::Missing,
+            (Some(_), Some(n)) if recovery::is_unreachable(n) => NodeState::Unreachable,
+            (Some(_), Some(_)) => NodeState::Reachable,
+        };
+        // The reconciler's brake, without its memory of the zone's last throttled release.
+        let held =
+            node.as_ref().and_then(
+                |n| match brake::brake(n, &zones, None, now, &options.brake) {
+                    BrakeDecision::Hold(d) => Some(d),
+                    _ => None,
+                },
+            );
+        let mut due = None;
+        let verdict = match recovery::decide(&facts, node.as_ref(), now, config) {
+            Decision::RequeueAt(at) => PodVerdict::WaitingForDeadline(at),
+            Decision::Ignore(Ignored::NotScheduled) => PodVerdict::NotScheduled,
+            // Eligible pods are opted in and terminating: only a missing node is left.
+            Decision::Ignore(_) => PodVerdict::NodeMissing,
+            Decision::WaitForNode { .. } => PodVerdict::WaitingForNode,
+            Decision::Recover(_) if recovery::recovery_recorded(&facts) => PodVerdict::Recorded,
+            Decision::Recover(r) => match (held, &job) {
+                (Some(d), _) => PodVerdict::Held(d),
+                (None, None) => PodVerdict::DueWithoutJob,
+                (None, Some(_)) => {
+                    due = Some(DuePod {
+                        namespace: namespace.clone(),
+                        name: pod.metadata.name.clone().unwrap_or_default(),
+                        node: r.node.clone(),
+                        deadline: r.deadline,
+                    });
+                    // Filled in below, once every due pod of the Job is known.
+                    PodVerdict::Job {
+                        gate: PodGate::NotCovered,
+                        count: 0,
+                    }
+                }
+            },
+        };
+        rows.push((
+            PodRow {
+                namespace,
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                job,
+                node: facts.node_name.clone(),
+                node_state,
+                deadline: facts
+                    .deletion_timestamp
+                    .map(|d| recovery::deadline(d, config.grace_period)),
+                verdict,
+            },
+            due,
+        ));
+    }
+
+    // All due pods of a Job form one episode, as in the reconciler's `due_with_siblings`.
+    let states = job_states(snapshot);
+    let episodes = group_by_job(
+        rows.iter()
+            .filter_map(|(row, due)| due.clone().map(|d| (row.job.clone(), d))),
+    );
+    let mut decisions = BTreeMap::new();
+    for (job, pods) in &episodes.by_job {
+        let (state, suspended) = match states.get(&(job.namespace.clone(), job.name.clone())) {
+            Some((state, suspended, _)) => (state.as_ref(), *suspended),
+            None => (None, false),
+        };
+        let view = JobView { suspended, state };
+        let decision = decide_episode(pods, view, &options.episode, now, 0.0);
+        decisions.insert(job.clone(), (decision, state.map_or(0, |s| s.count)));
+    }
+    let mut out: Vec<PodRow> = rows
+        .into_iter()
+        .map(|(mut row, due)| {
+            if let (Some(due), Some(job)) = (due, &row.job)
+                && let Some((decision, count)) = decisions.get(job)
+            {
+                row.verdict = PodVerdict::Job {
+                    gate: pod_gate(decision, &due),
+                    count: *count,
+                };
+            }
+            row
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    out
+}
