@@ -24,7 +24,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::{Value, json};
 
 use super::event::EventText;
-use super::writer::{Skipped, Writer, workload_resource};
+use super::writer::{Skipped, WORKLOAD_VERSIONS, Writer, workload_resource};
 use crate::recovery::episode::{
     DuePod, EPISODE_REASON, EpisodeConfig, EpisodeDecision, JobKey, JobView, LIMIT_EXCEEDED_REASON,
     LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, episode_note,
@@ -108,10 +108,11 @@ pub async fn begin_episode(
         {
             let deactivated = match find_workload(client, job_key).await? {
                 None => false,
-                Some(name) => match writer
+                Some((name, version)) => match writer
                     .patch_workload(
                         &job_key.namespace,
                         &name,
+                        version,
                         json!({"spec": {"active": false}}),
                     )
                     .await
@@ -221,24 +222,40 @@ pub async fn begin_episode(
 /// reference to the Job (`ctrl.SetControllerReference`) and finds it by that reference
 /// (`OwnerReferenceIndexFieldMatcher`); no field selector can do that here, so the namespace's
 /// Workloads are listed. `None` when there is none, or Kueue is not installed (404).
-async fn find_workload(client: &Client, job: &JobKey) -> Result<Option<String>, kube::Error> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &job.namespace, &workload_resource());
-    let list = match api.list(&ListParams::default()).await {
-        Ok(list) => list,
-        Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(None),
-        Err(err) => return Err(err),
-    };
-    Ok(list.items.into_iter().find_map(|w| {
-        let owned = w
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|r| r.controller == Some(true) && r.kind == "Job" && r.uid == job.uid);
-        owned.then(|| w.metadata.name.clone()).flatten()
-    }))
+async fn find_workload(
+    client: &Client,
+    job: &JobKey,
+) -> Result<Option<(String, &'static str)>, kube::Error> {
+    // Kueue labels a Job's Workload with the Job's UID (`constants.JobUIDLabel`) and makes the
+    // Job its controller; the label keeps the list to that Workload, the reference proves it.
+    let params = ListParams::default().labels(&format!("{JOB_UID_LABEL}={}", job.uid));
+    for version in WORKLOAD_VERSIONS {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &job.namespace, &workload_resource(version));
+        let list = match api.list(&params).await {
+            Ok(list) => list,
+            // This version is not served (Kueue not installed, too old or too new): next.
+            Err(kube::Error::Api(status)) if status.is_not_found() => continue,
+            Err(err) => return Err(err),
+        };
+        return Ok(list.items.into_iter().find_map(|w| {
+            let owned = w
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.controller == Some(true) && r.kind == "Job" && r.uid == job.uid);
+            owned
+                .then(|| w.metadata.name.clone())
+                .flatten()
+                .map(|name| (name, version))
+        }));
+    }
+    Ok(None)
 }
+
+/// `kueue.x-k8s.io/job-uid` (Kueue's `constants.JobUIDLabel`), on a Job's Workload.
+const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
 
 /// GETs the Job and decides; `None` when the Job is gone or is another Job with the same name.
 async fn read_and_decide(
@@ -734,19 +751,30 @@ mod tests {
         );
     }
 
-    fn workload_list(items: Vec<Value>) -> Exchange {
+    /// The Workload list at `version`, selected by the Job's UID label.
+    fn workload_list_at(version: &str, status: u16, body: Value) -> Exchange {
         exchange(
             "GET",
-            "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads?",
+            &format!(
+                "/apis/kueue.x-k8s.io/{version}/namespaces/team-a/workloads?&labelSelector=kueue.x-k8s.io%2Fjob-uid%3Duid-train"
+            ),
+            status,
+            body,
+        )
+    }
+
+    fn workload_list(items: Vec<Value>) -> Exchange {
+        workload_list_at(
+            "v1beta2",
             200,
-            json!({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadList",
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadList",
                    "metadata": {}, "items": items}),
         )
     }
 
     fn workload(name: &str, owner_uid: &str) -> Value {
         json!({
-            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
             "metadata": {"name": name, "namespace": "team-a", "ownerReferences": [{
                 "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": owner_uid,
                 "controller": true}]},
@@ -789,7 +817,7 @@ mod tests {
                 ]),
                 exchange(
                     "PATCH",
-                    "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/job-train-1a2b3?&fieldManager=jobgate-reconciler",
+                    "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/job-train-1a2b3?&fieldManager=jobgate-reconciler",
                     200,
                     workload("job-train-1a2b3", "uid-train"),
                 )
@@ -839,14 +867,15 @@ mod tests {
             }),
             ..first_state()
         };
+        let not_served = || status(404, "NotFound");
         for listing in [
-            workload_list(vec![workload("other-job-wl", "uid-other")]),
-            exchange(
-                "GET",
-                "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads?",
-                404,
-                status(404, "NotFound"),
-            ),
+            // A label match whose controller is another Job is not this Job's Workload.
+            vec![workload_list(vec![workload("other-job-wl", "uid-other")])],
+            // No Kueue: neither API version is served.
+            vec![
+                workload_list_at("v1beta2", 404, not_served()),
+                workload_list_at("v1beta1", 404, not_served()),
+            ],
         ] {
             let expected = json!({
                 "metadata": {
@@ -856,21 +885,26 @@ mod tests {
                 "spec": {"suspend": true},
             });
             let start = run(
-                vec![
-                    get_job(job_json("200", Some(&first_state()), false)),
+                [
+                    vec![get_job(job_json("200", Some(&first_state()), false))],
                     listing,
-                    patch_job(expected, 200, job_json("201", Some(&recorded), true)),
-                    any_event(201).checking(|_, _, body| {
-                        assert_eq!(body["action"], "SuspendJob");
-                        assert!(
-                            body["note"].as_str().is_some_and(|n| n.starts_with(
-                                "No Kueue Workload owns this Job: \
+                    vec![
+                        patch_job(expected, 200, job_json("201", Some(&recorded), true)),
+                        any_event(201).checking(|_, _, body| {
+                            assert_eq!(body["action"], "SuspendJob");
+                            assert!(
+                                body["note"].as_str().is_some_and(|n| n.starts_with(
+                                    "No Kueue Workload owns this Job: \
                                  --on-recovery-limit=deactivate-workload fell back to suspend."
-                            )),
-                            "{body}"
-                        );
-                    }),
-                ],
+                                )),
+                                "{body}"
+                            );
+                        }),
+                    ],
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
                 deactivate_config(),
                 now,
             )
@@ -884,6 +918,51 @@ mod tests {
                 }
             ));
         }
+    }
+
+    /// A Kueue older than 0.15 serves only `v1beta1`: the Workload is found and deactivated
+    /// there.
+    #[tokio::test]
+    async fn deactivate_workload_on_a_kueue_that_serves_only_v1beta1() {
+        let now = ts("2026-11-21T19:45:00Z");
+        let recorded = RecoveryState {
+            limit_exceeded: Some(LimitExceeded {
+                time: now,
+                action: LimitAction::DeactivateWorkload,
+            }),
+            ..first_state()
+        };
+        let expected_state = json!({"metadata": {
+            "resourceVersion": "200",
+            "annotations": {RECOVERY_STATE_ANNOTATION: recorded.to_annotation()},
+        }});
+        let mut old_workload = workload("job-train-1a2b3", "uid-train");
+        old_workload["apiVersion"] = json!("kueue.x-k8s.io/v1beta1");
+        run(
+            vec![
+                get_job(job_json("200", Some(&first_state()), false)),
+                workload_list_at("v1beta2", 404, status(404, "NotFound")),
+                workload_list_at(
+                    "v1beta1",
+                    200,
+                    json!({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadList",
+                           "metadata": {}, "items": [old_workload.clone()]}),
+                ),
+                exchange(
+                    "PATCH",
+                    "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/job-train-1a2b3?&fieldManager=jobgate-reconciler",
+                    200,
+                    old_workload,
+                )
+                .with_body(json!({"spec": {"active": false}})),
+                patch_job(expected_state, 200, job_json("201", Some(&recorded), false)),
+                any_event(201),
+            ],
+            deactivate_config(),
+            now,
+        )
+        .await
+        .unwrap();
     }
 
     /// Already recorded: no write, no second Warning.

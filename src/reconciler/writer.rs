@@ -50,13 +50,18 @@ pub struct Writer {
     metrics: RecoveryMetrics,
 }
 
-/// Kueue's Workload, `kueue.x-k8s.io/v1beta1` (deprecated but served since v1beta2 became the
-/// storage version in Kueue 0.16, and the only version before).
-pub fn workload_resource() -> ApiResource {
+/// The versions of Kueue's Workload API, newest first: `v1beta2` is served from Kueue 0.15 and
+/// stored from 0.16 (kueue#8020); `v1beta1`, the only version before, is no longer served from
+/// Kueue 0.20 (kueue#14558).
+pub const WORKLOAD_VERSIONS: [&str; 2] = ["v1beta2", "v1beta1"];
+
+/// Kueue's Workload at `version` (one of [`WORKLOAD_VERSIONS`]); `spec.active` is the same field
+/// in both.
+pub fn workload_resource(version: &str) -> ApiResource {
     ApiResource {
         group: "kueue.x-k8s.io".into(),
-        version: "v1beta1".into(),
-        api_version: "kueue.x-k8s.io/v1beta1".into(),
+        version: version.into(),
+        api_version: format!("kueue.x-k8s.io/{version}"),
         kind: "Workload".into(),
         plural: "workloads".into(),
     }
@@ -216,12 +221,13 @@ impl Writer {
         self.counted(VERB, result).map(Ok)
     }
 
-    /// JSON merge patch of a Kueue Workload (`kueue.x-k8s.io/v1beta1`, served by every Kueue
+    /// JSON merge patch of a Kueue Workload (at the API version it was found at; served by every Kueue
     /// release with failure recovery; no Kueue crate, a dynamic API).
     pub async fn patch_workload(
         &self,
         namespace: &str,
         name: &str,
+        version: &str,
         patch: Value,
     ) -> Result<Written<DynamicObject>, kube::Error> {
         const VERB: &str = "patch_workload";
@@ -229,7 +235,7 @@ impl Writer {
             return Ok(Err(skipped));
         }
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), namespace, &workload_resource());
+            Api::namespaced_with(self.client.clone(), namespace, &workload_resource(version));
         let result = api.patch(name, &self.params(), &Patch::Merge(&patch)).await;
         self.counted(VERB, result).map(Ok)
     }
