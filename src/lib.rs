@@ -7,6 +7,7 @@ pub mod certs;
 pub mod check;
 pub mod duration;
 pub mod job;
+pub mod kueue;
 mod names;
 pub mod reconciler;
 pub mod recovery;

@@ -51,7 +51,7 @@ fn pi_plain() -> Value {
     spec.remove("podReplacementPolicy");
     job
 }
-const KEY: &str = crate::job::SAFE_TO_FORCEFULLY_TERMINATE;
+const KEY: &str = crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE;
 
 fn pod(name: &str, annotation: Option<&str>, owner: Option<(&str, &str)>) -> Value {
     let mut meta = json!({"name": name, "namespace": "ml-team"});

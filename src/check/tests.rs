@@ -3,7 +3,7 @@
 use super::*;
 use crate::rule_flags::RuleArgs;
 
-const KEY: &str = crate::job::SAFE_TO_FORCEFULLY_TERMINATE;
+const KEY: &str = crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE;
 
 fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
     CheckArgs {

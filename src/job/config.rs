@@ -16,11 +16,12 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS;
 use super::policy::Policies;
 use super::policy::{Level, PolicyName};
 use super::version;
 use super::version::{Cluster, KubernetesVersion, parse_gate_name};
-use super::{DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS, DEFAULT_RECOVERY_ANNOTATION_KEYS};
+use crate::kueue::RECOVERY_ANNOTATION_KEYS;
 
 /// Settings of the rules, shared by `serve` and `check`.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +46,7 @@ impl Config {
     /// Kueue's, once each, in that order.
     pub fn recognized_recovery_keys(&self) -> Vec<&str> {
         let configured = self.recovery_annotation_keys.iter().map(String::as_str);
-        distinct_keys(configured.chain(DEFAULT_RECOVERY_ANNOTATION_KEYS))
+        distinct_keys(configured.chain(RECOVERY_ANNOTATION_KEYS))
     }
 }
 

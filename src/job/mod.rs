@@ -13,18 +13,10 @@ pub mod version;
 pub use field::{BadValue, ErrorType, FieldError};
 pub use model::{Field, JobObject, Kind};
 
-/// The annotation Kueue's failure-recovery controller reads on pods (KEP-6757).
-pub const SAFE_TO_FORCEFULLY_TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
-/// The key Kueue >= 0.15.6 reads instead.
-pub const SAFE_TO_FORCEFULLY_DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
-/// Both keys Kueue has read: the reconciler's default for `--recovery-annotation-key`, and the
-/// keys whose values the webhook always checks and respects (an explicit `"false"` under either
-/// is an opt-out).
-pub const DEFAULT_RECOVERY_ANNOTATION_KEYS: [&str; 2] =
-    [SAFE_TO_FORCEFULLY_TERMINATE, SAFE_TO_FORCEFULLY_DELETE];
 /// The key the mutating webhook sets by default: the one KEP-6757 names. The reconciler reads
 /// both keys, so the pods are recovered whichever Kueue version runs beside it.
-pub const DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS: [&str; 1] = [SAFE_TO_FORCEFULLY_TERMINATE];
+pub const DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS: [&str; 1] =
+    [crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE];
 
 /// The admission operation under review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -301,7 +301,7 @@ mod tests {
     use super::*;
     use crate::job::{JobObject, Kind};
 
-    const KEY: &str = crate::job::SAFE_TO_FORCEFULLY_TERMINATE;
+    const KEY: &str = crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE;
 
     fn job(spec: &str, job_annotations: &str) -> JobObject {
         JobObject::from_json(
@@ -361,7 +361,7 @@ mod tests {
     fn both_kueue_keys_are_checked_whatever_key_the_webhook_is_configured_to_set() {
         // Policy 1 names `...-terminate` "(and `...-delete`)"; the webhook's key list only says
         // what /mutate sets, so a custom list must not hide a "yes" under a Kueue key.
-        let delete = crate::job::SAFE_TO_FORCEFULLY_DELETE;
+        let delete = crate::kueue::SAFE_TO_FORCEFULLY_DELETE;
         let spec = format!(
             r#"{{"template":{{"metadata":{{"annotations":{{"{delete}":"yes"}}}},"spec":{{"restartPolicy":"Never","containers":[{{"name":"main"}}]}}}}}}"#
         );

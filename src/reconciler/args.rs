@@ -30,7 +30,7 @@ pub struct RecoveryArgs {
         long = "recovery-annotation-key",
         env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
         value_delimiter = ',',
-        default_values_t = crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS.map(String::from)
+        default_values_t = crate::kueue::RECOVERY_ANNOTATION_KEYS.map(String::from)
     )]
     pub recovery_annotation_keys: Vec<String>,
     /// Per-Job recovery backoff and limit.

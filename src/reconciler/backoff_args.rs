@@ -1,4 +1,4 @@
-//! The `jobgate reconcile` flags of the per-Job recovery backoff (issue 6), for
+//! The `jobgate reconcile` flags of the per-Job recovery backoff (KEP-1282 requeuing backoff), for
 //! `#[command(flatten)]` into the reconcile arguments.
 
 use clap::{Args, ValueEnum};
@@ -85,7 +85,7 @@ mod tests {
         Reconcile::try_parse_from(argv).map(|r| r.backoff.episode_config())
     }
 
-    /// Issue 6 defaults: base 60, max 3600 (Kueue's), no limit, stop.
+    /// The defaults (README "Recovery backoff and limit per Job"): base 60, max 3600 (Kueue's), no limit, stop.
     #[test]
     fn defaults_are_kueue_60_3600_unlimited_stop() {
         assert_eq!(parse(&[]).unwrap(), EpisodeConfig::default());

@@ -52,7 +52,7 @@ pub fn meta_facts(meta: &ObjectMeta) -> PodFacts {
     }
 }
 
-/// Keeps what the reconciler reads: identity, deletion fields, owners (issue 6 groups by Job),
+/// Keeps what the reconciler reads: identity, deletion fields, owners (recovery episodes group by Job),
 /// and only the configured annotation keys. Drops managedFields, labels, other annotations.
 pub fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
     let m = &pod.metadata;

@@ -24,7 +24,8 @@ use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::{Value, json};
 
 use super::event::EventText;
-use super::writer::{Skipped, WORKLOAD_VERSIONS, Writer, workload_resource};
+use super::writer::{Skipped, Writer, workload_resource};
+use crate::kueue::{JOB_UID_LABEL, WORKLOAD_VERSIONS};
 use crate::recovery::episode::{
     DuePod, EPISODE_REASON, EpisodeConfig, EpisodeDecision, JobKey, JobView, LIMIT_EXCEEDED_REASON,
     LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, episode_note,
@@ -253,9 +254,6 @@ async fn find_workload(
     }
     Ok(None)
 }
-
-/// `kueue.x-k8s.io/job-uid` (Kueue's `constants.JobUIDLabel`), on a Job's Workload.
-const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
 
 /// GETs the Job and decides; `None` when the Job is gone or is another Job with the same name.
 async fn read_and_decide(
@@ -544,7 +542,7 @@ mod tests {
         }
     }
 
-    /// Issue 6: the state is "written with optimistic concurrency": a merge patch carrying the
+    /// README "Recovery backoff and limit per Job": the state is "written with optimistic concurrency": a merge patch carrying the
     /// resourceVersion that was read; then "a Normal event on the Job per episode naming the pods
     /// and nodes".
     #[tokio::test]
@@ -599,7 +597,7 @@ mod tests {
         );
     }
 
-    /// Issue 5/6: "Conflict ... retry; never act on stale data": on 409 the Job is re-read and the
+    /// KEP-6757 and KEP-1282: "Conflict ... retry; never act on stale data": on 409 the Job is re-read and the
     /// episode decided again from the fresh state; here another writer recorded an episode (on
     /// another node), so the pods now wait for its requeueAt and nothing is written.
     #[tokio::test]
@@ -688,7 +686,7 @@ mod tests {
         );
     }
 
-    /// Issue 6: "with --on-recovery-limit=suspend also sets spec.suspend: true" and "emits
+    /// README "Recovery backoff and limit per Job": "with --on-recovery-limit=suspend also sets spec.suspend: true" and "emits
     /// Warning RecoveryLimitExceeded on the Job" (after the write succeeded).
     #[tokio::test]
     async fn limit_with_suspend_patches_state_and_spec_suspend_then_posts_the_warning() {

@@ -273,7 +273,7 @@ async fn brake_gate(ctx: &Context, pod: &Pod, node: Option<&NodeFacts>, now: Tim
         let text = EventText {
             type_: "Warning",
             reason: HELD_REASON,
-            action: recovery::EVENT_ACTION,
+            action: crate::kueue::EVENT_ACTION,
             note: &message,
         };
         // Posted (or dry run): not again for this pod. Not leader: the next leader posts it.
@@ -469,8 +469,8 @@ pub async fn recover(
         let note = recovery.message();
         let text = EventText {
             type_: "Warning",
-            reason: recovery::REASON,
-            action: recovery::EVENT_ACTION,
+            reason: crate::kueue::REASON_FORCEFULLY_TERMINATED,
+            action: crate::kueue::EVENT_ACTION,
             note: &note,
         };
         // Not leader any more: the delete below is skipped for the same reason.

@@ -182,7 +182,7 @@ fn terminated(ctx: &Context, node: &str) -> u64 {
         .get()
 }
 
-// Issue 5 "Action, in this order": patch status with resourceVersion, then the Warning event
+// KEP-6757 (README "What happens to a recovered pod, in order"): patch status with resourceVersion, then the Warning event
 // (after the patch succeeded), then delete with grace period 0 (kueue#9649).
 #[tokio::test]
 async fn recovers_pod_patch_then_event_then_delete() {
@@ -1124,7 +1124,7 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
     server.abort();
 }
 
-// ---- issue 6: per-Job recovery episodes between the pod's decision and its recovery ----
+// ---- KEP-1282 requeuing backoff: per-Job recovery episodes between the pod's decision and its recovery ----
 
 use crate::recovery::backoff::Backoff;
 use crate::recovery::episode::{
@@ -1188,8 +1188,8 @@ fn first_state() -> RecoveryState {
     }
 }
 
-// Issue 6: the first episode of a Job is recorded on the Job (state with the resourceVersion
-// read, then the Normal event) before the pod is recovered as in issue 5; a sibling that is due
+// README "Recovery backoff and limit per Job": the first episode of a Job is recorded on the Job (state with the resourceVersion
+// read, then the Normal event) before the pod is recovered as KEP-6757 says; a sibling that is due
 // on the same dead node is triggered to join the same episode.
 #[tokio::test]
 async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
@@ -1252,7 +1252,7 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
     );
 }
 
-// Issue 6: "Pods due earlier are requeued for requeueAt, not dropped": a pod of a Job whose last
+// README "Recovery backoff and limit per Job": "Pods due earlier are requeued for requeueAt, not dropped": a pod of a Job whose last
 // episode (on another node) is too recent waits without any write.
 #[tokio::test]
 async fn a_pod_due_during_its_jobs_backoff_is_requeued_for_requeue_at() {
@@ -1303,7 +1303,7 @@ async fn a_leftover_of_the_recorded_episode_is_recovered_without_a_job_write() {
     assert_eq!(h.ctx.metrics.episodes.get(), 0);
 }
 
-// Issue 6: "When the next episode would exceed N, jobgate does not recover; it emits Warning
+// README "Recovery backoff and limit per Job": "When the next episode would exceed N, jobgate does not recover; it emits Warning
 // RecoveryLimitExceeded on the Job, records it in the state, and with
 // --on-recovery-limit=suspend also sets spec.suspend: true".
 #[tokio::test]
@@ -1388,7 +1388,7 @@ async fn a_recorded_pod_of_a_job_is_only_deleted_and_starts_no_episode() {
     assert_eq!(terminated(&h.ctx, "node-a"), 0);
 }
 
-// A pod without a Job owner is recovered as in issue 5, without reading any Job.
+// A pod without a Job owner is recovered as KEP-6757 says, without reading any Job.
 #[tokio::test]
 async fn a_pod_without_a_job_is_recovered_without_state() {
     let (client, handle) = mock();

@@ -50,13 +50,7 @@ pub struct Writer {
     metrics: RecoveryMetrics,
 }
 
-/// The versions of Kueue's Workload API, newest first: `v1beta2` is served from Kueue 0.15 and
-/// stored from 0.16 (kueue#8020); `v1beta1`, the only version before, is no longer served from
-/// Kueue 0.20 (kueue#14558).
-pub const WORKLOAD_VERSIONS: [&str; 2] = ["v1beta2", "v1beta1"];
-
-/// Kueue's Workload at `version` (one of [`WORKLOAD_VERSIONS`]); `spec.active` is the same field
-/// in both.
+/// Kueue's Workload at `version` (one of `kueue::WORKLOAD_VERSIONS`).
 pub fn workload_resource(version: &str) -> ApiResource {
     ApiResource {
         group: "kueue.x-k8s.io".into(),
@@ -266,7 +260,7 @@ impl Writer {
         let text = EventText {
             type_: "Normal",
             reason: recovery::DRY_RUN_REASON,
-            action: recovery::EVENT_ACTION,
+            action: crate::kueue::EVENT_ACTION,
             note,
         };
         self.post(regarding, &text, now).await;

@@ -20,7 +20,7 @@
 //! (Kueue before `pkg/util/wait.Backoff` looped `min(backoff.Step(), max)` over a `wait.Backoff`
 //! without `Cap`, which capped after the jitter and read `max = 0` as "no wait".)
 //!
-//! Two deliberate departures: with `base > max` the first delay is already `max` (the issue's
+//! Two deliberate departures: with `base > max` the first delay is already `max` (the README's
 //! `min(base * 2^(n-1), max)`; apimachinery never caps the initial duration, so Kueue would wait
 //! `base` once), and large `n` saturates instead of stopping at `MaxInt64/2` nanoseconds.
 
@@ -277,7 +277,7 @@ mod tests {
         assert!(b.delay(1, f64::INFINITY) < SignedDuration::new(60, 6_000_000));
     }
 
-    /// Issue 6: "`base = 0` means no wait".
+    /// README "Recovery backoff and limit per Job": "`base = 0` means no wait".
     #[test]
     fn base_zero_means_no_wait() {
         let b = Backoff {
@@ -289,7 +289,7 @@ mod tests {
         }
     }
 
-    /// Issue 6: "`max = 0` means no cap" (Kueue: `Cap: cmp.Or(max, MaxInt64/2)`).
+    /// README "Recovery backoff and limit per Job": "`max = 0` means no cap" (Kueue: `Cap: cmp.Or(max, MaxInt64/2)`).
     #[test]
     fn max_zero_means_no_cap() {
         let b = Backoff {
@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(b.delay(21, 0.0), secs(60 << 20));
     }
 
-    /// With base > max the very first delay is already the cap (issue 6's `min(base * 2^(n-1),
+    /// With base > max the very first delay is already the cap (the README's `min(base * 2^(n-1),
     /// max)`; apimachinery does not cap the initial duration, so Kueue would wait `base` once).
     #[test]
     fn base_greater_than_max_is_capped_from_the_first_episode() {

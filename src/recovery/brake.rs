@@ -309,7 +309,7 @@ mod tests {
     }
 
     /// The smallest unreachable count that disrupts a zone of `size` at threshold
-    /// `percent`/100, by the rule in integers: at least 3, and at least the fraction.
+    /// `percent`/100, by the rule in integers: at least 3, and at least the fraction.
     fn first_disrupting(size: u32, percent: u32) -> u32 {
         let fraction = (percent * size).div_ceil(100);
         fraction.max(3)
@@ -345,7 +345,7 @@ mod tests {
         assert_eq!(states, 7 * (2..=121).sum::<u32>());
     }
 
-    // The cases, with default flags: one zone of 10 nodes.
+    // The README's cases, with default flags: one zone of 10 nodes.
     #[test]
     fn one_zone_of_ten_holds_at_six_unreachable_and_releases_at_three_and_two() {
         let config = BrakeConfig::default();

@@ -1,4 +1,4 @@
-//! Recovery episodes of one Job: grouping, backoff, limit and reset (issue 6).
+//! Recovery episodes of one Job: grouping, backoff, limit and reset (KEP-1282 requeuing backoff).
 //!
 //! An *episode* is the forced recovery of all due pods of one Job at once. After episode `n` the
 //! next one may not start before `requeueAt = t + d(n)` ([`Backoff`]); when the next one would
@@ -8,7 +8,7 @@
 //!
 //! # Where this plugs into the reconciler
 //!
-//! The reconciler (issue 5) reconciles one pod at a time and, for a pod whose pure
+//! The reconciler (KEP-6757) reconciles one pod at a time and, for a pod whose pure
 //! `(pod, node, now, config)` decision is "recover now", asks this module whether the pod's Job
 //! allows it. See `reconciler::job_state` for the exact call; in short:
 //!
@@ -172,7 +172,7 @@ pub struct Episodes {
     pub without_job: Vec<DuePod>,
 }
 
-/// Groups due pods by their Job (issue 6: "All eligible pods of a Job that are due are recovered in
+/// Groups due pods by their Job (README: "All eligible pods of a Job that are due are recovered in
 /// the same episode").
 pub fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) -> Episodes {
     let mut episodes = Episodes::default();
@@ -583,7 +583,7 @@ mod tests {
 
     // ---- state annotation ----
 
-    /// Issue 6: `{"count": n, "requeueAt": "<RFC3339>", "lastRecoveryTime": "<RFC3339>",
+    /// README "Recovery backoff and limit per Job": `{"count": n, "requeueAt": "<RFC3339>", "lastRecoveryTime": "<RFC3339>",
     /// "lastNodes": ["..."]}`.
     #[test]
     fn state_annotation_uses_the_issue_json_keys_and_rfc3339() {
@@ -670,7 +670,7 @@ mod tests {
         assert_eq!(job_owner("ns", &[]), None);
     }
 
-    /// Issue 6: "a node that dies with 8 pods of a Job must not have them recovered one backoff
+    /// README "Recovery backoff and limit per Job": "a node that dies with 8 pods of a Job must not have them recovered one backoff
     /// apart" and "Pods without a Job owner ... are recovered without backoff state".
     #[test]
     fn all_due_pods_of_a_job_form_one_episode_and_pods_without_a_job_none() {
@@ -779,7 +779,7 @@ mod tests {
 
     // ---- episodes and backoff ----
 
-    /// Issue 6: "after episode n, the next episode for that Job may not start before requeueAt =
+    /// README "Recovery backoff and limit per Job": "after episode n, the next episode for that Job may not start before requeueAt =
     /// now + d(n)".
     #[test]
     fn first_episode_recovers_and_records_count_one_with_requeue_at_now_plus_60s() {
@@ -812,7 +812,7 @@ mod tests {
         );
     }
 
-    /// Issue 6: "Pods due earlier are requeued for requeueAt, not dropped."
+    /// README "Recovery backoff and limit per Job": "Pods due earlier are requeued for requeueAt, not dropped."
     #[test]
     fn pods_due_before_requeue_at_wait_until_requeue_at() {
         let prior = RecoveryState {
@@ -958,7 +958,7 @@ mod tests {
 
     // ---- limit ----
 
-    /// Issue 6: "When the next episode would exceed N, jobgate does not recover; it emits Warning
+    /// README "Recovery backoff and limit per Job": "When the next episode would exceed N, jobgate does not recover; it emits Warning
     /// RecoveryLimitExceeded on the Job, records it in the state" (Kueue:
     /// `count+1 > backoffLimitCount` deactivates, the count is not incremented).
     #[test]
@@ -1004,7 +1004,7 @@ mod tests {
         );
     }
 
-    /// Issue 6: "with --on-recovery-limit=suspend also sets spec.suspend: true".
+    /// README "Recovery backoff and limit per Job": "with --on-recovery-limit=suspend also sets spec.suspend: true".
     #[test]
     fn limit_with_suspend_asks_to_suspend_the_job_once() {
         let cfg = config(Some(1), LimitAction::Suspend);
@@ -1232,7 +1232,7 @@ mod tests {
 
     // ---- reset ----
 
-    /// Issue 6: "when a user removes the state annotation ... the count starts again from zero".
+    /// README "Recovery backoff and limit per Job": "when a user removes the state annotation ... the count starts again from zero".
     #[test]
     fn removing_the_annotation_restarts_the_count_from_zero() {
         let (_, state, reset) = recovered(decide_episode(
@@ -1249,7 +1249,7 @@ mod tests {
         assert!(!reset);
     }
 
-    /// Issue 6: "or resumes a Job that jobgate suspended, the count starts again from zero"
+    /// README "Recovery backoff and limit per Job": "or resumes a Job that jobgate suspended, the count starts again from zero"
     /// (Kueue: "If a deactivated workload is re-activated, we need to reset the RequeueState").
     #[test]
     fn resuming_a_job_jobgate_suspended_restarts_the_count_without_waiting() {

@@ -30,26 +30,13 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+use crate::kueue::OPT_IN_VALUE;
+
 pub use facts::{node_facts, pod_facts};
 pub use status::{StatusChange, format_seconds, recovery_recorded, rfc3339_seconds, status_change};
 
 /// The taint the node lifecycle controller puts on a node whose kubelet stopped reporting.
 pub const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
-/// The only annotation value that opts a pod in. `"True"`, `"1"`, `""` do not.
-pub const OPT_IN_VALUE: &str = "true";
-/// Pod condition type written on recovery (Kueue's `KueueFailureRecoveryConditionType`).
-pub const CONDITION_TYPE: &str = "KueueFailureRecovery";
-/// Condition and event reason jobgate writes (Kueue's original `KueueForcefulTerminationReason`,
-/// Kueue 0.15.0 to 0.15.5 and 0.16.0 to 0.16.2).
-pub const REASON: &str = "KueueForcefullyTerminated";
-/// The value of Kueue's `KueueForcefulTerminationReason` from 0.15.6, 0.16.3 and 0.17.0 on
-/// (`pkg/controller/failurerecovery/pod_termination_controller.go`, kueue#9651).
-pub const REASON_KUEUE_DELETED: &str = "KueueForcefullyDeleted";
-/// Reasons of a `KueueFailureRecovery` condition that record a forced recovery: jobgate's own and
-/// the one newer Kueue controllers write. jobgate never writes the second.
-pub const RECORDED_REASONS: [&str; 2] = [REASON, REASON_KUEUE_DELETED];
-/// events.k8s.io/v1 `action` of the recovery event (as Kueue's `Eventf(..., "ForcefulTermination", ...)`).
-pub const EVENT_ACTION: &str = "ForcefulTermination";
 /// Reason of the `Normal` event `--dry-run` emits instead of acting.
 pub const DRY_RUN_REASON: &str = "WouldForcefullyTerminate";
 /// Default `--forceful-termination-grace-period` (Kueue's default `time.Minute`).
@@ -68,7 +55,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            annotation_keys: crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS
+            annotation_keys: crate::kueue::RECOVERY_ANNOTATION_KEYS
                 .iter()
                 .map(|k| k.to_string())
                 .collect(),

@@ -5,9 +5,9 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::{
-    CONDITION_TYPE, PodCondition, PodFacts, REASON, REASON_KUEUE_DELETED, RECORDED_REASONS,
-    Recovery,
+use super::{PodCondition, PodFacts, Recovery};
+use crate::kueue::{
+    CONDITION_TYPE, REASON_FORCEFULLY_DELETED, REASON_FORCEFULLY_TERMINATED, RECORDED_REASONS,
 };
 
 /// What to write on `pods/status` for a due recovery.
@@ -43,10 +43,12 @@ pub fn status_change(
     let existing: Option<&PodCondition> = pod.conditions.iter().find(|c| c.type_ == CONDITION_TYPE);
     let condition_changed = match existing {
         None => true,
-        Some(c) if c.status == "True" && c.reason.as_deref() == Some(REASON_KUEUE_DELETED) => false,
+        Some(c) if c.status == "True" && c.reason.as_deref() == Some(REASON_FORCEFULLY_DELETED) => {
+            false
+        }
         Some(c) => {
             c.status != "True"
-                || c.reason.as_deref() != Some(REASON)
+                || c.reason.as_deref() != Some(REASON_FORCEFULLY_TERMINATED)
                 || c.message.as_deref() != Some(message.as_str())
         }
     };
@@ -70,7 +72,7 @@ pub fn status_change(
             json!([{
                 "type": CONDITION_TYPE,
                 "status": "True",
-                "reason": REASON,
+                "reason": REASON_FORCEFULLY_TERMINATED,
                 "message": message,
                 "lastTransitionTime": rfc3339_seconds(transition),
             }]),
@@ -109,7 +111,7 @@ pub fn rfc3339_seconds(t: Timestamp) -> String {
 
 /// A duration in seconds as the message prints it: `90s`, `0s`, `1.5s`.
 ///
-/// Issue 5 specifies the message with `90s` for a 30 s pod grace period plus the 60 s
+/// The README specifies the message with `90s` for a 30 s pod grace period plus the 60 s
 /// threshold. Go's `time.Duration.String` (what Kueue prints) would give `1m30s`; we print the
 /// seconds, the unit of `deletionGracePeriodSeconds` and `gracePeriodSeconds` in the API.
 pub fn format_seconds(d: Duration) -> String {

@@ -2,7 +2,10 @@
 //! reason), and a generated product over the state space asserting the safety invariant.
 
 use super::*;
-use crate::job::{SAFE_TO_FORCEFULLY_DELETE, SAFE_TO_FORCEFULLY_TERMINATE};
+use crate::kueue::{
+    CONDITION_TYPE, REASON_FORCEFULLY_DELETED, REASON_FORCEFULLY_TERMINATED,
+    SAFE_TO_FORCEFULLY_DELETE, SAFE_TO_FORCEFULLY_TERMINATE,
+};
 use serde_json::json;
 
 fn ts(s: &str) -> Timestamp {
@@ -259,7 +262,7 @@ fn kueue_node_events_predicate_rising_edge() {
     assert!(!became_unreachable(Some(&untainted), &untainted));
 }
 
-// Issue 5: "90s = deletion grace period + threshold" — deletionGracePeriodSeconds is added as
+// KEP-6757: "90s = deletion grace period + threshold" — deletionGracePeriodSeconds is added as
 // seconds (Kueue adds it as nanoseconds and prints `1m0.00000003s`).
 #[test]
 fn message_grace_period_is_pod_grace_plus_threshold_in_seconds() {
@@ -359,7 +362,7 @@ fn recovery_condition(message: &str, status: &str, ltt: Option<&str>) -> PodCond
     PodCondition {
         type_: CONDITION_TYPE.into(),
         status: status.into(),
-        reason: Some(REASON.into()),
+        reason: Some(REASON_FORCEFULLY_TERMINATED.into()),
         message: Some(message.into()),
         last_transition_time: ltt.map(ts),
     }
@@ -500,7 +503,7 @@ fn kueue_deleted_condition() -> PodCondition {
     PodCondition {
         type_: CONDITION_TYPE.into(),
         status: "True".into(),
-        reason: Some(REASON_KUEUE_DELETED.into()),
+        reason: Some(REASON_FORCEFULLY_DELETED.into()),
         message: Some(
             "Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node \
              `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-delete` annotation)"
@@ -544,7 +547,10 @@ fn a_condition_kueue_wrote_with_reason_kueue_forcefully_deleted_is_left_alone() 
     let change = status_change(&pod, &r, "9", ts(NOW));
     assert!(change.condition_changed);
     let patch = change.patch.expect("patch");
-    assert_eq!(patch["status"]["conditions"][0]["reason"], REASON);
+    assert_eq!(
+        patch["status"]["conditions"][0]["reason"],
+        REASON_FORCEFULLY_TERMINATED
+    );
 }
 
 // ---- generated product over the state space: the safety invariant ----
@@ -691,7 +697,7 @@ fn safety_invariant_over_the_state_space() {
                                 let decision = decide(&pod, node.as_ref(), now, &config);
                                 checked += 1;
 
-                                // The independent oracle, written from issue 5's safety rule.
+                                // The independent oracle, written from the README's safety rules (KEP-6757).
                                 let opted_in = config.annotation_keys.iter().any(|k| {
                                     annotations.get(k).map(String::as_str) == Some("true")
                                 });

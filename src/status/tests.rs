@@ -24,7 +24,7 @@ fn ts(s: &str) -> Timestamp {
 fn options() -> RenderOptions {
     RenderOptions {
         config: crate::recovery::Config {
-            annotation_keys: crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS
+            annotation_keys: crate::kueue::RECOVERY_ANNOTATION_KEYS
                 .map(String::from)
                 .to_vec(),
             grace_period: Duration::from_secs(60),
@@ -185,7 +185,7 @@ fn snapshot() -> Snapshot {
     }
 }
 
-/// Issue 6: "prints a table of Jobs with recovery state, pods currently waiting for recovery
+/// README "Recovery backoff and limit per Job": "prints a table of Jobs with recovery state, pods currently waiting for recovery
 /// with their deadlines and nodes, and leader identity".
 #[test]
 fn status_shows_leader_jobs_with_state_and_waiting_pods() {

@@ -247,7 +247,7 @@ fn expected(case: &Case) -> Option<(Value, Value)> {
         .keys
         .iter()
         .map(String::as_str)
-        .chain(crate::job::DEFAULT_RECOVERY_ANNOTATION_KEYS)
+        .chain(crate::kueue::RECOVERY_ANNOTATION_KEYS)
         .any(|k| !k.is_empty() && annotations[k] == json!("false"));
     if opted_in && !pods_opted_out {
         for key in case.keys.iter().filter(|k| !k.is_empty()) {
