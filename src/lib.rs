@@ -1,6 +1,7 @@
 //! jobgate: a Kubernetes admission webhook and sidecar reconciler that make batch Jobs safe on
 //! clusters where nodes and pods disappear. See README.md.
 
+pub mod admin;
 pub mod admission;
 pub mod audit;
 pub mod certs;
@@ -13,4 +14,5 @@ pub mod reconciler;
 pub mod recovery;
 pub mod rule_flags;
 pub mod server;
+pub mod shutdown;
 pub mod status;

@@ -101,7 +101,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_delay: args.shutdown_delay,
         shutdown_timeout: args.shutdown_timeout,
     };
-    server::serve(options, print_banner, shutdown_signal()).await?;
+    server::serve(options, print_banner, jobgate::shutdown::signal()).await?;
     Ok(())
 }
 
@@ -129,24 +129,4 @@ fn print_banner(l: &Listening) {
         );
     }
     let _ = out.flush();
-}
-
-/// Resolves on SIGTERM (kubelet) or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await
-            }
-        }
-    };
-    tokio::select! {
-        _ = terminate => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    tracing::info!("shutdown signal received");
 }

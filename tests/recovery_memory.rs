@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use hyper::{Request, Response};
+use jobgate::admin::Readiness;
 use jobgate::reconciler::filter::PodMeta;
 use jobgate::reconciler::lease::Leadership;
 use jobgate::reconciler::metrics::RecoveryMetrics;
 use jobgate::reconciler::{Context, Options, drive_pod_watch};
-use jobgate::server::admin::Readiness;
 use kube::client::Body;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt, watcher};

@@ -27,7 +27,7 @@ use super::lease::{self, Leadership, LeaseConfig};
 use super::metrics::RecoveryMetrics;
 use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
 use super::watch::{drive_node_watch, drive_pod_watch};
-use crate::server::admin::{AdminState, Readiness};
+use crate::admin::{AdminState, Readiness};
 
 /// Why `jobgate reconcile` could not run.
 #[derive(Debug, thiserror::Error)]
@@ -41,22 +41,6 @@ pub enum RunError {
     },
 }
 
-/// The reconciler's registry and readiness, for the admin port (`server::admin::router`).
-#[derive(Clone)]
-pub struct Admin {
-    pub registry: Arc<Registry>,
-    pub readiness: Readiness,
-}
-
-impl Admin {
-    pub fn state(&self) -> AdminState {
-        AdminState {
-            readiness: self.readiness.clone(),
-            registry: self.registry.clone(),
-        }
-    }
-}
-
 /// Leader-election identity: `$POD_NAME` (or `$HOSTNAME`) plus a random suffix, like client-go.
 pub fn default_identity() -> String {
     let host = std::env::var("POD_NAME")
@@ -67,7 +51,7 @@ pub fn default_identity() -> String {
 
 /// `jobgate reconcile` until SIGTERM/SIGINT.
 pub async fn run(args: ReconcileArgs) -> Result<(), RunError> {
-    run_until(args, shutdown_signal()).await
+    run_until(args, crate::shutdown::signal()).await
 }
 
 /// `jobgate reconcile` until `shutdown` resolves: admin port, watches, elector, reconciles.
@@ -97,7 +81,7 @@ pub async fn run_with_client(
 
     let mut registry = Registry::default();
     let metrics = RecoveryMetrics::register(&mut registry);
-    let admin = Admin {
+    let admin = AdminState {
         registry: Arc::new(registry),
         readiness: Readiness::default(),
     };
@@ -111,7 +95,7 @@ pub async fn run_with_client(
     let admin_addr = listener.local_addr().map_err(listen_error)?;
     on_listening(admin_addr);
     tracing::info!(admin = %admin_addr, identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
-    let router = crate::server::admin::router(admin.state());
+    let router = crate::admin::router(admin.clone());
     let admin_task = tokio::spawn(async move { axum::serve(listener, router).await });
 
     let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
@@ -230,20 +214,4 @@ pub async fn run_with_client(
     node_task.abort();
     admin_task.abort();
     Ok(())
-}
-
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = terminate => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
 }

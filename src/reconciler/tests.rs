@@ -26,8 +26,8 @@ use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::reconcile::{CONFLICT_ATTEMPTS, WAIT_FOR_NODE_RESYNC};
 use super::scripted::{Exchange, exchange, mock, serve, status_body};
 use super::*;
+use crate::admin::Readiness;
 use crate::recovery::{self, NodeFacts, UNREACHABLE_TAINT_KEY};
-use crate::server::admin::Readiness;
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const NOW: &str = "2026-11-21T20:00:00Z";

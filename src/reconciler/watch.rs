@@ -15,8 +15,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use super::context::{Context, lock};
 use super::filter::{self, PodKey, PodMeta};
 use super::node_cache;
+use crate::admin::Readiness;
 use crate::recovery::brake;
-use crate::server::admin::Readiness;
 
 fn update_readiness(ctx: &Context, pods_synced: &AtomicBool, readiness: &Readiness) {
     readiness.set(pods_synced.load(Ordering::SeqCst) && ctx.nodes_synced());

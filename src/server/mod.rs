@@ -1,7 +1,6 @@
 //! Sockets, TLS, limits, timeouts, the admin port and graceful shutdown for `jobgate serve`.
 //! No business rule lives here.
 
-pub mod admin;
 pub mod expiry;
 pub mod metrics;
 pub mod reload;
@@ -149,8 +148,8 @@ pub async fn serve(
     };
 
     let metrics = metrics::ServerMetrics::register(&mut registry);
-    let readiness = admin::Readiness::default();
-    let admin_state = admin::AdminState {
+    let readiness = crate::admin::Readiness::default();
+    let admin_state = crate::admin::AdminState {
         readiness: readiness.clone(),
         registry: Arc::new(registry),
     };
@@ -159,7 +158,7 @@ pub async fn serve(
     let admin_listener =
         tokio::net::TcpListener::from_std(admin_listener).map_err(ServeError::Serve)?;
     let admin_task = tokio::spawn(async move {
-        let app = admin::router(admin_state);
+        let app = crate::admin::router(admin_state);
         axum::serve(admin_listener, app)
             .with_graceful_shutdown(async {
                 let _ = admin_stop_rx.await;

@@ -53,6 +53,6 @@ async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        super::metrics::encode(&state.registry),
+        crate::server::metrics::encode(&state.registry),
     )
 }
