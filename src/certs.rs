@@ -10,7 +10,14 @@ use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 
-use crate::server::tls::Bundle;
+/// A CA certificate and a serving certificate and key it signed, all PEM: what `jobgate certs`
+/// writes, and what dev mode serves with.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub ca_cert_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
 
 /// The name of both webhook configurations in `deploy/base`.
 pub const WEBHOOK_CONFIGURATION_NAME: &str = "jobgate";
@@ -263,7 +270,7 @@ fn previous_ca(path: &Path) -> Result<Option<String>, CertsError> {
 }
 
 /// `jobgate certs`.
-pub fn run(args: &CertsArgs) -> anyhow::Result<()> {
+pub fn run(args: &CertsArgs) -> Result<(), CertsError> {
     let written = write(args, SystemTime::now())?;
     println!(
         "jobgate certs: CA and serving certificate for {} valid for {} days:",

@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Check(_) => Ok(()),
-        Command::Certs(args) => jobgate::certs::run(&args),
+        Command::Certs(args) => jobgate::certs::run(&args).map_err(anyhow::Error::from),
         Command::Reconcile(args) => runtime
             .block_on(jobgate::reconciler::run(args))
             .map_err(anyhow::Error::from),

@@ -18,8 +18,9 @@ use axum_server::tls_rustls::RustlsConfig;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use jobgate::certs::Bundle;
 use jobgate::server::reload::{CertReloader, ReloadMetrics};
-use jobgate::server::tls::{self, Bundle};
+use jobgate::server::tls;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 

@@ -22,7 +22,7 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
-    fn bundle(validity_days: u64) -> crate::server::tls::Bundle {
+    fn bundle(validity_days: u64) -> crate::certs::Bundle {
         crate::certs::generate(
             "jobgate",
             &["localhost".into()],

@@ -119,7 +119,6 @@ pub async fn serve(
     on_listening: impl FnOnce(&Listening),
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    tls::install_crypto_provider();
     let mut registry = Registry::default();
     let reload_metrics = reload::ReloadMetrics::register(&mut registry);
     let (tls_config, dev, reloader) = match &options.tls {

@@ -292,15 +292,15 @@ mod tests {
         assert_eq!(reads, [cert, key, cert]);
     }
 
-    fn bundle(name: &str) -> tls::Bundle {
+    fn bundle(name: &str) -> crate::certs::Bundle {
         bundle_valid_for(name, Duration::from_secs(3600))
     }
 
-    fn bundle_valid_for(name: &str, validity: Duration) -> tls::Bundle {
+    fn bundle_valid_for(name: &str, validity: Duration) -> crate::certs::Bundle {
         certs::generate(name, &["localhost".into()], validity, SystemTime::now()).unwrap()
     }
 
-    fn write_pair(dir: &Path, b: &tls::Bundle) {
+    fn write_pair(dir: &Path, b: &crate::certs::Bundle) {
         std::fs::write(dir.join("tls.crt"), &b.cert_pem).unwrap();
         std::fs::write(dir.join("tls.key"), &b.key_pem).unwrap();
     }
@@ -330,7 +330,8 @@ mod tests {
 
         assert!(matches!(reloader.poll(&config), Poll::Unchanged));
         assert!(Arc::ptr_eq(&served_cert(&config), &initial));
-        let expiry = |b: &tls::Bundle| super::super::expiry::not_after(b.cert_pem.as_bytes());
+        let expiry =
+            |b: &crate::certs::Bundle| super::super::expiry::not_after(b.cert_pem.as_bytes());
         assert_eq!(Ok(metrics.expiration.get()), expiry(&a));
 
         write_pair(dir.path(), &b);

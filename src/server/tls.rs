@@ -122,18 +122,10 @@ impl DevCertificates {
     }
 }
 
-/// A CA certificate and a serving certificate and key it signed, all PEM.
-#[derive(Debug, Clone)]
-pub struct Bundle {
-    pub ca_cert_pem: String,
-    pub cert_pem: String,
-    pub key_pem: String,
-}
-
 /// Dev mode's CA and certificate: a year is plenty for a throw-away.
 const DEV_VALIDITY: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 
-fn generate_dev_bundle() -> Result<Bundle, TlsError> {
+fn generate_dev_bundle() -> Result<crate::certs::Bundle, TlsError> {
     let sans = ["localhost".to_string(), "127.0.0.1".to_string()];
     crate::certs::generate(
         "jobgate dev CA (throw-away)",
