@@ -42,7 +42,7 @@ pub struct OwnerJob {
 /// `fail` (would be denied) or `warn` (would be allowed with a warning), as wg-policy names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum PolicyResult {
     Fail,
     Warn,
 }
@@ -52,7 +52,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     pub policy: &'static str,
-    pub result: Outcome,
+    pub result: PolicyResult,
     pub message: String,
 }
 
@@ -152,7 +152,7 @@ fn attribute(
     config: &Config,
     sources: impl Iterator<Item = Source>,
 ) -> Vec<Finding> {
-    let review = |policies: Policies| -> Vec<(Outcome, String)> {
+    let review = |policies: Policies| -> Vec<(PolicyResult, String)> {
         let only = Config {
             policies,
             ..config.clone()
@@ -163,8 +163,11 @@ fn attribute(
             .objects
             .into_iter()
             .flat_map(|c| {
-                let errors = c.errors.into_iter().map(|e| (Outcome::Fail, e.to_string()));
-                errors.chain(c.warnings.into_iter().map(|w| (Outcome::Warn, w)))
+                let errors = c
+                    .errors
+                    .into_iter()
+                    .map(|e| (PolicyResult::Fail, e.to_string()));
+                errors.chain(c.warnings.into_iter().map(|w| (PolicyResult::Warn, w)))
             })
             .collect()
     };

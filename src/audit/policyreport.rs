@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::evaluate::{Audit, Audited, Finding, Outcome};
+use super::evaluate::{Audit, Audited, Finding, PolicyResult};
 
 /// Name of every report jobgate writes (one per namespace, so `kubectl apply` replaces the last).
 pub const REPORT_NAME: &str = "jobgate-audit";
@@ -78,8 +78,8 @@ pub fn render(audit: &Audit, now: i64) -> Result<String, serde_yaml_ng::Error> {
 
 fn finding(object: &Audited, f: &Finding, message: &str, now: i64) -> Value {
     let result_name = match f.result {
-        Outcome::Fail => "fail",
-        Outcome::Warn => "warn",
+        PolicyResult::Fail => "fail",
+        PolicyResult::Warn => "warn",
     };
     result(object, f.policy, result_name, message, now)
 }

@@ -5,7 +5,7 @@
 use kube::Client;
 use serde_json::{Value, json};
 
-use super::evaluate::{Finding, Outcome};
+use super::evaluate::{Finding, PolicyResult};
 use super::*;
 use crate::job::{Config, Level, PolicyName};
 use crate::reconciler::scripted::{Exchange, exchange, serve};
@@ -130,7 +130,7 @@ fn findings(audit: &Audit, name: &str) -> Vec<Finding> {
         .clone()
 }
 
-fn policies(f: &[Finding]) -> Vec<(&'static str, Outcome)> {
+fn policies(f: &[Finding]) -> Vec<(&'static str, PolicyResult)> {
     f.iter().map(|f| (f.policy, f.result)).collect()
 }
 
@@ -219,7 +219,7 @@ async fn each_object_gets_validates_verdict_attributed_to_kube_apiserver_or_a_po
     assert!(
         denied
             .iter()
-            .all(|f| (f.policy, f.result) == ("kube-apiserver", Outcome::Fail)),
+            .all(|f| (f.policy, f.result) == ("kube-apiserver", PolicyResult::Fail)),
         "{denied:?}"
     );
     assert_eq!(
@@ -230,8 +230,8 @@ async fn each_object_gets_validates_verdict_attributed_to_kube_apiserver_or_a_po
     assert_eq!(
         policies(&findings(&audit, "train-warned")),
         [
-            ("recovery-needs-failed", Outcome::Warn),
-            ("recovery-counts-toward-backoff", Outcome::Warn),
+            ("recovery-needs-failed", PolicyResult::Warn),
+            ("recovery-counts-toward-backoff", PolicyResult::Warn),
         ]
     );
     // The messages are the response's warnings, word for word.
@@ -261,7 +261,7 @@ async fn policy_levels_decide_fail_warn_or_nothing() {
     let audit = audit(&fetched(None, script()).await, &config);
     assert_eq!(
         policies(&findings(&audit, "train-warned")),
-        [("recovery-needs-failed", Outcome::Fail)]
+        [("recovery-needs-failed", PolicyResult::Fail)]
     );
     assert!(!audit.report.objects[1].allowed);
 }
@@ -283,8 +283,8 @@ async fn opted_in_pods_of_a_job_that_cannot_benefit_are_reported_with_the_reason
     assert_eq!(
         policies(&r.findings),
         [
-            ("recovery-needs-failed", Outcome::Warn),
-            ("recovery-counts-toward-backoff", Outcome::Warn),
+            ("recovery-needs-failed", PolicyResult::Warn),
+            ("recovery-counts-toward-backoff", PolicyResult::Warn),
         ]
     );
     // Whatever the policies' admission levels: this is about the pods.

@@ -49,6 +49,10 @@ pub enum Waiting {
     JobBackoff(Timestamp),
     /// Due, but its Job reached `--recovery-backoff-limit-count`.
     JobRecoveryLimit,
+    /// Due, but the Job's episode decision did not name it. Cannot happen (the decision is made
+    /// over the due pods, this one included); should it, the pod is looked at again later
+    /// rather than acted on without a decision.
+    NotInEpisode,
     /// Due, but held by the partition brake: its zone (key) looks partitioned. `until`: a
     /// throttled zone releases another node then.
     Held {
@@ -60,7 +64,7 @@ pub enum Waiting {
 
 /// Per-Job recovery episodes: the backoff flags, the store of eligible pods (to find a Job's
 /// other due pods) and the trigger channel (to reconcile them).
-pub struct Episodes {
+pub struct EpisodeGate {
     pub config: EpisodeConfig,
     pub store: Store<PodMeta>,
     pub triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
@@ -80,7 +84,7 @@ pub struct Context {
     pub nodes: Mutex<NodeCache>,
     pub pods: Mutex<HashMap<PodKey, PodState>>,
     /// `None`: every due pod is recovered on its own, without Job state.
-    pub episodes: Option<Episodes>,
+    pub episodes: Option<EpisodeGate>,
     /// The partition brake's settings.
     pub brake: BrakeConfig,
     /// The last node released per throttled zone (partially disrupted large zones).
@@ -124,7 +128,7 @@ impl Context {
     }
 
     /// Gates every due pod of a Job by its Job's recovery episodes.
-    pub fn with_episodes(mut self, episodes: Episodes) -> Context {
+    pub fn with_episodes(mut self, episodes: EpisodeGate) -> Context {
         self.episodes = Some(episodes);
         self
     }

@@ -39,8 +39,8 @@ pub(crate) mod scripted;
 mod tests;
 
 pub use args::{ReconcileArgs, RecoveryArgs};
-pub use context::{Context, Episodes, Options, PodState, Waiting};
-pub use reconcile::{Outcome, ReconcileError, error_backoff, reconcile_pod};
+pub use context::{Context, EpisodeGate, Options, PodState, Waiting};
+pub use reconcile::{ReconcileError, RecoveryOutcome, error_backoff, reconcile_pod};
 pub use run::{RunError, default_identity, run, run_until, run_with_client};
 pub use watch::{drive_node_watch, drive_pod_watch};
 pub use writer::{FIELD_MANAGER, Writer};

@@ -11,7 +11,7 @@ use kube::Api;
 use kube::runtime::controller::Action;
 use tracing::Instrument;
 
-use super::context::{Context, Episodes, Waiting, lock};
+use super::context::{Context, EpisodeGate, Waiting, lock};
 use super::event::{EventText, pod_reference};
 use super::filter::PodKey;
 use super::job_state::{self, EpisodeStart, JobStateError};
@@ -54,7 +54,7 @@ impl ReconcileError {
 
 /// How a recovery attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RecoveryOutcome {
     /// Recorded (and deleted unless `--no-delete`), reported under `--dry-run`, or the pod is
     /// gone.
     Done,
@@ -200,8 +200,16 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
                             }
                             // No Job watch: look again to notice a reset (annotation removed,
                             // Job resumed).
-                            _ => {
+                            Waiting::JobRecoveryLimit => {
                                 record_decision("job-recovery-limit");
+                                Action::requeue(WAIT_FOR_NODE_RESYNC)
+                            }
+                            Waiting::NotInEpisode => {
+                                record_decision("not-in-episode");
+                                Action::requeue(WAIT_FOR_NODE_RESYNC)
+                            }
+                            // Set before the gate, never returned by it.
+                            Waiting::Deadline(_) | Waiting::Node(_) => {
                                 Action::requeue(WAIT_FOR_NODE_RESYNC)
                             }
                         };
@@ -210,18 +218,18 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
                     }
                 }
                 match recover(ctx, &pod, &facts, &recovery, now).await? {
-                    Outcome::Done => {
+                    RecoveryOutcome::Done => {
                         ctx.update(key, |t| {
                             t.waiting = None;
                             t.retries = 0;
                         });
                         return Ok(Action::await_change());
                     }
-                    Outcome::NotLeader => {
+                    RecoveryOutcome::NotLeader => {
                         record_decision("not-leader");
                         return Ok(Action::await_change());
                     }
-                    Outcome::Conflict => {
+                    RecoveryOutcome::Conflict => {
                         tracing::debug!(attempt, "status patch conflict; re-reading");
                         tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
                     }
@@ -365,10 +373,8 @@ async fn job_gate(
         }
         PodGate::Leftover => Gate::Recover,
         PodGate::Backoff(at) => Gate::Hold(Waiting::JobBackoff(at)),
-        // NotCovered cannot happen (`due` holds this pod); never act on what was not decided.
-        PodGate::LimitExceeded { .. } | PodGate::NotCovered => {
-            Gate::Hold(Waiting::JobRecoveryLimit)
-        }
+        PodGate::LimitExceeded { .. } => Gate::Hold(Waiting::JobRecoveryLimit),
+        PodGate::NotCovered => Gate::Hold(Waiting::NotInEpisode),
     })
 }
 
@@ -377,7 +383,7 @@ async fn job_gate(
 /// the episode as leftovers only if on one of its nodes.)
 fn due_with_siblings(
     ctx: &Context,
-    episodes: &Episodes,
+    episodes: &EpisodeGate,
     job: &JobKey,
     this: DuePod,
     now: Timestamp,
@@ -431,7 +437,7 @@ pub async fn recover(
     facts: &PodFacts,
     recovery: &Recovery,
     now: Timestamp,
-) -> Result<Outcome, kube::Error> {
+) -> Result<RecoveryOutcome, kube::Error> {
     let key = PodKey::of(&pod.metadata);
     let uid = pod.metadata.uid.clone();
     let mut regarding = pod_reference(
@@ -452,8 +458,8 @@ pub async fn recover(
             Ok(Err(skipped)) => {
                 return skipped_outcome(ctx, &key, &regarding, recovery, skipped, now).await;
             }
-            Err(kube::Error::Api(s)) if s.is_conflict() => return Ok(Outcome::Conflict),
-            Err(kube::Error::Api(s)) if s.is_not_found() => return Ok(Outcome::Done),
+            Err(kube::Error::Api(s)) if s.is_conflict() => return Ok(RecoveryOutcome::Conflict),
+            Err(kube::Error::Api(s)) if s.is_not_found() => return Ok(RecoveryOutcome::Done),
             Err(e) => return Err(e),
         }
         if change.condition_changed {
@@ -499,7 +505,7 @@ pub async fn recover(
         deleted = !ctx.options.no_delete,
         "forcefully terminated pod on unreachable node"
     );
-    Ok(Outcome::Done)
+    Ok(RecoveryOutcome::Done)
 }
 
 /// A write the writer did not send: a follower stops; a dry run reports what it would have done,
@@ -511,9 +517,9 @@ async fn skipped_outcome(
     recovery: &Recovery,
     skipped: Skipped,
     now: Timestamp,
-) -> Result<Outcome, kube::Error> {
+) -> Result<RecoveryOutcome, kube::Error> {
     match skipped {
-        Skipped::NotLeader => Ok(Outcome::NotLeader),
+        Skipped::NotLeader => Ok(RecoveryOutcome::NotLeader),
         Skipped::DryRun => {
             let uid = regarding.uid.clone().unwrap_or_default();
             let first = ctx.update(key, |t| {
@@ -532,9 +538,9 @@ async fn skipped_outcome(
             {
                 // Not leader: report it on a later pass, as leader.
                 ctx.update(key, |t| t.dry_run_reported = None);
-                return Ok(Outcome::NotLeader);
+                return Ok(RecoveryOutcome::NotLeader);
             }
-            Ok(Outcome::Done)
+            Ok(RecoveryOutcome::Done)
         }
     }
 }

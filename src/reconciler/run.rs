@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 
 use super::args::ReconcileArgs;
 use super::cluster::{self, ClusterError};
-use super::context::{Context, Episodes, Options};
+use super::context::{Context, EpisodeGate, Options};
 use super::filter::{PodKey, PodMeta};
 use super::lease::{self, Leadership, LeaseConfig};
 use super::metrics::RecoveryMetrics;
@@ -115,7 +115,7 @@ pub async fn run_with_client(
             metrics.clone(),
         )
         .with_brake(args.recovery.brake_config())
-        .with_episodes(Episodes {
+        .with_episodes(EpisodeGate {
             config: args.recovery.episode_config(),
             store: store.clone(),
             triggers: trigger_tx.clone(),

@@ -1165,7 +1165,7 @@ fn episode_context(client: Client, config: EpisodeConfig) -> EpisodeHarness {
     let writer: Writer<PodMeta> = Writer::default();
     let (tx, rx) = futures::channel::mpsc::unbounded();
     let ctx =
-        context(client, Options::default(), Leadership::always(), NOW).with_episodes(Episodes {
+        context(client, Options::default(), Leadership::always(), NOW).with_episodes(EpisodeGate {
             config,
             store: writer.as_reader(),
             triggers: tx,
@@ -1630,7 +1630,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             ..Options::default()
                         };
                         let ctx = context(client, options, Leadership::always(), NOW)
-                            .with_episodes(Episodes {
+                            .with_episodes(EpisodeGate {
                                 config,
                                 store: store.as_reader(),
                                 triggers: tx,
@@ -1667,6 +1667,9 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 Some(Waiting::Node(_)) => Agreed::Node,
                                 Some(Waiting::JobBackoff(at)) => Agreed::Backoff(at),
                                 Some(Waiting::JobRecoveryLimit) => Agreed::Limit,
+                                Some(Waiting::NotInEpisode) => {
+                                    panic!("{what}: a due pod the episode did not decide")
+                                }
                                 Some(Waiting::Held { .. }) => Agreed::Held,
                                 None => Agreed::Never,
                             }

@@ -20,7 +20,7 @@ pub mod backoff;
 pub mod brake;
 pub mod episode;
 mod facts;
-mod status;
+mod record;
 
 #[cfg(test)]
 mod tests;
@@ -33,7 +33,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use crate::kueue::OPT_IN_VALUE;
 
 pub use facts::{node_facts, pod_facts};
-pub use status::{StatusChange, format_seconds, recovery_recorded, rfc3339_seconds, status_change};
+pub use record::{StatusChange, format_seconds, recovery_recorded, rfc3339_seconds, status_change};
 
 /// The taint the node lifecycle controller puts on a node whose kubelet stopped reporting.
 pub const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
