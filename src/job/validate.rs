@@ -852,5 +852,4 @@ fn strip_scheduling_directives(template: &mut Value) {
 }
 
 #[cfg(test)]
-#[path = "validate_tests.rs"]
 mod tests;

@@ -365,5 +365,4 @@ impl Cluster {
 }
 
 #[cfg(test)]
-#[path = "version_tests.rs"]
 mod tests;

@@ -1,0 +1,262 @@
+use super::*;
+use crate::recovery::{Taint, UNREACHABLE_TAINT_KEY};
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("timestamp")
+}
+
+fn node(name: &str, zone: &str, unreachable: bool) -> NodeFacts {
+    NodeFacts {
+        name: name.into(),
+        taints: if unreachable {
+            vec![Taint {
+                key: UNREACHABLE_TAINT_KEY.into(),
+                effect: "NoExecute".into(),
+            }]
+        } else {
+            vec![]
+        },
+        zone: if zone.is_empty() {
+            String::new()
+        } else {
+            format!(":\0:{zone}")
+        },
+        excluded_from_disruption: false,
+    }
+}
+
+/// `zone` with `size` nodes named `{zone}-{i}`, the first `unreachable` unreachable.
+fn zone_nodes(zone: &str, size: u32, unreachable: u32) -> Vec<NodeFacts> {
+    (0..size)
+        .map(|i| node(&format!("{zone}-{i}"), zone, i < unreachable))
+        .collect()
+}
+
+/// The smallest unreachable count that disrupts a zone of `size` at threshold
+/// `percent`/100, by the rule in integers: at least 3, and at least the fraction.
+fn first_disrupting(size: u32, percent: u32) -> u32 {
+    let fraction = (percent * size).div_ceil(100);
+    fraction.max(3)
+}
+
+// kube-controller-manager ComputeZoneState, over every zone size 1..=120 and every
+// unreachable count, at thresholds around and at the default: fully disrupted iff no healthy
+// node; partially iff at least 3 and at least the fraction unreachable.
+#[test]
+fn compute_zone_state_over_zone_sizes_unreachable_counts_and_thresholds() {
+    let mut states = 0;
+    for percent in [1u32, 25, 50, 55, 56, 75, 100] {
+        let threshold = percent as f32 / 100.0;
+        for size in 1..=120u32 {
+            for unreachable in 0..=size {
+                let state = compute_zone_state(unreachable, size, threshold);
+                let expected = if unreachable == size {
+                    ZoneState::FullDisruption
+                } else if unreachable >= first_disrupting(size, percent) {
+                    ZoneState::PartialDisruption
+                } else {
+                    ZoneState::Normal
+                };
+                assert_eq!(
+                    state, expected,
+                    "size {size}, unreachable {unreachable}, threshold {threshold}"
+                );
+                states += 1;
+            }
+        }
+    }
+    // 7 thresholds × (2 + 3 + ... + 121) (size, count) pairs.
+    assert_eq!(states, 7 * (2..=121).sum::<u32>());
+}
+
+// The README's cases, with default flags: one zone of 10 nodes.
+#[test]
+fn one_zone_of_ten_holds_at_six_unreachable_and_releases_at_three_and_two() {
+    let config = BrakeConfig::default();
+    let now = ts("2026-11-21T20:00:00Z");
+    for (unreachable, held) in [(6, true), (3, false), (2, false), (10, true)] {
+        let nodes = zone_nodes("a", 10, unreachable);
+        let decision = brake(&nodes[0], &zones(&nodes), None, now, &config);
+        assert_eq!(
+            matches!(decision, BrakeDecision::Hold(_)),
+            held,
+            "{unreachable}/10: {decision:?}"
+        );
+    }
+    let nodes = zone_nodes("a", 10, 6);
+    let BrakeDecision::Hold(d) = brake(&nodes[0], &zones(&nodes), None, now, &config) else {
+        panic!("held");
+    };
+    assert_eq!(d.message(), "held: zone `a` has 6/10 nodes unreachable");
+}
+
+// handleDisruption: a disrupted zone does not hold another zone; a zone fully down while
+// another is healthy is recovered at the normal rate (HealthyQPSFunc); every zone fully down
+// is a control-plane partition: hold everywhere.
+#[test]
+fn zones_are_judged_apart_and_all_fully_disrupted_holds_everywhere() {
+    let config = BrakeConfig::default();
+    let now = ts("2026-11-21T20:00:00Z");
+    let mut nodes = zone_nodes("a", 10, 6);
+    nodes.extend(zone_nodes("b", 10, 1));
+    let z = zones(&nodes);
+    assert!(matches!(
+        brake(&nodes[0], &z, None, now, &config),
+        BrakeDecision::Hold(_)
+    ));
+    assert_eq!(
+        brake(&nodes[10], &z, None, now, &config),
+        BrakeDecision::Release
+    );
+
+    let mut nodes = zone_nodes("a", 4, 4);
+    nodes.extend(zone_nodes("b", 10, 0));
+    assert_eq!(
+        brake(&nodes[0], &zones(&nodes), None, now, &config),
+        BrakeDecision::Release
+    );
+
+    let mut nodes = zone_nodes("a", 4, 4);
+    nodes.extend(zone_nodes("b", 2, 2));
+    let BrakeDecision::Hold(d) = brake(&nodes[4], &zones(&nodes), None, now, &config) else {
+        panic!("held everywhere");
+    };
+    assert!(d.everywhere);
+    assert!(
+        d.message().contains("control-plane partition"),
+        "{}",
+        d.message()
+    );
+
+    // One zone (no labels) of one node, unreachable: every zone is fully disrupted.
+    let nodes = zone_nodes("", 1, 1);
+    assert!(matches!(
+        brake(&nodes[0], &zones(&nodes), None, now, &config),
+        BrakeDecision::Hold(Disruption {
+            everywhere: true,
+            ..
+        })
+    ));
+}
+
+// setLimiterInZone(zone, zoneSize, PartialDisruption) -> ReducedQPSFunc(zoneSize): the large
+// cluster threshold is compared with the zone's size. At most 50 nodes: hold; more: one node
+// per 1/rate seconds.
+#[test]
+fn large_cluster_threshold_is_compared_with_the_zone_size() {
+    let config = BrakeConfig::default();
+    let now = ts("2026-11-21T20:00:00Z");
+    // Zone of 50 in a cluster of 150: held.
+    let mut nodes = zone_nodes("a", 50, 30);
+    nodes.extend(zone_nodes("b", 100, 0));
+    assert!(matches!(
+        brake(&nodes[0], &zones(&nodes), None, now, &config),
+        BrakeDecision::Hold(_)
+    ));
+    // Zone of 51: the first node is released, another one 100 s later.
+    let nodes = zone_nodes("a", 51, 30);
+    let z = zones(&nodes);
+    assert_eq!(
+        brake(&nodes[0], &z, None, now, &config),
+        BrakeDecision::ReleaseThrottled
+    );
+    let last = LastRelease {
+        node: nodes[0].name.clone(),
+        at: now,
+    };
+    assert_eq!(
+        brake(&nodes[0], &z, Some(&last), now, &config),
+        BrakeDecision::ReleaseThrottled,
+        "the released node's other pods go too"
+    );
+    let later = ts("2026-11-21T20:01:39Z");
+    assert!(matches!(
+        brake(&nodes[1], &z, Some(&last), later, &config),
+        BrakeDecision::Throttled(_, at) if at == ts("2026-11-21T20:01:40Z")
+    ));
+    assert_eq!(
+        brake(
+            &nodes[1],
+            &z,
+            Some(&last),
+            ts("2026-11-21T20:01:40Z"),
+            &config
+        ),
+        BrakeDecision::ReleaseThrottled
+    );
+    // Rate 0: hold.
+    let zero = BrakeConfig {
+        secondary_rate: 0.0,
+        ..config
+    };
+    assert!(matches!(
+        brake(&nodes[1], &z, None, now, &zero),
+        BrakeDecision::Hold(_)
+    ));
+}
+
+#[test]
+fn disabled_or_excluded_nodes_are_never_held() {
+    let now = ts("2026-11-21T20:00:00Z");
+    let mut nodes = zone_nodes("a", 10, 10);
+    let z = zones(&nodes);
+    let off = BrakeConfig {
+        enabled: false,
+        ..BrakeConfig::default()
+    };
+    assert_eq!(
+        brake(&nodes[0], &z, None, now, &off),
+        BrakeDecision::Release
+    );
+    // Excluded nodes do not count and are not held (isNodeExcludedFromDisruptionChecks).
+    for n in nodes.iter_mut().take(7) {
+        n.excluded_from_disruption = true;
+    }
+    let z = zones(&nodes);
+    assert_eq!(z.get(":\0:a").map(|z| z.size), Some(3));
+    assert_eq!(
+        brake(&nodes[0], &z, None, now, &BrakeConfig::default()),
+        BrakeDecision::Release
+    );
+}
+
+#[test]
+fn disrupted_zones_are_the_held_or_slowed_ones() {
+    let config = BrakeConfig::default();
+    let mut nodes = zone_nodes("a", 10, 6);
+    nodes.extend(zone_nodes("b", 10, 10));
+    nodes.extend(zone_nodes("c", 10, 0));
+    let d = disrupted_zones(&zones(&nodes), &config);
+    assert_eq!(d.into_iter().collect::<Vec<_>>(), vec![":\0:a".to_string()]);
+    let nodes = zone_nodes("a", 3, 3);
+    assert_eq!(disrupted_zones(&zones(&nodes), &config).len(), 1);
+    let off = BrakeConfig {
+        enabled: false,
+        ..config
+    };
+    assert!(disrupted_zones(&zones(&nodes), &off).is_empty());
+}
+
+#[test]
+fn zone_key_is_get_zone_key() {
+    let labels = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(zone_key(&labels(&[])), "");
+    assert_eq!(zone_key(&labels(&[(ZONE_LABEL, "a")])), ":\0:a");
+    assert_eq!(
+        zone_key(&labels(&[(ZONE_LABEL, "a"), (REGION_LABEL, "r")])),
+        "r:\0:a"
+    );
+    // The beta labels win when present, even empty.
+    assert_eq!(
+        zone_key(&labels(&[(ZONE_LABEL, "a"), (BETA_ZONE_LABEL, "b")])),
+        ":\0:b"
+    );
+    assert_eq!(zone_name("r:\0:a"), "r/a");
+    assert_eq!(zone_name(":\0:a"), "a");
+    assert_eq!(zone_name(""), "");
+}
