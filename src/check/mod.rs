@@ -366,6 +366,13 @@ fn check_object(
         })?;
         if let Some(whole) = keep {
             object.keep_whole_template(&whole);
+            // The immutability rule must not pass silently on a template it cannot read.
+            if let Some(job::template::WholeTemplate::Unreadable(e)) = &object.spec.template.whole {
+                return Err(Unreadable {
+                    location: location.to_string(),
+                    reason: format!("{at}spec.template cannot be read: {e}"),
+                });
+            }
         }
         defaults::apply_apiserver_defaults(&mut object);
         Ok(object)

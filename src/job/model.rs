@@ -305,7 +305,7 @@ pub struct PodTemplateSpec {
     /// The whole template as received, kept only where a Job UPDATE needs it (kube-apiserver's
     /// `spec.template` immutability compares every field); `None` on the fast CREATE path.
     #[serde(skip)]
-    pub whole: Option<Box<serde_json::Value>>,
+    pub whole: Option<super::template::WholeTemplate>,
 }
 
 impl PodTemplateSpec {
@@ -549,7 +549,9 @@ impl JobObject {
             at = at.and_then(|v| v.get(token));
         }
         let template = at.and_then(|spec| spec.get("template"));
-        self.spec.template.whole = Some(Box::new(template.cloned().unwrap_or_default()));
+        self.spec.template.whole = Some(super::template::WholeTemplate::from_value(
+            template.unwrap_or(&serde_json::Value::Null),
+        ));
     }
 
     /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.

@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::field::go_json_string;
+use super::field::{MAX_ERRORS, go_json_string};
 use super::model::{
     Field, JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
     PodFailurePolicyRule, SuccessPolicy,
@@ -51,9 +51,13 @@ pub fn validate(review: &Review<'_>, config: &Config) -> Verdict {
     }
     let findings = policy::evaluate(review, config);
     errors.extend(findings.errors);
+    let mut warnings = findings.warnings;
+    if let (Operation::Update, Kind::Job) = (review.operation, review.object.kind) {
+        warnings.extend(template_unreadable(review));
+    }
     Verdict {
         errors,
-        warnings: findings.warnings,
+        warnings,
         patch: json_patch::Patch::default(),
     }
 }
@@ -247,6 +251,9 @@ fn validate_pod_failure_policy(
         .map(|c| c.name.as_str())
         .collect();
     for (i, rule) in policy.rules.iter().enumerate() {
+        if errs.len() >= MAX_ERRORS {
+            break; // a bounded answer: `field::MAX_ERRORS`
+        }
         validate_rule(
             spec,
             rule,
@@ -325,6 +332,9 @@ fn validate_on_pod_conditions(
         ));
     }
     for (j, pattern) in patterns.iter().enumerate() {
+        if errs.len() >= MAX_ERRORS {
+            break; // a bounded answer: `field::MAX_ERRORS`
+        }
         let pattern_path = format!("{path}[{j}]");
         // `ValidateQualifiedName(string(pattern.Type))`: a plain string, printed with `%q`.
         let type_ = pattern.type_.as_deref().unwrap_or("");
@@ -397,15 +407,18 @@ fn validate_on_exit_codes(
     let mut ordered = true;
     let mut seen = std::collections::HashSet::with_capacity(req.values.len());
     for (j, &value) in req.values.iter().enumerate() {
+        // Past `field::MAX_ERRORS` nothing more is reported (a bounded answer); the loop still
+        // finds out whether the values are ordered.
+        let report = errs.len() < MAX_ERRORS;
         let value_path = format!("{values_path}[{j}]");
-        if operator == "In" && value == 0 {
+        if report && operator == "In" && value == 0 {
             errs.push(FieldError::invalid(
                 value_path.clone(),
                 BadValue::int(value),
                 "must not be 0 for the In operator",
             ));
         }
-        if !seen.insert(value) {
+        if !seen.insert(value) && report {
             errs.push(FieldError::duplicate(value_path, BadValue::int(value)));
         }
         if j > 0 && req.values[j - 1] > value {
@@ -451,6 +464,9 @@ fn validate_success_policy(
         ));
     }
     for (i, rule) in policy.rules.iter().enumerate() {
+        if errs.len() >= MAX_ERRORS {
+            break; // a bounded answer: `field::MAX_ERRORS`
+        }
         let rule_path = format!("{rules_path}[{i}]");
         if rule.succeeded_count.is_none() && rule.succeeded_indexes.is_none() {
             errs.push(FieldError::required(
@@ -650,7 +666,7 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject) -> Vec<FieldError> 
     }
     // Scheduling directives stay mutable while a Job is suspended and has never started.
     let allow_scheduling = old_spec.suspend == Some(true) && !old.started;
-    if template_changed(spec, old_spec, allow_scheduling) {
+    if template_changed(spec, old_spec, allow_scheduling) == Ok(true) {
         errs.push(FieldError::invalid(
             format!("{base}.template"),
             BadValue::Omit,
@@ -822,55 +838,31 @@ fn success_policy_go_json(policy: &SuccessPolicy) -> String {
 
 /// `validatePodTemplateUpdate`: is the template different, ignoring what a suspended,
 /// never-started Job may change (node affinity, node selector, tolerations, labels,
-/// annotations, scheduling gates)? Needs both whole templates (`PodTemplateSpec::whole`);
-/// without them nothing can be compared and nothing is reported.
-fn template_changed(spec: &JobSpec, old_spec: &JobSpec, allow_scheduling: bool) -> bool {
+/// annotations, scheduling gates)? Needs both whole templates (`PodTemplateSpec::whole`, read by
+/// `job::template`); without them nothing is compared, and when one cannot be read the answer is
+/// `Err` (a warning from `validate`, never a silent pass and never a denial).
+fn template_changed(
+    spec: &JobSpec,
+    old_spec: &JobSpec,
+    allow_scheduling: bool,
+) -> Result<bool, String> {
     let (Some(new), Some(old)) = (&spec.template.whole, &old_spec.template.whole) else {
-        return false;
+        return Ok(false);
     };
-    let (mut new, mut old) = (normalize(new), normalize(old));
-    if allow_scheduling {
-        for t in [&mut new, &mut old] {
-            strip_scheduling_directives(t);
-        }
-    }
-    new != old
+    new.differs(old, allow_scheduling)
 }
 
-/// Semantic equality on JSON: absent, `null` and `[]` are the same (nil pointer, nil slice).
-fn normalize(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), normalize(v)))
-                .filter(|(_, v)| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(normalize).collect()),
-        other => other.clone(),
-    }
-}
-
-fn strip_scheduling_directives(template: &mut Value) {
-    if let Some(meta) = template.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("labels");
-        meta.remove("annotations");
-        if meta.is_empty() {
-            template.as_object_mut().map(|t| t.remove("metadata"));
-        }
-    }
-    let Some(pod) = template.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for key in ["nodeSelector", "tolerations", "schedulingGates"] {
-        pod.remove(key);
-    }
-    if let Some(affinity) = pod.get_mut("affinity").and_then(Value::as_object_mut) {
-        affinity.remove("nodeAffinity");
-        if affinity.is_empty() {
-            pod.remove("affinity");
-        }
-    }
+/// The warning for a Job UPDATE whose templates cannot be compared.
+fn template_unreadable(review: &Review<'_>) -> Option<String> {
+    let old = review.old_object?;
+    let (spec, old_spec) = (&review.object.spec, &old.spec);
+    let allow_scheduling = old_spec.suspend == Some(true) && !old.started;
+    let reason = template_changed(spec, old_spec, allow_scheduling).err()?;
+    Some(format!(
+        "{}.template: the templates cannot be compared, so this update was not checked for \
+         changes to the immutable template: {reason}",
+        review.object.kind.spec_path()
+    ))
 }
 
 /// `validation.IsQualifiedName`, message for message.

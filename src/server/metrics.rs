@@ -29,7 +29,7 @@ pub struct EndpointLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectionLabels {
     pub endpoint: &'static str,
-    /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415).
+    /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415, 429).
     pub code: &'static str,
 }
 
@@ -40,6 +40,7 @@ pub struct ServerMetrics {
     pub duration: Family<EndpointLabels, Histogram>,
     pub in_flight: Gauge,
     pub rejected: Family<RejectionLabels, Counter>,
+    pub body_bytes_reserved: Gauge,
 }
 
 impl ServerMetrics {
@@ -49,6 +50,7 @@ impl ServerMetrics {
             duration: Family::new_with_constructor(|| Histogram::new(DURATION_BUCKETS)),
             in_flight: Gauge::default(),
             rejected: Family::default(),
+            body_bytes_reserved: Gauge::default(),
         };
         registry.register(
             "jobgate_admission_requests",
@@ -69,6 +71,11 @@ impl ServerMetrics {
             "jobgate_admission_rejected_requests",
             "Requests answered with an HTTP error instead of a review, by endpoint and status code",
             metrics.rejected.clone(),
+        );
+        registry.register(
+            "jobgate_admission_body_bytes_reserved",
+            "Request-body bytes reserved from the memory budget now (--body-memory-budget)",
+            metrics.body_bytes_reserved.clone(),
         );
         metrics
     }
