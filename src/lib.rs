@@ -5,6 +5,8 @@ pub mod admission;
 pub mod certs;
 pub mod check;
 pub mod duration;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod job;
 pub mod reconciler;
 pub mod recovery;

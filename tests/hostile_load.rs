@@ -303,3 +303,39 @@ fn forty_slow_7mb_bodies_stay_within_the_memory_bound() {
     report("40 clients", &f);
     assert_bounded(&f);
 }
+
+/// A 404, 405 or 415 is decided from the headers, before the body is read. The answer used to
+/// be followed by a reset (hyper closed the connection with the body unread), so an HTTP/1.1
+/// client still sending saw `Broken pipe` instead of the status; the body is now drained first.
+#[test]
+fn early_answers_reach_an_http1_client_still_sending_a_large_body() {
+    let jg = Jobgate::start(&[]);
+    let config = client_config(&jg);
+    let body = vec![b' '; BODY_LEN];
+    for (method, path, content_type, expected) in [
+        ("POST", "/nope", "application/json", 404),
+        ("PUT", "/validate", "application/json", 405),
+        ("POST", "/validate", "text/plain", 415),
+    ] {
+        for attempt in 0..3 {
+            let mut stream = connect(jg.port, &config);
+            let head = format!(
+                "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let sent = stream
+                .write_all(head.as_bytes())
+                .and_then(|_| stream.write_all(&body))
+                .and_then(|_| stream.flush());
+            assert!(
+                sent.is_ok(),
+                "{method} {path} #{attempt}: sending failed: {sent:?}"
+            );
+            assert_eq!(
+                read_response(&mut stream),
+                Some(expected),
+                "{method} {path} #{attempt}"
+            );
+        }
+    }
+}

@@ -78,6 +78,8 @@ pub struct Summary {
 
 /// Reviews one request body at `endpoint`.
 pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome {
+    // Unpaired surrogates read as U+FFFD, as kube-apiserver's decoder reads them (`job::strict`).
+    let body = &*crate::job::strict::go_surrogates(body);
     let mut parsed = match parse(body) {
         Ok(p) => p,
         Err(ReviewError::Unanswerable(message)) => {

@@ -7,6 +7,7 @@ pub mod field;
 pub mod model;
 pub mod patch;
 pub mod policy;
+pub mod strict;
 pub mod template;
 
 pub use field::{BadValue, ErrorType, FieldError};
