@@ -304,8 +304,9 @@ pub struct PodTemplateSpec {
     pub metadata: Field<TemplateMeta>,
     #[serde(default)]
     pub spec: PodSpec,
-    /// The whole template as received, kept only where a Job UPDATE needs it (kube-apiserver's
-    /// `spec.template` immutability compares every field); `None` on the fast CREATE path.
+    /// The whole template as the immutability check compares it (`job::template` digests),
+    /// kept only where a Job UPDATE needs it (kube-apiserver's `spec.template` immutability
+    /// compares every field); `None` on the fast CREATE path.
     #[serde(skip)]
     pub whole: Option<super::template::WholeTemplate>,
 }
@@ -438,7 +439,6 @@ fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {
     }
 }
 
-/// An object whose own `kind` names another kind is not what the request said it is.
 /// `serde_json::from_str` through `job::strict` (objects only, `-0` as 0).
 fn strict_from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<T> {
     let mut de = serde_json::Deserializer::from_str(json);
@@ -447,6 +447,7 @@ fn strict_from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Resu
     Ok(value)
 }
 
+/// An object whose own `kind` names another kind is not what the request said it is.
 fn check_kind(expected: Kind, found: Option<&str>) -> Result<(), ParseError> {
     match found {
         Some(k) if k != expected.as_str() => Err(ParseError {
