@@ -94,4 +94,31 @@ pub struct ServeArgs {
     /// On SIGTERM, how long in-flight reviews get to finish once the listener is closed.
     #[arg(long, env = "JOBGATE_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// Request-body bytes held in memory at once, all requests together (a quarter is kept for
+    /// bodies up to 1 MiB). Suffixes Ki, Mi, Gi.
+    #[arg(long, env = "JOBGATE_BODY_MEMORY_BUDGET", default_value = "32Mi", value_parser = parse_bytes)]
+    pub body_memory_budget: usize,
+    /// How long a request waits for memory budget before it is answered 429 with Retry-After.
+    #[arg(long, env = "JOBGATE_BODY_BUDGET_WAIT", default_value = "1s", value_parser = parse_duration)]
+    pub body_budget_wait: Duration,
+}
+
+/// `32Mi`, `512Ki`, `1Gi` or plain bytes (Kubernetes quantity suffixes, binary only).
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        _ => return Err(format!("unknown unit {unit:?}: use Ki, Mi or Gi")),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size such as 32Mi"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }

@@ -7,6 +7,8 @@ pub mod audit;
 pub mod certs;
 pub mod check;
 pub mod duration;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod job;
 pub mod kueue;
 mod names;

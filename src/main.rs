@@ -100,6 +100,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         body_timeout: args.body_timeout,
         shutdown_delay: args.shutdown_delay,
         shutdown_timeout: args.shutdown_timeout,
+        body_memory_budget: args.body_memory_budget,
+        body_budget_wait: args.body_budget_wait,
     };
     server::serve(options, print_banner, jobgate::shutdown::signal()).await?;
     Ok(())

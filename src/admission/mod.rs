@@ -14,6 +14,7 @@ mod response;
 pub use request::{ObjectIn, ParsedReview, ReviewError, parse};
 pub use response::{Denial, render_error, render_verdict};
 
+use crate::job::template::WholeTemplate;
 use crate::job::{self, Kind, Operation};
 
 /// The webhook paths jobgate serves.
@@ -77,6 +78,8 @@ pub struct Summary {
 
 /// Reviews one request body at `endpoint`.
 pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome {
+    // Unpaired surrogates read as U+FFFD, as kube-apiserver's decoder reads them (`job::strict`).
+    let body = &*crate::job::strict::go_surrogates(body);
     let mut parsed = match parse(body) {
         Ok(p) => p,
         Err(ReviewError::Unanswerable(message)) => {
@@ -199,8 +202,8 @@ fn decide(
     // only a Job UPDATE at /validate pays for reading the templates as a whole.
     if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, old_object.as_mut()) {
         let (new_template, old_template) = whole_templates(body);
-        object.spec.template.whole = Some(Box::new(new_template));
-        old.spec.template.whole = Some(Box::new(old_template));
+        object.spec.template.whole = Some(new_template);
+        old.spec.template.whole = Some(old_template);
     }
     let review = job::Review {
         operation,
@@ -230,38 +233,45 @@ fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObj
     })
 }
 
-/// `spec.template` of `request.object` and `request.oldObject` as JSON values (`null` when
-/// absent): a second read of the body, skipping everything else.
-fn whole_templates(body: &[u8]) -> (serde_json::Value, serde_json::Value) {
+/// `spec.template` of `request.object` and `request.oldObject`, reduced to what the
+/// immutability check compares (`job::template`): a second read of the body that skips
+/// everything else and keeps nothing in proportion to the templates' size.
+fn whole_templates(body: &[u8]) -> (WholeTemplate, WholeTemplate) {
     #[derive(serde::Deserialize)]
-    struct Body {
-        request: Request,
+    struct Body<'a> {
+        #[serde(borrow)]
+        request: Request<'a>,
     }
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
-    struct Request {
-        #[serde(default)]
-        object: Option<Object>,
-        #[serde(default)]
-        old_object: Option<Object>,
+    struct Request<'a> {
+        #[serde(default, borrow)]
+        object: Option<Object<'a>>,
+        #[serde(default, borrow)]
+        old_object: Option<Object<'a>>,
     }
     #[derive(serde::Deserialize)]
-    struct Object {
-        #[serde(default)]
-        spec: Option<Spec>,
+    struct Object<'a> {
+        #[serde(default, borrow)]
+        spec: Option<Spec<'a>>,
     }
     #[derive(serde::Deserialize)]
-    struct Spec {
-        #[serde(default)]
-        template: serde_json::Value,
+    struct Spec<'a> {
+        #[serde(default, borrow)]
+        template: Option<&'a serde_json::value::RawValue>,
     }
-    let template = |o: Option<Object>| {
-        o.and_then(|o| o.spec)
-            .map(|s| s.template)
-            .unwrap_or_default()
+    let template = |o: Option<Object<'_>>| {
+        let text = o
+            .and_then(|o| o.spec)
+            .and_then(|s| s.template)
+            .map_or("null", |t| t.get());
+        WholeTemplate::from_json(text)
     };
-    match serde_json::from_slice::<Body>(body) {
+    match serde_json::from_slice::<Body<'_>>(body) {
         Ok(b) => (template(b.request.object), template(b.request.old_object)),
-        Err(_) => Default::default(),
+        Err(e) => {
+            let unreadable = WholeTemplate::Unreadable(e.to_string());
+            (unreadable.clone(), unreadable)
+        }
     }
 }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::job::model::JobSeed;
+use crate::job::strict::Strict;
 use crate::job::{JobObject, Kind, Operation};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -163,7 +164,7 @@ struct GroupVersionKind<'a> {
 /// Reads an AdmissionReview v1 request in one pass. When anything in it cannot be read, reads it
 /// again the slow way, with the objects kept raw, so the answer can say what and where.
 pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
-    if let Ok(review) = serde_json::from_slice::<ReviewIn<'_, FastRequestIn<'_>>>(body) {
+    if let Ok(review) = from_slice::<ReviewIn<'_, FastRequestIn<'_>>>(body) {
         let (api_version, kind) = (review.api_version, review.kind);
         let request = review.request.map(|r| {
             let (group, version, kind) = r.kind.unwrap_or_default();
@@ -180,7 +181,7 @@ pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
         });
         return finish(api_version.as_deref(), kind.as_deref(), request);
     }
-    let review: ReviewIn<'_, RequestIn<'_>> = serde_json::from_slice(body).map_err(|e| {
+    let review: ReviewIn<'_, RequestIn<'_>> = from_slice(body).map_err(|e| {
         ReviewError::Unanswerable(format!("request body is not an AdmissionReview: {e}"))
     })?;
     let request = review.request.map(|r| Envelope {
@@ -201,6 +202,15 @@ pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
         review.kind.as_deref(),
         request,
     )
+}
+
+/// `serde_json::from_slice` through `job::strict`: objects only where Kubernetes has objects
+/// (`"request": ["a"]` is not a request whose uid is "a"), the same reading as the objects get.
+fn from_slice<'a, T: Deserialize<'a>>(body: &'a [u8]) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = T::deserialize(Strict(&mut de))?;
+    de.end()?;
+    Ok(value)
 }
 
 fn raw_object(raw: Option<&RawValue>) -> ObjectIn<'_> {

@@ -8,7 +8,7 @@ use base64::Engine;
 use serde::Serialize;
 
 use crate::job::FieldError;
-use crate::job::field::aggregate;
+use crate::job::field::{MAX_ERRORS, go_quote};
 
 use super::request::{API_VERSION, KIND};
 
@@ -84,6 +84,55 @@ struct Cause<'a> {
     field: &'a str,
 }
 
+/// Causes listed in a denial, and messages in its aggregate. kube-apiserver lists every error
+/// (`errors.NewInvalid` copies the whole `field.ErrorList` into `details.causes`, and
+/// `ErrorList.ToAggregate` only drops repeated messages), and kubectl prints every cause; jobgate
+/// keeps the first 100 and says how many more there were, so one review cannot produce an answer
+/// of hundreds of megabytes.
+pub const MAX_CAUSES: usize = 100;
+
+/// Bytes of one cause's message kept (an invalid value is echoed in it, and a value can be as
+/// large as the object).
+pub const MAX_CAUSE_BYTES: usize = 1024;
+
+/// `s` cut to `MAX_CAUSE_BYTES` at a character boundary, saying how much was cut.
+fn bounded(s: String) -> String {
+    if s.len() <= MAX_CAUSE_BYTES {
+        return s;
+    }
+    let mut cut = MAX_CAUSE_BYTES;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}... ({} bytes truncated)", &s[..cut], s.len() - cut)
+}
+
+/// `utilerrors.NewAggregate(errs).Error()` over the first `MAX_CAUSES` errors (one message as
+/// is, several as `[a, b]`, repeats once), then `and N more errors` when some were left out.
+/// Validation stops at `MAX_ERRORS`, so at that count there may have been more.
+fn bounded_aggregate(errors: &[FieldError]) -> String {
+    let shown = &errors[..errors.len().min(MAX_CAUSES)];
+    let mut seen = std::collections::HashSet::new();
+    let mut msgs: Vec<String> = shown
+        .iter()
+        .map(|e| bounded(e.to_string()))
+        .filter(|m| seen.insert(m.clone()))
+        .collect();
+    let more = errors.len() - shown.len();
+    if more > 0 {
+        let at_least = if errors.len() >= MAX_ERRORS {
+            "at least "
+        } else {
+            ""
+        };
+        msgs.push(format!("and {at_least}{more} more errors"));
+    }
+    match msgs.len() {
+        1 => msgs.into_iter().next().unwrap_or_default(),
+        _ => format!("[{}]", msgs.join(", ")),
+    }
+}
+
 fn status(denial: &Denial) -> Status<'_> {
     match denial {
         Denial::Invalid { kind, name, errors } => Status {
@@ -94,8 +143,8 @@ fn status(denial: &Denial) -> Status<'_> {
             // apierrors.NewInvalid: `<Kind>.<group> "<name>" is invalid: <aggregate>`
             message: format!(
                 "{kind}.batch {} is invalid: {}",
-                crate::job::field::go_quote(name),
-                aggregate(errors)
+                go_quote(name),
+                bounded_aggregate(errors)
             ),
             reason: "Invalid",
             details: Some(Details {
@@ -104,9 +153,10 @@ fn status(denial: &Denial) -> Status<'_> {
                 kind,
                 causes: errors
                     .iter()
+                    .take(MAX_CAUSES)
                     .map(|e| Cause {
                         reason: e.kind.cause(),
-                        message: e.body(),
+                        message: bounded(e.body()),
                         field: e.path.as_str(),
                     })
                     .collect(),

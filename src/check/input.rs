@@ -81,7 +81,10 @@ pub fn documents(source: &Source) -> (Vec<(usize, Value)>, Option<Unreadable>) {
         reason: e,
     };
     if json {
-        let stream = serde_json::Deserializer::from_str(&source.text).into_iter::<Value>();
+        // Unpaired surrogates read as U+FFFD, as by the webhook and kube-apiserver (`job::strict`).
+        let text = crate::job::strict::go_surrogates(source.text.as_bytes());
+        let text = std::str::from_utf8(&text).unwrap_or(&source.text);
+        let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
         for (i, item) in stream.enumerate() {
             match item {
                 Ok(v) => docs.push((i + 1, v)),
@@ -89,14 +92,114 @@ pub fn documents(source: &Source) -> (Vec<(usize, Value)>, Option<Unreadable>) {
             }
         }
     } else {
-        for (i, doc) in serde_yaml_ng::Deserializer::from_str(&source.text).enumerate() {
+        // Documents past a pathological one are not parsed at all (`scan_yaml`).
+        let (text, refused) = match scan_yaml(&source.text) {
+            Some(bad) => (&source.text[..bad.start], Some(bad)),
+            None => (source.text.as_str(), None),
+        };
+        let stream = (!text.is_empty() || refused.is_none())
+            .then(|| serde_yaml_ng::Deserializer::from_str(text));
+        for (i, doc) in stream.into_iter().flatten().enumerate() {
             match Value::deserialize(doc) {
                 Ok(v) => docs.push((i + 1, v)),
                 Err(e) => return (docs, Some(fail(i + 1, format!("invalid YAML: {e}")))),
             }
         }
+        if let Some(bad) = refused {
+            let n = docs.len() + 1;
+            return (docs, Some(fail(n, bad.reason)));
+        }
     }
     (docs, None)
+}
+
+/// kube-apiserver's request body limit (`--max-request-bytes`, 3 MiB): no larger document can be
+/// applied, so none is read.
+pub const MAX_DOCUMENT_BYTES: usize = 3 * 1024 * 1024;
+
+/// serde_yaml_ng's recursion limit; the YAML parser under it spends time quadratic in the
+/// nesting of flow collections before it gets there (a 200 KB file of `[[[[...` took 16 s).
+pub const MAX_FLOW_DEPTH: usize = 128;
+
+/// A YAML document refused before parsing: where it starts, and why.
+#[derive(Debug, PartialEq)]
+struct Refused {
+    start: usize,
+    reason: String,
+}
+
+/// One linear pass over a YAML stream: the first document larger than `MAX_DOCUMENT_BYTES` or
+/// nesting flow collections (`[`, `{`) deeper than `MAX_FLOW_DEPTH`, outside quotes and comments.
+/// (Block scalars are not told apart, so a block scalar holding over 128 unclosed brackets is
+/// refused too.) Aliases need no scan: serde_yaml_ng stops expanding them past 100 times the
+/// document's own events, in time linear in the document.
+fn scan_yaml(text: &str) -> Option<Refused> {
+    let bytes = text.as_bytes();
+    let mut doc_start = 0;
+    let mut depth = 0usize;
+    let mut line_start = true;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if line_start
+            && (bytes[i..].starts_with(b"---") || bytes[i..].starts_with(b"..."))
+            && bytes.get(i + 3).is_none_or(|c| c.is_ascii_whitespace())
+        {
+            doc_start = i;
+            depth = 0;
+        }
+        if i - doc_start > MAX_DOCUMENT_BYTES {
+            return Some(Refused {
+                start: doc_start,
+                reason: format!(
+                    "document larger than {MAX_DOCUMENT_BYTES} bytes (kube-apiserver's request limit)"
+                ),
+            });
+        }
+        line_start = b == b'\n';
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    return Some(Refused {
+                        start: doc_start,
+                        reason: format!(
+                            "invalid YAML: flow collections nested deeper than {MAX_FLOW_DEPTH}"
+                        ),
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'#' if i == 0 || bytes[i - 1].is_ascii_whitespace() => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' | b'\'' if i == 0 || !bytes[i - 1].is_ascii_alphanumeric() => {
+                // A quoted scalar: skip to its end (`\\` escapes in double quotes, `''` in single).
+                let quote = b;
+                i += 1;
+                while i < bytes.len() {
+                    if quote == b'"' && bytes[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if bytes[i] == quote {
+                        if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -127,6 +230,63 @@ mod tests {
         assert_eq!(docs.len(), 2);
         let (docs, _) = documents(&src("[{\"kind\":\"Job\"}]"));
         assert_eq!(docs[0].1, serde_json::json!([{"kind": "Job"}]));
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_in_linear_time() {
+        let deep = format!(
+            "kind: Job\n---\na: {}1{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let started = std::time::Instant::now();
+        let (docs, err) = documents(&src(&deep));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(docs.len(), 1);
+        let err = err.unwrap();
+        assert_eq!(err.location, "t.yaml:2");
+        assert_eq!(
+            err.reason,
+            "invalid YAML: flow collections nested deeper than 128"
+        );
+        // Brackets inside quotes and comments do not count; 128 levels are fine.
+        let ok = format!(
+            "a: '{}'\nb: \"{}\" # {}\nc: {}1{}\n",
+            "[".repeat(200),
+            "[".repeat(200),
+            "[".repeat(200),
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        let (docs, err) = documents(&src(&ok));
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(docs.len(), 1);
+    }
+
+    #[test]
+    fn a_document_over_kube_apiservers_request_limit_is_refused_unread() {
+        let dense = format!("a: [{}1]\n", "1,".repeat(3_500_000));
+        let (docs, err) = documents(&src(&dense));
+        assert!(docs.is_empty());
+        assert_eq!(
+            err.unwrap().reason,
+            "document larger than 3145728 bytes (kube-apiserver's request limit)"
+        );
+    }
+
+    #[test]
+    fn alias_expansion_is_bounded() {
+        let mut laughs = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for (i, c) in ('b'..='i').enumerate() {
+            let prev = (b'a' + i as u8) as char;
+            laughs.push_str(&format!("{c}: &{c} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
+        }
+        let started = std::time::Instant::now();
+        let (_, err) = documents(&src(&laughs));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(err.unwrap().reason.contains("repetition limit exceeded"));
     }
 
     #[test]

@@ -306,21 +306,25 @@ pub(crate) fn check_document(location: &str, doc: Value, config: &Config, report
 }
 
 fn check_review(location: &str, doc: Value, config: &Config, report: &mut Report) {
-    let Some(request) = doc.get("request") else {
-        report.unreadable.push(Unreadable {
-            location: location.to_string(),
-            reason: "AdmissionReview without request".into(),
-        });
-        return;
+    // The envelope is read by the webhook's own reader, so `check` and `/validate` agree on
+    // which reviews can be answered at all (a v1 AdmissionReview, a request object, a uid).
+    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    let parsed = match crate::admission::parse(&bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            report.unreadable.push(Unreadable {
+                location: location.to_string(),
+                reason: e.to_string(),
+            });
+            return;
+        }
     };
+    let request = &doc["request"];
     let gvk = request.get("kind").cloned().unwrap_or(Value::Null);
     let kind = str_at(&gvk, "kind");
-    let job_kind = (str_at(&gvk, "group") == "batch" && str_at(&gvk, "version") == "v1")
-        .then(|| Kind::from_kind(kind))
-        .flatten();
-    let operation = Operation::parse(str_at(request, "operation"));
-    let name = str_at(request, "name").to_string();
-    let (Some(k), Some(op @ (Operation::Create | Operation::Update))) = (job_kind, operation)
+    let name = parsed.name.clone().unwrap_or_default();
+    let (Some(k), Some(op @ (Operation::Create | Operation::Update))) =
+        (parsed.job_kind, parsed.operation)
     else {
         report.ignored.push(Ignored {
             location: location.to_string(),
@@ -366,6 +370,13 @@ fn check_object(
         })?;
         if let Some(whole) = keep {
             object.keep_whole_template(&whole);
+            // The immutability rule must not pass silently on a template it cannot read.
+            if let Some(job::template::WholeTemplate::Unreadable(e)) = &object.spec.template.whole {
+                return Err(Unreadable {
+                    location: location.to_string(),
+                    reason: format!("{at}spec.template cannot be read: {e}"),
+                });
+            }
         }
         defaults::apply_apiserver_defaults(&mut object, &config.cluster);
         Ok(object)

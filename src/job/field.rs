@@ -170,6 +170,13 @@ impl BadValue {
     }
 }
 
+/// Validation stops looking at the items of a list once this many errors were found, so that the
+/// work and the answer of one review are bounded (a 3 MB review listing 1.5 million duplicate
+/// exit codes would otherwise produce 3 million errors). kube-apiserver has no such cap (its
+/// `field.ErrorList` grows with the input), but its 3 MiB request limit bounds the input and
+/// jobgate answers reviews of objects up to that size twice over.
+pub const MAX_ERRORS: usize = 1000;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
     pub path: FieldPath,

@@ -8,6 +8,8 @@ mod go_values;
 pub mod model;
 pub mod patch;
 pub mod policy;
+pub mod strict;
+pub mod template;
 pub mod version;
 
 pub use field::{BadValue, ErrorType, FieldError};

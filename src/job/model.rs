@@ -10,6 +10,8 @@ use super::field::FieldPath;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::strict::Strict;
+
 /// A field whose absence, explicit `null` and value mean different things
 /// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -308,10 +310,11 @@ pub struct PodTemplateSpec {
     pub metadata: Field<TemplateMeta>,
     #[serde(default)]
     pub spec: PodSpec,
-    /// The whole template as received, kept only where a Job UPDATE needs it (kube-apiserver's
-    /// `spec.template` immutability compares every field); `None` on the fast CREATE path.
+    /// The whole template as the immutability check compares it (`job::template` digests),
+    /// kept only where a Job UPDATE needs it (kube-apiserver's `spec.template` immutability
+    /// compares every field); `None` on the fast CREATE path.
     #[serde(skip)]
-    pub whole: Option<Box<serde_json::Value>>,
+    pub whole: Option<super::template::WholeTemplate>,
 }
 
 impl PodTemplateSpec {
@@ -464,6 +467,14 @@ fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {
     }
 }
 
+/// `serde_json::from_str` through `job::strict` (objects only, `-0` as 0).
+fn strict_from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let value = T::deserialize(Strict(&mut de))?;
+    de.end()?;
+    Ok(value)
+}
+
 /// An object whose own `kind` names another kind is not what the request said it is.
 fn check_kind(expected: Kind, found: Option<&str>) -> Result<(), ParseError> {
     match found {
@@ -483,9 +494,10 @@ impl JobObject {
             return Err(not_an_object(kind, json.trim_start().chars().next()));
         }
         let fast = match kind {
-            Kind::Job => serde_json::from_str::<JobDoc>(json)
-                .map(|d| (d.kind.clone(), JobObject::from_job(d))),
-            Kind::CronJob => serde_json::from_str::<CronJobDoc>(json)
+            Kind::Job => {
+                strict_from_str::<JobDoc>(json).map(|d| (d.kind.clone(), JobObject::from_job(d)))
+            }
+            Kind::CronJob => strict_from_str::<CronJobDoc>(json)
                 .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
         };
         // The fast path carries no field path in its error; re-read to say where it failed.
@@ -519,9 +531,9 @@ impl JobObject {
             Kind::Job => None,
         };
         let result = match kind {
-            Kind::Job => serde_path_to_error::deserialize::<_, JobDoc>(value)
+            Kind::Job => serde_path_to_error::deserialize::<_, JobDoc>(Strict(value))
                 .map(|d| (d.kind.clone(), JobObject::from_job(d))),
-            Kind::CronJob => serde_path_to_error::deserialize::<_, CronJobDoc>(value)
+            Kind::CronJob => serde_path_to_error::deserialize::<_, CronJobDoc>(Strict(value))
                 .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
         };
         let (found, mut object) = result.map_err(|e| ParseError {
@@ -535,7 +547,7 @@ impl JobObject {
 
     fn locate<T: for<'de> Deserialize<'de>>(json: &str) -> ParseError {
         let mut de = serde_json::Deserializer::from_str(json);
-        match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        match serde_path_to_error::deserialize::<_, T>(Strict(&mut de)) {
             Ok(_) => ParseError {
                 path: String::new(),
                 message: "trailing data after the object".into(),
@@ -581,7 +593,9 @@ impl JobObject {
             at = at.and_then(|v| v.get(token));
         }
         let template = at.and_then(|spec| spec.get("template"));
-        self.spec.template.whole = Some(Box::new(template.cloned().unwrap_or_default()));
+        self.spec.template.whole = Some(super::template::WholeTemplate::from_value(
+            template.unwrap_or(&serde_json::Value::Null),
+        ));
     }
 
     /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.
@@ -629,7 +643,8 @@ impl<'de> serde::de::Visitor<'de> for JobSeedVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let de = serde::de::value::MapAccessDeserializer::new(map);
+        // `job::strict`: structs from objects only, `-0` as 0, as everywhere objects are read.
+        let de = Strict(serde::de::value::MapAccessDeserializer::new(map));
         let (found, object) = match self.0 {
             Kind::Job => {
                 JobDoc::deserialize(de).map(|d| (d.kind.clone(), JobObject::from_job(d)))?

@@ -11,9 +11,9 @@
 //! The object is validated as received: kube-apiserver defaults before it validates, and so do
 //! webhooks' objects; `jobgate check` calls `defaults::apply_apiserver_defaults` first.
 
-use serde_json::Value;
+use super::template::Compare;
 
-use super::field::FieldPath;
+use super::field::{FieldPath, MAX_ERRORS};
 use super::go_values::{self, opt_int};
 use super::model::{
     Field, JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
@@ -59,9 +59,13 @@ pub fn validate(review: &Review<'_>, config: &Config) -> Verdict {
     }
     let findings = policy::evaluate(review, config);
     errors.extend(findings.errors);
+    let mut warnings = findings.warnings;
+    if let (Operation::Update, Kind::Job) = (review.operation, review.object.kind) {
+        warnings.extend(template_unreadable(review, &config.cluster));
+    }
     Verdict {
         errors,
-        warnings: findings.warnings,
+        warnings,
         patch: json_patch::Patch::default(),
     }
 }
@@ -260,6 +264,9 @@ fn validate_pod_failure_policy(
         .map(|c| c.name.as_str())
         .collect();
     for (i, rule) in policy.rules.iter().enumerate() {
+        if errs.len() >= MAX_ERRORS {
+            break; // a bounded answer: `field::MAX_ERRORS`
+        }
         validate_rule(spec, rule, &rules_path.index(i), &container_names, errs);
     }
 }
@@ -332,6 +339,9 @@ fn validate_on_pod_conditions(
         ));
     }
     for (j, pattern) in patterns.iter().enumerate() {
+        if errs.len() >= MAX_ERRORS {
+            break; // a bounded answer: `field::MAX_ERRORS`
+        }
         let pattern_path = path.index(j);
         // `ValidateQualifiedName(string(pattern.Type))`: a plain string, printed with `%q`.
         let type_ = pattern.type_.as_deref().unwrap_or("");
@@ -404,15 +414,18 @@ fn validate_on_exit_codes(
     let mut ordered = true;
     let mut seen = std::collections::HashSet::with_capacity(req.values.len());
     for (j, &value) in req.values.iter().enumerate() {
+        // Past `field::MAX_ERRORS` nothing more is reported (a bounded answer); the loop still
+        // finds out whether the values are ordered.
+        let report = errs.len() < MAX_ERRORS;
         let value_path = values_path.index(j);
-        if operator == "In" && value == 0 {
+        if report && operator == "In" && value == 0 {
             errs.push(FieldError::invalid(
                 value_path.clone(),
                 BadValue::int(value),
                 "must not be 0 for the In operator",
             ));
         }
-        if !seen.insert(value) {
+        if !seen.insert(value) && report {
             errs.push(FieldError::duplicate(value_path, BadValue::int(value)));
         }
         if j > 0 && req.values[j - 1] > value {
@@ -449,6 +462,9 @@ fn validate_success_policy(
         ));
     }
     for (i, rule) in policy.rules.iter().enumerate() {
+        if errs.len() >= MAX_ERRORS {
+            break; // a bounded answer: `field::MAX_ERRORS`
+        }
         let rule_path = rules_path.index(i);
         if rule.succeeded_count.is_none() && rule.succeeded_indexes.is_none() {
             errs.push(FieldError::required(
@@ -650,15 +666,10 @@ pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) 
             ));
         }
     }
-    let options = cluster.template_update_options(&OldJobState {
-        suspended: old_spec.suspend == Some(true),
-        started: old.started,
-        suspended_condition: old.suspended_condition,
-        active: old.active,
-    });
-    errs.extend(validate_pod_template_update(
-        spec, old_spec, &fld_path, options,
-    ));
+    let options = template_update_options(old, cluster);
+    if let Ok(Some(e)) = validate_pod_template_update(spec, old_spec, &fld_path, options) {
+        errs.push(e);
+    }
     if spec.completion_mode != old_spec.completion_mode {
         errs.push(FieldError::invalid(
             fld_path.child("completionMode"),
@@ -741,114 +752,61 @@ fn same_success_policy(a: Option<&SuccessPolicy>, b: Option<&SuccessPolicy>) -> 
     }
 }
 
+/// The template-mutability options for an UPDATE of `old` on `cluster` (`version.rs`).
+fn template_update_options(old: &JobObject, cluster: &Cluster) -> TemplateUpdateOptions {
+    cluster.template_update_options(&OldJobState {
+        suspended: old.spec.suspend == Some(true),
+        started: old.started,
+        suspended_condition: old.suspended_condition,
+        active: old.active,
+    })
+}
+
 /// `validatePodTemplateUpdate`: with `AllowMutableSchedulingDirectives` the old template takes
 /// the new node affinity, node selector, tolerations, labels, annotations and scheduling gates;
 /// then, for a suspended Job with `AllowMutablePodResources` (KEP-5440, kubernetes#132441),
 /// `validatePodResourceUpdatesOnly` compares the pod specs alone (`spec.template.spec`), else
-/// the whole templates are compared (`spec.template`). Needs both whole templates
-/// (`PodTemplateSpec::whole`); without them nothing can be compared and nothing is reported.
+/// the whole templates are compared (`spec.template`). The templates are compared as digests
+/// (`job::template`). Without both whole templates nothing is compared; when one cannot be read
+/// the answer is `Err` (a warning from `validate`, never a silent pass and never a denial).
 fn validate_pod_template_update(
     spec: &JobSpec,
     old_spec: &JobSpec,
     fld_path: &FieldPath,
     options: TemplateUpdateOptions,
-) -> Option<FieldError> {
+) -> Result<Option<FieldError>, String> {
     let (Some(new), Some(old)) = (&spec.template.whole, &old_spec.template.whole) else {
-        return None;
+        return Ok(None);
     };
-    let (mut new, mut old) = (normalize(new), normalize(old));
-    if options.allow_mutable_scheduling_directives {
-        for t in [&mut new, &mut old] {
-            strip_scheduling_directives(t);
-        }
-    }
+    let without_scheduling = options.allow_mutable_scheduling_directives;
     let suspended = old_spec.suspend == Some(true);
-    if suspended && options.allow_mutable_pod_resources {
-        let (mut new_pod, mut old_pod) = (take_pod_spec(new), take_pod_spec(old));
-        strip_matching_container_resources(&mut new_pod, &mut old_pod);
-        (new_pod != old_pod).then(|| {
-            let path = fld_path.child("template").child("spec");
-            FieldError::invalid(path, BadValue::Omit, IMMUTABLE)
-        })
+    let (compare, path) = if suspended && options.allow_mutable_pod_resources {
+        (
+            Compare::PodSpecWithoutResources { without_scheduling },
+            fld_path.child("template").child("spec"),
+        )
     } else {
-        (new != old)
-            .then(|| FieldError::invalid(fld_path.child("template"), BadValue::Omit, IMMUTABLE))
-    }
-}
-
-fn take_pod_spec(mut template: Value) -> Value {
-    template
-        .get_mut("spec")
-        .map(Value::take)
-        .unwrap_or(Value::Null)
-}
-
-/// `validatePodResourceUpdatesOnly`: the new `resources` are copied into the old pod spec for
-/// each container (and init container) list of equal length, where the names match at the same
-/// index; here both sides drop `resources` there, which compares the same.
-fn strip_matching_container_resources(new_pod: &mut Value, old_pod: &mut Value) {
-    let name = |c: &Value| {
-        c.get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
+        (
+            Compare::Template { without_scheduling },
+            fld_path.child("template"),
+        )
     };
-    for list in ["containers", "initContainers"] {
-        let (Some(new_list), Some(old_list)) = (
-            new_pod.get_mut(list).and_then(Value::as_array_mut),
-            old_pod.get_mut(list).and_then(Value::as_array_mut),
-        ) else {
-            continue;
-        };
-        if new_list.len() != old_list.len() {
-            continue;
-        }
-        for (n, o) in new_list.iter_mut().zip(old_list.iter_mut()) {
-            if name(n) == name(o) {
-                for c in [n, o] {
-                    if let Some(c) = c.as_object_mut() {
-                        c.remove("resources");
-                    }
-                }
-            }
-        }
-    }
+    Ok(new
+        .differs(old, compare)?
+        .then(|| FieldError::invalid(path, BadValue::Omit, IMMUTABLE)))
 }
 
-/// Semantic equality on JSON: absent, `null` and `[]` are the same (nil pointer, nil slice).
-fn normalize(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), normalize(v)))
-                .filter(|(_, v)| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(normalize).collect()),
-        other => other.clone(),
-    }
-}
-
-fn strip_scheduling_directives(template: &mut Value) {
-    if let Some(meta) = template.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("labels");
-        meta.remove("annotations");
-        if meta.is_empty() {
-            template.as_object_mut().map(|t| t.remove("metadata"));
-        }
-    }
-    let Some(pod) = template.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for key in ["nodeSelector", "tolerations", "schedulingGates"] {
-        pod.remove(key);
-    }
-    if let Some(affinity) = pod.get_mut("affinity").and_then(Value::as_object_mut) {
-        affinity.remove("nodeAffinity");
-        if affinity.is_empty() {
-            pod.remove("affinity");
-        }
-    }
+/// The warning for a Job UPDATE whose templates cannot be compared.
+fn template_unreadable(review: &Review<'_>, cluster: &Cluster) -> Option<String> {
+    let old = review.old_object?;
+    let spec_path = review.object.kind.spec_path();
+    let options = template_update_options(old, cluster);
+    let reason =
+        validate_pod_template_update(&review.object.spec, &old.spec, &spec_path, options).err()?;
+    Some(format!(
+        "{spec_path}.template: the templates cannot be compared, so this update was not checked \
+         for changes to the immutable template: {reason}"
+    ))
 }
 
 #[cfg(test)]

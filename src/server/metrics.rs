@@ -35,7 +35,7 @@ pub struct WarningLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectionLabels {
     pub endpoint: &'static str,
-    /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415).
+    /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415, 429).
     pub code: &'static str,
 }
 
@@ -47,6 +47,7 @@ pub struct ServerMetrics {
     pub in_flight: Gauge,
     pub rejected: Family<RejectionLabels, Counter>,
     pub warnings: Family<WarningLabels, Counter>,
+    pub body_bytes_reserved: Gauge,
 }
 
 impl ServerMetrics {
@@ -57,6 +58,7 @@ impl ServerMetrics {
             in_flight: Gauge::default(),
             rejected: Family::default(),
             warnings: Family::default(),
+            body_bytes_reserved: Gauge::default(),
         };
         registry.register(
             "jobgate_admission_requests",
@@ -82,6 +84,11 @@ impl ServerMetrics {
             "jobgate_admission_warnings",
             "Warnings sent in review responses (policies at warn, mutation notes), by endpoint and kind",
             metrics.warnings.clone(),
+        );
+        registry.register(
+            "jobgate_admission_body_bytes_reserved",
+            "Request-body bytes reserved from the memory budget now (--body-memory-budget)",
+            metrics.body_bytes_reserved.clone(),
         );
         metrics
     }

@@ -1,6 +1,8 @@
 //! Sockets, TLS, limits, timeouts, the admin port and graceful shutdown for `jobgate serve`.
 //! No business rule lives here.
 
+pub mod allocator;
+pub mod budget;
 pub mod expiry;
 pub mod metrics;
 pub mod reload;
@@ -49,6 +51,10 @@ pub struct ServeOptions {
     pub shutdown_delay: Duration,
     /// How long in-flight requests get to finish once listeners close.
     pub shutdown_timeout: Duration,
+    /// Request-body bytes held in memory at once (`budget`).
+    pub body_memory_budget: usize,
+    /// How long a request waits for budget before it is answered 429.
+    pub body_budget_wait: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +106,9 @@ pub fn https_server(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout)
+        // hyper's read buffer grows to ~400 KB per connection by default; a body waiting for
+        // budget sits in it, so keep it small (bodies are read frame by frame anyway).
+        .max_buf_size(64 * 1024)
         .keep_alive(true);
     server
         .http_builder()
@@ -107,6 +116,11 @@ pub fn https_server(
         .timer(TokioTimer::new())
         .keep_alive_interval(Duration::from_secs(30))
         .keep_alive_timeout(Duration::from_secs(10))
+        // Flow-control windows bound what a client can make jobgate buffer before its body is
+        // read (hyper's default is 1 MiB per connection, adaptive); 256 KiB per round trip is
+        // plenty inside a cluster.
+        .initial_connection_window_size(256 * 1024)
+        .initial_stream_window_size(256 * 1024)
         .max_concurrent_streams(250);
     Ok(server)
 }
@@ -119,6 +133,7 @@ pub async fn serve(
     on_listening: impl FnOnce(&Listening),
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    allocator::configure();
     let mut registry = Registry::default();
     let reload_metrics = reload::ReloadMetrics::register(&mut registry);
     let (tls_config, dev, reloader) = match &options.tls {
@@ -170,6 +185,13 @@ pub async fn serve(
         metrics,
         body_timeout: options.body_timeout,
         max_body_bytes: webhook::MAX_BODY_BYTES,
+        budget: budget::MemoryBudget::new(budget::BudgetLimits::new(
+            options.body_memory_budget,
+            webhook::MAX_BODY_BYTES,
+            options.body_budget_wait,
+            // A body already read may wait for review as long as a client may take to send it.
+            options.body_timeout,
+        )),
     });
     let handle: Handle<SocketAddr> = Handle::new();
     let rustls_config = RustlsConfig::from_config(tls_config);

@@ -11,8 +11,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 
+use super::budget::{MemoryBudget, OverBudget};
 use super::metrics::{
     EndpointLabels, RejectionLabels, RequestLabels, ServerMetrics, WarningLabels,
 };
@@ -29,6 +30,8 @@ pub struct WebhookState {
     /// How long a client may take to send the body once headers arrived.
     pub body_timeout: Duration,
     pub max_body_bytes: usize,
+    /// Request bytes held and reviewed at once.
+    pub budget: MemoryBudget,
 }
 
 pub fn router(state: WebhookState) -> Router {
@@ -42,24 +45,88 @@ pub fn router(state: WebhookState) -> Router {
     router.fallback(not_found).with_state(state)
 }
 
-/// Reads and drops a small request body before an early error answer: an HTTP/2 stream answered
-/// before its body was read is reset, which some clients (curl 7.88) report instead of the answer.
-async fn discard_small_body(body: Body) {
-    const SMALL: usize = 64 * 1024;
-    let _ = tokio::time::timeout(Duration::from_secs(1), Limited::new(body, SMALL).collect()).await;
+/// Reads and drops what is left of a request body (at most `limit` bytes, within `timeout`)
+/// before an early answer. hyper closes an HTTP/1.1 connection whose request body was not read,
+/// and closing a socket with unread input makes the kernel send a reset that can destroy the
+/// answer before the client reads it (`Broken pipe` for a client still sending); an HTTP/2
+/// stream answered early is reset too, which curl 7.88 reports instead of the answer. Go's
+/// net/http drains for the same reason (`maxPostHandlerReadBytes`). Nothing is kept: memory use
+/// does not depend on the body. Returns whether the body was read to its end.
+async fn drain(body: Body, limit: usize, timeout: Duration) -> bool {
+    let mut body = body;
+    let read = async {
+        let mut seen = 0usize;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => {
+                    if let Some(data) = frame.data_ref() {
+                        seen = seen.saturating_add(data.len());
+                        if seen > limit {
+                            return false;
+                        }
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    tokio::time::timeout(timeout, read).await.unwrap_or(false)
 }
 
-async fn not_found(request: Request) -> Response {
+/// An early answer after `drain`: when the body could not be read to its end, the connection is
+/// closed after the answer rather than left with unread input.
+async fn early(body: Body, state: &WebhookState, mut response: Response) -> Response {
+    if !drain(body, state.max_body_bytes, state.body_timeout).await {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+async fn not_found(State(state): State<WebhookState>, request: Request) -> Response {
     let paths: Vec<&str> = Endpoint::ALL.iter().map(|e| e.path()).collect();
     let (parts, body) = request.into_parts();
-    discard_small_body(body).await;
     let message = format!(
         "no webhook at {}: jobgate serves {}",
         parts.uri.path(),
         paths.join(", ")
     );
-    error_response(StatusCode::NOT_FOUND, &message)
+    early(
+        body,
+        &state,
+        error_response(StatusCode::NOT_FOUND, &message),
+    )
+    .await
 }
+
+/// Why a body could not be read.
+enum ReadError {
+    TooLarge,
+    Broken(String),
+}
+
+/// Reads a body into one buffer of `capacity` bytes, allocated up front: no growth, no copy
+/// (a buffer this large is its own mapping, and pages are resident only once written).
+async fn read_body(body: Body, capacity: usize) -> Result<Vec<u8>, ReadError> {
+    let mut body = body;
+    let mut out = Vec::with_capacity(capacity);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ReadError::Broken(e.to_string()))?;
+        if let Some(data) = frame.data_ref() {
+            if out.len() + data.len() > capacity {
+                return Err(ReadError::TooLarge);
+            }
+            out.extend_from_slice(data);
+        }
+    }
+    Ok(out)
+}
+
+/// Bodies larger than this are reviewed on the blocking pool, so a long review never holds up
+/// small ones on the runtime's workers.
+const REVIEW_INLINE_BYTES: usize = 256 * 1024;
 
 async fn handle(
     endpoint: Endpoint,
@@ -86,7 +153,6 @@ async fn handle(
     };
     if request.method() != Method::POST {
         let method = request.method().clone();
-        discard_small_body(request.into_body()).await;
         let mut response = reject(
             StatusCode::METHOD_NOT_ALLOWED,
             &format!(
@@ -97,11 +163,11 @@ async fn handle(
         response
             .headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return response;
+        return early(request.into_body(), &state, response).await;
     }
     if let Err(message) = check_content_type(request.headers().get(header::CONTENT_TYPE)) {
-        discard_small_body(request.into_body()).await;
-        return reject(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
+        let response = reject(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
+        return early(request.into_body(), &state, response).await;
     }
     let too_large = format!("request body exceeds {} bytes", state.max_body_bytes);
     let declared = request
@@ -110,29 +176,98 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > state.max_body_bytes as u64) {
-        return reject(StatusCode::PAYLOAD_TOO_LARGE, &too_large);
+        let response = reject(StatusCode::PAYLOAD_TOO_LARGE, &too_large);
+        return early(request.into_body(), &state, response).await;
     }
-    let body = Limited::new(request.into_body(), state.max_body_bytes);
-    let bytes = match tokio::time::timeout(state.body_timeout, body.collect()).await {
+    // Without a Content-Length (HTTP/1.1 chunked, or HTTP/2 without the header) the maximum is
+    // reserved: kube-apiserver always declares the length.
+    let capacity = declared.map_or(state.max_body_bytes, |len| len as usize);
+    let overloaded = |over: OverBudget, what: &str| {
+        if over.first_of_burst {
+            let limits = state.budget.limits();
+            tracing::warn!(
+                endpoint = endpoint.label(),
+                body_budget = limits.body_bytes,
+                review_budget = limits.review_bytes,
+                "memory budget exhausted: answering 429 until it frees up ({what})"
+            );
+        }
+        let mut response = reject(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!("too many large requests in flight: {what} budget exhausted, retry later"),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        response
+    };
+    let body_reservation = match state.budget.reserve_body(capacity).await {
+        Ok(r) => r,
+        Err(over) => {
+            let response = overloaded(over, "request body");
+            return early(request.into_body(), &state, response).await;
+        }
+    };
+    state
+        .metrics
+        .body_bytes_reserved
+        .set(state.budget.reserved_bytes() as i64);
+    let read = tokio::time::timeout(state.body_timeout, read_body(request.into_body(), capacity));
+    let bytes = match read.await {
         Err(_) => {
             let message = format!("request body not received within {:?}", state.body_timeout);
             return reject(StatusCode::REQUEST_TIMEOUT, &message);
         }
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return reject(StatusCode::PAYLOAD_TOO_LARGE, &too_large);
+        Ok(Err(ReadError::TooLarge)) => {
+            let message = match declared {
+                Some(len) => format!("request body exceeds its Content-Length of {len} bytes"),
+                None => too_large,
+            };
+            let status = if declared.is_some() {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::PAYLOAD_TOO_LARGE
+            };
+            return reject(status, &message);
         }
-        Ok(Err(e)) => {
+        Ok(Err(ReadError::Broken(e))) => {
             return reject(
                 StatusCode::BAD_REQUEST,
                 &format!("cannot read the request body: {e}"),
             );
         }
-        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Ok(bytes)) => bytes,
     };
 
-    state.metrics.in_flight.inc();
-    let outcome = admission::review(endpoint, &bytes, &state.config);
-    state.metrics.in_flight.dec();
+    let outcome = {
+        let _review_reservation = match state.budget.reserve_review(bytes.len()).await {
+            Ok(r) => r,
+            Err(over) => return overloaded(over, "review"),
+        };
+        state.metrics.in_flight.inc();
+        let outcome = if bytes.len() <= REVIEW_INLINE_BYTES {
+            admission::review(endpoint, &bytes, &state.config)
+        } else {
+            let config = state.config.clone();
+            match tokio::task::spawn_blocking(move || admission::review(endpoint, &bytes, &config))
+                .await
+            {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    state.metrics.in_flight.dec();
+                    let message = format!("the review failed: {e}");
+                    return reject(StatusCode::INTERNAL_SERVER_ERROR, &message);
+                }
+            }
+        };
+        state.metrics.in_flight.dec();
+        outcome
+    };
+    drop(body_reservation);
+    state
+        .metrics
+        .body_bytes_reserved
+        .set(state.budget.reserved_bytes() as i64);
 
     let s = &outcome.summary;
     if outcome.http_status == 200 {
@@ -202,6 +337,8 @@ fn status_label(status: StatusCode) -> &'static str {
     match status.as_u16() {
         400 => "400",
         404 => "404",
+        429 => "429",
+        500 => "500",
         405 => "405",
         408 => "408",
         413 => "413",
@@ -244,6 +381,8 @@ pub fn error_response(status: StatusCode, message: &str) -> Response {
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "UnsupportedMediaType",
         StatusCode::PAYLOAD_TOO_LARGE => "RequestEntityTooLarge",
         StatusCode::REQUEST_TIMEOUT => "Timeout",
+        StatusCode::TOO_MANY_REQUESTS => "TooManyRequests",
+        StatusCode::INTERNAL_SERVER_ERROR => "InternalError",
         _ => "BadRequest",
     };
     let body = serde_json::json!({

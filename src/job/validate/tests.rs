@@ -4,7 +4,7 @@
 use super::*;
 use crate::job::version::{FeatureGate, KubernetesVersion};
 use crate::job::{JobObject, Kind};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// A Job spec with one container `main`, one init container `init`, `restartPolicy: Never`,
 /// then `extra` merged in (JSON object text).

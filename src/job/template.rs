@@ -1,0 +1,460 @@
+//! What kube-apiserver's `spec.template` immutability check compares, read in one streaming pass
+//! with memory bounded by the nesting depth, not by the template's size.
+//!
+//! `validatePodTemplateUpdate` (pkg/apis/batch/validation/validation.go) compares the old and new
+//! templates with `apiequality.Semantic.DeepEqual`, after clearing, when the Job's state allows it
+//! (`version.rs`), the scheduling directives (node affinity, node selector, tolerations, labels,
+//! annotations, scheduling gates); with KEP-5440's `AllowMutablePodResources` it compares only the
+//! pod specs, with the containers' new `resources` copied into the old ones
+//! (`validatePodResourceUpdatesOnly`). Holding both templates as JSON trees costs up to ~30 bytes
+//! per input byte (a dense `[1,1,...]` array), so a 7 MB review would take hundreds of megabytes;
+//! instead each template is reduced to four 128-bit digests (as is, without the scheduling
+//! directives, and its pod spec without the containers' `resources`, with and without the
+//! scheduling directives) whose equality is that comparison's:
+//! - absent, `null` and `[]` members are the same (Go's nil pointer and nil slice);
+//! - objects compare as sets of members (key order does not matter), arrays in order;
+//! - `-0` is `0` (Go reads `-0` into an integer field as 0).
+//!
+//! The digests are keyed with random per-process keys (SipHash, `std::hash::RandomState`), so no
+//! input can be crafted to collide with another.
+//!
+//! A template that cannot be read (a number out of range such as `1e400`, an unpaired surrogate,
+//! nesting past 128 levels, a repeated key) is `Unreadable`: the rule must not pass silently.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher, RandomState};
+use std::sync::OnceLock;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// A template as the immutability check sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WholeTemplate {
+    Read {
+        plain: u128,
+        stripped: u128,
+        pod_spec: u128,
+        pod_spec_stripped: u128,
+    },
+    /// Why the template could not be read.
+    Unreadable(String),
+}
+
+impl WholeTemplate {
+    /// From the JSON text of `spec.template` (`null` when absent).
+    pub fn from_json(text: &str) -> WholeTemplate {
+        let digest = |mode| {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let d = Seed(mode).deserialize(&mut de)?;
+            de.end()?;
+            Ok::<_, serde_json::Error>(d.hash)
+        };
+        WholeTemplate::from_digests(digest)
+            .unwrap_or_else(|e| WholeTemplate::Unreadable(e.to_string()))
+    }
+
+    /// From an already parsed template (`jobgate check`).
+    pub fn from_value(value: &serde_json::Value) -> WholeTemplate {
+        let digest = |mode| Seed(mode).deserialize(value).map(|d| d.hash);
+        WholeTemplate::from_digests(digest)
+            .unwrap_or_else(|e| WholeTemplate::Unreadable(e.to_string()))
+    }
+
+    fn from_digests<E>(digest: impl Fn(Mode) -> Result<u128, E>) -> Result<WholeTemplate, E> {
+        Ok(WholeTemplate::Read {
+            plain: digest(Mode::Plain)?,
+            stripped: digest(Mode::Template)?,
+            pod_spec: digest(Mode::PodSpecOnly { scheduling: true })?,
+            pod_spec_stripped: digest(Mode::PodSpecOnly { scheduling: false })?,
+        })
+    }
+
+    /// Whether `self` (new) differs from `old` as `compare` says. `Err` names why one of them
+    /// cannot be compared.
+    pub fn differs(&self, old: &WholeTemplate, compare: Compare) -> Result<bool, String> {
+        let pick = |t: &WholeTemplate| match (t, compare) {
+            (WholeTemplate::Unreadable(e), _) => Err(e.clone()),
+            (
+                WholeTemplate::Read { plain, .. },
+                Compare::Template {
+                    without_scheduling: false,
+                },
+            ) => Ok(*plain),
+            (
+                WholeTemplate::Read { stripped, .. },
+                Compare::Template {
+                    without_scheduling: true,
+                },
+            ) => Ok(*stripped),
+            (
+                WholeTemplate::Read { pod_spec, .. },
+                Compare::PodSpecWithoutResources {
+                    without_scheduling: false,
+                },
+            ) => Ok(*pod_spec),
+            (
+                WholeTemplate::Read {
+                    pod_spec_stripped, ..
+                },
+                Compare::PodSpecWithoutResources {
+                    without_scheduling: true,
+                },
+            ) => Ok(*pod_spec_stripped),
+        };
+        let new = pick(self)?;
+        let old = pick(old).map_err(|e| format!("oldObject: {e}"))?;
+        Ok(new != old)
+    }
+}
+
+/// What the immutability check compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    /// The whole templates, optionally without the scheduling directives.
+    Template { without_scheduling: bool },
+    /// Only the pod specs, without the containers' and init containers' `resources`
+    /// (`validatePodResourceUpdatesOnly`: it copies the new resources into the old spec where a
+    /// container list has the same length and a container the same name at the same index; where
+    /// they do not, the specs differ anyway), optionally without the scheduling directives.
+    PodSpecWithoutResources { without_scheduling: bool },
+}
+
+/// Where in the template a value sits, for what a comparison leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    /// The template itself, with its scheduling directives removed.
+    Template,
+    /// The template, of which only `spec` counts, without the containers' `resources`; with
+    /// its scheduling directives when `scheduling`.
+    PodSpecOnly {
+        scheduling: bool,
+    },
+    /// `metadata` of the template: without labels and annotations; dropped when empty.
+    Meta,
+    /// `spec` of the template: without nodeSelector, tolerations, schedulingGates unless
+    /// `scheduling`, and without the containers' `resources` when `resources` is false.
+    Spec {
+        scheduling: bool,
+        resources: bool,
+    },
+    /// `spec.affinity`: without nodeAffinity; dropped when empty.
+    Affinity,
+    /// `spec.containers` / `spec.initContainers` whose items lose `resources`.
+    Containers,
+    /// One of those items.
+    Container,
+}
+
+impl Mode {
+    fn child(self, key: &str) -> Option<Mode> {
+        match (self, key) {
+            (Mode::Template, "metadata") => Some(Mode::Meta),
+            (Mode::Template, "spec") => Some(Mode::Spec {
+                scheduling: false,
+                resources: true,
+            }),
+            (Mode::PodSpecOnly { scheduling }, "spec") => Some(Mode::Spec {
+                scheduling,
+                resources: false,
+            }),
+            (Mode::PodSpecOnly { .. }, _) => None,
+            (Mode::Meta, "labels" | "annotations") => None,
+            (
+                Mode::Spec {
+                    scheduling: false, ..
+                },
+                "nodeSelector" | "tolerations" | "schedulingGates",
+            ) => None,
+            (
+                Mode::Spec {
+                    scheduling: false, ..
+                },
+                "affinity",
+            ) => Some(Mode::Affinity),
+            (
+                Mode::Spec {
+                    resources: false, ..
+                },
+                "containers" | "initContainers",
+            ) => Some(Mode::Containers),
+            (Mode::Container, "resources") => None,
+            (Mode::Affinity, "nodeAffinity") => None,
+            _ => Some(Mode::Plain),
+        }
+    }
+
+    /// The mode of an array's items.
+    fn item(self) -> Mode {
+        match self {
+            Mode::Containers => Mode::Container,
+            _ => Mode::Plain,
+        }
+    }
+
+    fn dropped_when_empty(self) -> bool {
+        matches!(self, Mode::Meta | Mode::Affinity)
+    }
+}
+
+/// A value's digest, and whether a member holding it counts as absent (`null`, `[]`, or an
+/// object that stripping emptied).
+#[derive(Debug, Clone, Copy)]
+struct Digest {
+    hash: u128,
+    absent: bool,
+}
+
+fn keys() -> &'static (RandomState, RandomState) {
+    static KEYS: OnceLock<(RandomState, RandomState)> = OnceLock::new();
+    KEYS.get_or_init(|| (RandomState::new(), RandomState::new()))
+}
+
+/// Two independently keyed SipHashes: a 128-bit digest.
+struct Hasher128(std::hash::DefaultHasher, std::hash::DefaultHasher);
+
+impl Hasher128 {
+    fn new(tag: u8) -> Hasher128 {
+        let (a, b) = keys();
+        let mut h = Hasher128(a.build_hasher(), b.build_hasher());
+        h.write(&[tag]);
+        h
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+        self.1.write(bytes);
+    }
+
+    fn write_u128(&mut self, n: u128) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn finish(&self) -> u128 {
+        (u128::from(self.0.finish()) << 64) | u128::from(self.1.finish())
+    }
+}
+
+fn leaf(tag: u8, bytes: &[u8]) -> Digest {
+    let mut h = Hasher128::new(tag);
+    h.write(&(bytes.len() as u64).to_le_bytes());
+    h.write(bytes);
+    Digest {
+        hash: h.finish(),
+        absent: false,
+    }
+}
+
+struct Seed(Mode);
+
+impl<'de> DeserializeSeed<'de> for Seed {
+    type Value = Digest;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Digest, D::Error> {
+        deserializer.deserialize_any(DigestVisitor(self.0))
+    }
+}
+
+struct DigestVisitor(Mode);
+
+impl<'de> Visitor<'de> for DigestVisitor {
+    type Value = Digest;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Digest, E> {
+        Ok(Digest {
+            hash: Hasher128::new(b'n').finish(),
+            absent: true,
+        })
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Digest, E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Digest, D::Error> {
+        Seed(self.0).deserialize(deserializer)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Digest, E> {
+        Ok(leaf(b'b', &[u8::from(v)]))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Digest, E> {
+        Ok(leaf(b'u', &v.to_le_bytes()))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Digest, E> {
+        match u64::try_from(v) {
+            Ok(u) => self.visit_u64(u),
+            Err(_) => Ok(leaf(b'i', &v.to_le_bytes())),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Digest, E> {
+        if !v.is_finite() {
+            return Err(E::custom("number out of range"));
+        }
+        if v == 0.0 {
+            return self.visit_u64(0); // `-0` and `0.0`: Go's zero
+        }
+        Ok(leaf(b'f', &v.to_bits().to_le_bytes()))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Digest, E> {
+        Ok(leaf(b's', v.as_bytes()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Digest, A::Error> {
+        let mut h = Hasher128::new(b'a');
+        let mut n = 0u64;
+        while let Some(item) = seq.next_element_seed(Seed(self.0.item()))? {
+            h.write_u128(item.hash);
+            n += 1;
+        }
+        h.write(&n.to_le_bytes());
+        Ok(Digest {
+            hash: h.finish(),
+            absent: n == 0,
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Digest, A::Error> {
+        let mut sum = 0u128;
+        let mut kept = 0u64;
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let key_hash = keys().0.hash_one(&key);
+            if !seen.insert(key_hash) {
+                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            let Some(mode) = self.0.child(&key) else {
+                map.next_value::<de::IgnoredAny>()?;
+                continue;
+            };
+            let value = map.next_value_seed(Seed(mode))?;
+            if value.absent {
+                continue;
+            }
+            let mut h = Hasher128::new(b'm');
+            h.write(&(key.len() as u64).to_le_bytes());
+            h.write(key.as_bytes());
+            h.write_u128(value.hash);
+            sum = sum.wrapping_add(h.finish());
+            kept += 1;
+        }
+        let mut h = Hasher128::new(b'o');
+        h.write_u128(sum);
+        h.write(&kept.to_le_bytes());
+        Ok(Digest {
+            hash: h.finish(),
+            absent: kept == 0 && self.0.dropped_when_empty(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn differs(new: &str, old: &str, without_scheduling: bool) -> Result<bool, String> {
+        WholeTemplate::from_json(new).differs(
+            &WholeTemplate::from_json(old),
+            Compare::Template { without_scheduling },
+        )
+    }
+
+    fn pod_specs_differ(new: &str, old: &str, without_scheduling: bool) -> Result<bool, String> {
+        WholeTemplate::from_json(new).differs(
+            &WholeTemplate::from_json(old),
+            Compare::PodSpecWithoutResources { without_scheduling },
+        )
+    }
+
+    /// `validatePodResourceUpdatesOnly`: container and init-container `resources` may differ;
+    /// the rest of the pod spec may not; the template's metadata is not compared.
+    #[test]
+    fn pod_specs_without_resources_ignore_resources_and_metadata_only() {
+        let old = r#"{"metadata":{"labels":{"a":"1"}},"spec":{"nodeSelector":{"x":"y"},"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"1"}}}],"initContainers":[{"name":"init"}]}}"#;
+        let resized = r#"{"metadata":{"labels":{"a":"2"}},"spec":{"nodeSelector":{"x":"y"},"containers":[{"name":"c","image":"i","resources":{"limits":{"nvidia.com/gpu":"2"}}}],"initContainers":[{"name":"init","resources":{"requests":{"memory":"1Gi"}}}]}}"#;
+        assert_eq!(pod_specs_differ(resized, old, false), Ok(false));
+        assert_eq!(differs(resized, old, false), Ok(true));
+        let image = r#"{"spec":{"nodeSelector":{"x":"y"},"containers":[{"name":"c","image":"j"}],"initContainers":[{"name":"init"}]}}"#;
+        assert_eq!(pod_specs_differ(image, old, false), Ok(true));
+        let renamed = r#"{"spec":{"nodeSelector":{"x":"y"},"containers":[{"name":"d","image":"i"}],"initContainers":[{"name":"init"}]}}"#;
+        assert_eq!(pod_specs_differ(renamed, old, false), Ok(true));
+        let added = r#"{"spec":{"nodeSelector":{"x":"y"},"containers":[{"name":"c","image":"i"},{"name":"e"}],"initContainers":[{"name":"init"}]}}"#;
+        assert_eq!(pod_specs_differ(added, old, false), Ok(true));
+        // Scheduling directives: only when they are mutable too.
+        let moved = r#"{"spec":{"nodeSelector":{"x":"z"},"containers":[{"name":"c","image":"i"}],"initContainers":[{"name":"init"}]}}"#;
+        assert_eq!(pod_specs_differ(moved, old, false), Ok(true));
+        assert_eq!(pod_specs_differ(moved, old, true), Ok(false));
+        // Pod-level `spec.resources` is not a container's: it stays immutable.
+        let pod_level = r#"{"spec":{"nodeSelector":{"x":"y"},"resources":{"requests":{"cpu":"2"}},"containers":[{"name":"c","image":"i"}],"initContainers":[{"name":"init"}]}}"#;
+        assert_eq!(pod_specs_differ(pod_level, old, false), Ok(true));
+    }
+
+    #[test]
+    fn semantic_deep_equal_ignores_key_order_and_treats_null_and_empty_lists_as_absent() {
+        let a = r#"{"metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c","image":"i"}],"volumes":[]}}"#;
+        let b = r#"{"spec":{"volumes":null,"containers":[{"image":"i","name":"c"}]},"metadata":{"labels":{"a":"1"}}}"#;
+        assert_eq!(differs(a, b, false), Ok(false));
+        let c =
+            r#"{"spec":{"containers":[{"image":"j","name":"c"}]},"metadata":{"labels":{"a":"1"}}}"#;
+        assert_eq!(differs(a, c, false), Ok(true));
+        // Order inside arrays matters.
+        assert_eq!(differs("[1,2]", "[2,1]", false), Ok(true));
+        // `-0` is Go's 0.
+        assert_eq!(differs(r#"{"x":-0}"#, r#"{"x":0}"#, false), Ok(false));
+        assert_eq!(differs("null", "null", false), Ok(false));
+    }
+
+    #[test]
+    fn a_suspended_never_started_job_may_change_scheduling_directives_only() {
+        let old = r#"{"metadata":{"labels":{"a":"1"}},"spec":{"nodeSelector":{"x":"y"},"affinity":{"nodeAffinity":{}},"containers":[{"name":"c"}]}}"#;
+        let new = r#"{"metadata":{"annotations":{"b":"2"}},"spec":{"tolerations":[{"key":"k"}],"schedulingGates":[{"name":"g"}],"containers":[{"name":"c"}]}}"#;
+        assert_eq!(differs(new, old, true), Ok(false));
+        assert_eq!(differs(new, old, false), Ok(true));
+        let image = r#"{"spec":{"containers":[{"name":"d"}]}}"#;
+        assert_eq!(differs(image, old, true), Ok(true));
+        // `metadata: {}` is emptied like a missing one when stripping, as a tree compare would.
+        assert_eq!(
+            differs(r#"{"metadata":{},"spec":{}}"#, r#"{"spec":{}}"#, true),
+            Ok(false)
+        );
+        assert_eq!(
+            differs(r#"{"metadata":{},"spec":{}}"#, r#"{"spec":{}}"#, false),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn text_and_parsed_values_agree() {
+        let text = r#"{"metadata":{"name":"n"},"spec":{"containers":[{"name":"c","args":["1",2,2.5,-3,true,null]}]}}"#;
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            WholeTemplate::from_json(text),
+            WholeTemplate::from_value(&value)
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_unreadable_not_equal() {
+        for bad in [
+            r#"{"x":1e400}"#,
+            r#"{"x":"\ud800"}"#,
+            r#"{"x":1,"x":1}"#,
+            &format!("{}{}", "[".repeat(200), "]".repeat(200)),
+        ] {
+            assert!(
+                matches!(WholeTemplate::from_json(bad), WholeTemplate::Unreadable(_)),
+                "{bad}"
+            );
+            assert!(differs(bad, bad, false).is_err(), "{bad}");
+        }
+    }
+}
