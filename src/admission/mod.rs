@@ -12,7 +12,7 @@ mod request;
 mod response;
 
 pub use request::{ObjectIn, ParsedReview, ReviewError, parse};
-pub use response::{Denial, render_error, render_verdict};
+pub use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
 
 use crate::job::template::WholeTemplate;
 use crate::job::{self, Kind, Operation};
@@ -82,12 +82,8 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome 
     let body = &*crate::job::strict::go_surrogates(body);
     let mut parsed = match parse(body) {
         Ok(p) => p,
-        Err(ReviewError::Unanswerable(message)) => {
-            return Outcome {
-                http_status: 400,
-                body: render_error(&message),
-                summary: Summary::default(),
-            };
+        Err(error) => {
+            return Outcome::rendered(400, render_error(&error.to_string()), Summary::default());
         }
     };
     let mut summary = Summary {
@@ -113,11 +109,7 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome 
             summary.kind = kind.map(Kind::as_str).unwrap_or("");
             summary.allowed = false;
             let body = render_verdict(&parsed.uid, Some(&Denial::BadRequest(message)), &[], &[]);
-            return Outcome {
-                http_status: 200,
-                body,
-                summary,
-            };
+            return Outcome::rendered(200, body, summary);
         }
     };
     summary.allowed = verdict.allowed();
@@ -134,10 +126,32 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome 
         &[]
     };
     let body = render_verdict(&parsed.uid, denial.as_ref(), &verdict.warnings, patch);
-    Outcome {
-        http_status: 200,
-        body,
-        summary,
+    Outcome::rendered(200, body, summary)
+}
+
+impl Outcome {
+    /// An answer with `http_status`, or HTTP 500 with [`ENCODE_FAILED`] when it could not be
+    /// encoded.
+    fn rendered(
+        http_status: u16,
+        body: Result<Vec<u8>, serde_json::Error>,
+        summary: Summary,
+    ) -> Outcome {
+        match body {
+            Ok(body) => Outcome {
+                http_status,
+                body,
+                summary,
+            },
+            Err(error) => {
+                tracing::error!(%error, uid = %summary.uid, "cannot encode the answer");
+                Outcome {
+                    http_status: 500,
+                    body: ENCODE_FAILED.to_vec(),
+                    summary,
+                }
+            }
+        }
     }
 }
 

@@ -13,11 +13,24 @@ use crate::job::{JobObject, Kind, Operation};
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
 
+/// Why no AdmissionReview v1 with a uid could be read: answered with HTTP 400 (there is no uid
+/// to answer to).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReviewError {
-    /// No AdmissionReview v1 with a uid could be read: answered with HTTP 400.
-    #[error("{0}")]
-    Unanswerable(String),
+    #[error("request body is not an AdmissionReview: {0}")]
+    NotAReview(String),
+    #[error("unsupported apiVersion {0:?}: jobgate speaks {API_VERSION:?}")]
+    UnsupportedApiVersion(String),
+    #[error("apiVersion is required: expected {API_VERSION:?}")]
+    NoApiVersion,
+    #[error("unsupported kind {0:?}: expected {KIND:?}")]
+    UnsupportedKind(String),
+    #[error("kind is required: expected {KIND:?}")]
+    NoKind,
+    #[error("request is required")]
+    NoRequest,
+    #[error("request.uid is required")]
+    NoUid,
 }
 
 /// The parts of a review jobgate uses. `job_kind` is `None` for kinds jobgate lets through.
@@ -181,9 +194,8 @@ pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
         });
         return finish(api_version.as_deref(), kind.as_deref(), request);
     }
-    let review: ReviewIn<'_, RequestIn<'_>> = from_slice(body).map_err(|e| {
-        ReviewError::Unanswerable(format!("request body is not an AdmissionReview: {e}"))
-    })?;
+    let review: ReviewIn<'_, RequestIn<'_>> =
+        from_slice(body).map_err(|e| ReviewError::NotAReview(e.to_string()))?;
     let request = review.request.map(|r| Envelope {
         uid: r.uid,
         job_kind: r
@@ -237,33 +249,20 @@ fn finish<'a>(
     kind: Option<&str>,
     request: Option<Envelope<'a>>,
 ) -> Result<ParsedReview<'a>, ReviewError> {
-    let unanswerable = ReviewError::Unanswerable;
     match api_version {
         Some(API_VERSION) => {}
-        Some(other) => {
-            return Err(unanswerable(format!(
-                "unsupported apiVersion {other:?}: jobgate speaks {API_VERSION:?}"
-            )));
-        }
-        None => {
-            return Err(unanswerable(format!(
-                "apiVersion is required: expected {API_VERSION:?}"
-            )));
-        }
+        Some(other) => return Err(ReviewError::UnsupportedApiVersion(other.to_string())),
+        None => return Err(ReviewError::NoApiVersion),
     }
     match kind {
         Some(KIND) => {}
-        Some(other) => {
-            return Err(unanswerable(format!(
-                "unsupported kind {other:?}: expected {KIND:?}"
-            )));
-        }
-        None => return Err(unanswerable(format!("kind is required: expected {KIND:?}"))),
+        Some(other) => return Err(ReviewError::UnsupportedKind(other.to_string())),
+        None => return Err(ReviewError::NoKind),
     }
-    let request = request.ok_or_else(|| unanswerable("request is required".into()))?;
+    let request = request.ok_or(ReviewError::NoRequest)?;
     let uid = match request.uid {
         Some(uid) if !uid.is_empty() => uid,
-        _ => return Err(unanswerable("request.uid is required".into())),
+        _ => return Err(ReviewError::NoUid),
     };
     Ok(ParsedReview {
         uid,
@@ -283,7 +282,7 @@ mod tests {
 
     fn err(body: &str) -> String {
         match parse(body.as_bytes()) {
-            Err(ReviewError::Unanswerable(m)) => m,
+            Err(e) => e.to_string(),
             Ok(_) => panic!("parsed: {body}"),
         }
     }

@@ -176,17 +176,24 @@ fn status(denial: &Denial) -> Status<'_> {
     }
 }
 
+/// The body sent when an answer cannot be encoded. These plain types always encode; should one
+/// not, the apiserver gets an HTTP 500 with a reason (its failurePolicy applies), never an empty
+/// or partial answer.
+pub const ENCODE_FAILED: &[u8] = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"jobgate could not encode its answer","reason":"InternalError","code":500}"#;
+
 /// The response to a review with a uid. `patch` is sent only when allowed and non-empty.
 pub fn render_verdict(
     uid: &str,
     denial: Option<&Denial>,
     warnings: &[String],
     patch: &[json_patch::PatchOperation],
-) -> Vec<u8> {
-    let patch = (denial.is_none() && !patch.is_empty()).then(|| {
-        let json = serde_json::to_vec(patch).unwrap_or_default();
-        base64::engine::general_purpose::STANDARD.encode(json)
-    });
+) -> Result<Vec<u8>, serde_json::Error> {
+    let patch = if denial.is_none() && !patch.is_empty() {
+        let json = serde_json::to_vec(patch)?;
+        Some(base64::engine::general_purpose::STANDARD.encode(json))
+    } else {
+        None
+    };
     let out = ReviewOut {
         api_version: API_VERSION,
         kind: KIND,
@@ -199,22 +206,30 @@ pub fn render_verdict(
             warnings,
         },
     };
-    serde_json::to_vec(&out).unwrap_or_default()
+    serde_json::to_vec(&out)
 }
 
 /// The HTTP 400 body for a request that is not an answerable review: a `metav1.Status`.
-pub fn render_error(message: &str) -> Vec<u8> {
-    let out = Status {
+pub fn render_error(message: &str) -> Result<Vec<u8>, serde_json::Error> {
+    render_status(400, "BadRequest", message)
+}
+
+/// A `metav1.Status` failure body: the one shape of every HTTP error jobgate answers.
+pub fn render_status(
+    code: u16,
+    reason: &'static str,
+    message: &str,
+) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&Status {
         kind: Some("Status"),
         api_version: Some("v1"),
         metadata: Empty {},
         status: "Failure",
         message: message.to_string(),
-        reason: "BadRequest",
+        reason,
         details: None,
-        code: 400,
-    };
-    serde_json::to_vec(&out).unwrap_or_default()
+        code,
+    })
 }
 
 #[cfg(test)]
@@ -224,8 +239,16 @@ mod tests {
     use crate::job::field::FieldPath;
     use serde_json::{Value, json};
 
-    fn parse(bytes: Vec<u8>) -> Value {
-        serde_json::from_slice(&bytes).unwrap()
+    fn parse(bytes: Result<Vec<u8>, serde_json::Error>) -> Value {
+        serde_json::from_slice(&bytes.unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_encode_failure_body_is_a_500_status() {
+        let v: Value = serde_json::from_slice(ENCODE_FAILED).unwrap();
+        assert_eq!(v["kind"], "Status");
+        assert_eq!(v["code"], 500);
+        assert_eq!(v["reason"], "InternalError");
     }
 
     #[test]
@@ -249,7 +272,7 @@ mod tests {
             .decode(v["response"]["patch"].as_str().unwrap())
             .unwrap();
         assert_eq!(
-            parse(decoded),
+            parse(Ok(decoded)),
             json!([{"op":"add","path":"/spec/podReplacementPolicy","value":"Failed"}])
         );
         assert_eq!(v["response"]["warnings"], json!(["jobgate: w"]));

@@ -9,7 +9,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::any;
 use http_body_util::BodyExt;
 
@@ -385,11 +385,13 @@ pub fn error_response(status: StatusCode, message: &str) -> Response {
         StatusCode::INTERNAL_SERVER_ERROR => "InternalError",
         _ => "BadRequest",
     };
-    let body = serde_json::json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": message, "reason": reason, "code": status.as_u16(),
-    });
-    json_response(status, serde_json::to_vec(&body).unwrap_or_default()).into_response()
+    match admission::render_status(status.as_u16(), reason, message) {
+        Ok(body) => json_response(status, body),
+        Err(_) => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            admission::ENCODE_FAILED.to_vec(),
+        ),
+    }
 }
 
 #[cfg(test)]
