@@ -70,6 +70,11 @@ pub struct ServeArgs {
     /// PEM private key (PKCS#8, PKCS#1 or SEC1) of the serving certificate.
     #[arg(long, env = "JOBGATE_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// PEM bundle of CA certificates: the webhook port then requires a client certificate that
+    /// chains to one of them (kube-apiserver presents one through its admission kubeConfigFile).
+    /// Reloaded like --tls-cert. Off by default; the admin port never asks for one.
+    #[arg(long, env = "JOBGATE_CLIENT_CA")]
+    pub client_ca: Option<PathBuf>,
     /// Where dev mode writes ca.crt, tls.crt and tls.key.
     #[arg(long, env = "JOBGATE_DEV_CERTS_DIR", default_value = "certs/dev")]
     pub dev_certs_dir: PathBuf,
@@ -79,7 +84,8 @@ pub struct ServeArgs {
     /// Time allowed for a TLS handshake.
     #[arg(long, env = "JOBGATE_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,
-    /// How often --tls-cert/--tls-key are read again to pick up a rotated certificate.
+    /// How often --tls-cert/--tls-key (and --client-ca) are read again to pick up a rotated
+    /// certificate; 0 never.
     #[arg(long, env = "JOBGATE_TLS_RELOAD_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub tls_reload_interval: Duration,
     /// Time allowed for an HTTP/1 request's headers to arrive.

@@ -93,6 +93,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         addr,
         admin_addr,
         tls,
+        client_ca: args.client_ca,
         rules: args.rules.load()?,
         handshake_timeout: args.tls_handshake_timeout,
         tls_reload_interval: args.tls_reload_interval,

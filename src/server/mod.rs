@@ -37,10 +37,13 @@ pub struct ServeOptions {
     pub addr: SocketAddr,
     pub admin_addr: SocketAddr,
     pub tls: TlsSource,
+    /// `--client-ca`: PEM CA bundle a client certificate must chain to on the webhook port
+    /// (reloaded with the serving certificate). `None`: no client certificate asked for.
+    pub client_ca: Option<PathBuf>,
     pub rules: job::Config,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
-    /// How often `TlsSource::Files` are read again for a rotated certificate (`reload`).
+    /// How often the certificate, key and client CA files are read again (`reload`); 0: never.
     pub tls_reload_interval: Duration,
     /// Time allowed for an HTTP/1 request's headers to arrive.
     pub header_read_timeout: Duration,
@@ -136,23 +139,21 @@ pub async fn serve(
     allocator::configure();
     let mut registry = Registry::default();
     let reload_metrics = reload::ReloadMetrics::register(&mut registry);
-    let (tls_config, dev, reloader) = match &options.tls {
-        TlsSource::Files { cert, key } => {
-            let (reloader, config) = reload::CertReloader::load(cert, key, reload_metrics)?;
-            (config, None, Some(reloader))
-        }
+    // Dev mode's generated files are watched like mounted ones: what matters there is that
+    // `--client-ca` is reloaded the same way in both modes.
+    let (cert, key, dev) = match &options.tls {
+        TlsSource::Files { cert, key } => (cert.clone(), key.clone(), None),
         TlsSource::Dev { dir } => {
             let files = tls::DevCertificates::generate(dir)?;
-            if let Ok(pem) = std::fs::read(&files.tls_cert) {
-                reload_metrics.served(&pem);
-            }
-            (
-                tls::load_server_config(&files.tls_cert, &files.tls_key)?,
-                Some(files),
-                None,
-            )
+            (files.tls_cert.clone(), files.tls_key.clone(), Some(files))
         }
     };
+    let (reloader, tls_config) = reload::CertReloader::load_with_client_ca(
+        &cert,
+        &key,
+        options.client_ca.as_deref(),
+        reload_metrics,
+    )?;
     let listener = bind(options.addr)?;
     let admin_listener = bind(options.admin_addr)?;
     let listening = Listening {
@@ -196,11 +197,9 @@ pub async fn serve(
     let handle: Handle<SocketAddr> = Handle::new();
     let rustls_config = RustlsConfig::from_config(tls_config);
     // Aborted when this function returns, however it returns.
-    let _reload_task = reloader.map(|r| {
-        AbortOnDrop(tokio::spawn(
-            r.run(rustls_config.clone(), options.tls_reload_interval),
-        ))
-    });
+    let _reload_task = AbortOnDrop(tokio::spawn(
+        reloader.run(rustls_config.clone(), options.tls_reload_interval),
+    ));
     let server = https_server(
         listener,
         rustls_config,

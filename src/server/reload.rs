@@ -11,6 +11,10 @@
 //! new configuration; established connections keep theirs, so no in-flight request is dropped.
 //! A bad new pair keeps the old configuration, is logged once, and shows in
 //! `jobgate_tls_reloads_total{result="failure"}` and `jobgate_tls_reload_failing`.
+//!
+//! The client CA bundle of `--client-ca` is one more file of the same configuration: polled with
+//! the pair, a change rebuilds the configuration with the new verifier, a bad bundle keeps the
+//! previous configuration (previous CAs included) and is counted the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -103,11 +107,13 @@ pub enum Poll {
     Rejected(TlsError),
 }
 
-/// Watches a certificate/key pair and swaps a [`RustlsConfig`] to it when it changes.
+/// Watches a certificate/key pair (and the client CA bundle, if any) and swaps a [`RustlsConfig`]
+/// to it when it changes.
 #[derive(Debug)]
 pub struct CertReloader {
     cert: PathBuf,
     key: PathBuf,
+    client_ca: Option<PathBuf>,
     /// The contents behind the served configuration.
     served: Contents,
     /// The last state of the files that failed to load, so one bad pair is reported once.
@@ -119,6 +125,8 @@ pub struct CertReloader {
 struct Contents {
     cert: Vec<u8>,
     key: Vec<u8>,
+    /// The `--client-ca` bundle, when client certificates are required.
+    client_ca: Option<Vec<u8>>,
 }
 
 /// What was on disk when a reload failed.
@@ -138,12 +146,24 @@ impl CertReloader {
         key: &Path,
         metrics: ReloadMetrics,
     ) -> Result<(CertReloader, Arc<ServerConfig>), TlsError> {
-        let contents = read(cert, key)?;
-        let config = tls::server_config_from_pem(&contents.cert, &contents.key, cert, key)?;
+        CertReloader::load_with_client_ca(cert, key, None, metrics)
+    }
+
+    /// As [`CertReloader::load`]; with `client_ca`, the configuration requires a client
+    /// certificate that chains to a CA in that PEM file, and the file is watched too.
+    pub fn load_with_client_ca(
+        cert: &Path,
+        key: &Path,
+        client_ca: Option<&Path>,
+        metrics: ReloadMetrics,
+    ) -> Result<(CertReloader, Arc<ServerConfig>), TlsError> {
+        let contents = read(cert, key, client_ca)?;
+        let config = build(&contents, cert, key, client_ca)?;
         metrics.served(&contents.cert);
         let reloader = CertReloader {
             cert: cert.into(),
             key: key.into(),
+            client_ca: client_ca.map(Path::to_path_buf),
             served: contents,
             rejected: None,
             metrics,
@@ -153,7 +173,7 @@ impl CertReloader {
 
     /// Reads the files once; reloads `config` if they hold a new, good pair.
     pub fn poll(&mut self, config: &RustlsConfig) -> Poll {
-        let contents = match read(&self.cert, &self.key) {
+        let contents = match read(&self.cert, &self.key, self.client_ca.as_deref()) {
             Ok(contents) => contents,
             // kubelet's swap is atomic, so an unreadable file is not a moment of a rotation.
             Err(e) => return self.reject(Rejected::Unreadable(e.to_string()), e),
@@ -165,8 +185,10 @@ impl CertReloader {
         if matches!(&self.rejected, Some(Rejected::Pair(bad)) if *bad == contents) {
             return Poll::Unchanged;
         }
-        match tls::server_config_from_pem(&contents.cert, &contents.key, &self.cert, &self.key) {
+        match build(&contents, &self.cert, &self.key, self.client_ca.as_deref()) {
             Ok(new) => {
+                let new_cert = contents.cert != self.served.cert || contents.key != self.served.key;
+                let changed_ca = contents.client_ca != self.served.client_ca;
                 // Counted before the swap, so whoever sees the new certificate sees the count.
                 self.metrics
                     .reloads
@@ -176,7 +198,12 @@ impl CertReloader {
                 self.recovered();
                 self.served = contents;
                 config.reload_from_config(new);
-                tracing::info!(cert = %self.cert.display(), "serving a new TLS certificate");
+                if new_cert {
+                    tracing::info!(cert = %self.cert.display(), "serving a new TLS certificate");
+                }
+                if let (Some(path), true) = (&self.client_ca, changed_ca) {
+                    tracing::info!(client_ca = %path.display(), "requiring client certificates from a new client CA bundle");
+                }
                 Poll::Reloaded
             }
             Err(e) => self.reject(Rejected::Pair(contents), e),
@@ -187,7 +214,7 @@ impl CertReloader {
         if self.rejected.as_ref() == Some(&rejected) {
             return Poll::Unchanged;
         }
-        tracing::error!(error = %error, "new TLS certificate rejected; still serving the previous one");
+        tracing::error!(error = %error, "new TLS files rejected; still serving the previous certificate and client CAs");
         self.rejected = Some(rejected);
         self.metrics.failing.set(1);
         self.metrics
@@ -206,6 +233,10 @@ impl CertReloader {
     /// Polls every `interval` forever; spawn it and abort the task on shutdown. Reading two small
     /// files from a tmpfs volume does not need a blocking-pool thread.
     pub async fn run(mut self, config: RustlsConfig, interval: Duration) {
+        if interval.is_zero() {
+            // `--tls-reload-interval 0`: no polling (tokio's `interval` panics on a zero period).
+            return;
+        }
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
@@ -216,13 +247,34 @@ impl CertReloader {
     }
 }
 
-fn read(cert: &Path, key: &Path) -> Result<Contents, TlsError> {
-    read_pair(cert, key, |path| {
+fn read(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<Contents, TlsError> {
+    let read_file = |path: &Path| {
         std::fs::read(path).map_err(|source| TlsError::Read {
             path: path.into(),
             source,
         })
-    })
+    };
+    let mut contents = read_pair(cert, key, read_file)?;
+    // The bundle is a file of its own (often another Secret or ConfigMap): one read is a whole
+    // bundle, as kubelet swaps it atomically too.
+    contents.client_ca = client_ca.map(read_file).transpose()?;
+    Ok(contents)
+}
+
+/// The configuration `contents` stand for; `cert`, `key` and `client_ca` name the files in errors.
+fn build(
+    contents: &Contents,
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    let verifier = contents
+        .client_ca
+        .as_deref()
+        .zip(client_ca)
+        .map(|(pem, path)| tls::client_verifier_from_pem(pem, path))
+        .transpose()?;
+    tls::server_config_with_client_auth(&contents.cert, &contents.key, cert, key, verifier)
 }
 
 /// Reads the certificate, the key, then the certificate again, until the two certificate reads
@@ -238,6 +290,7 @@ fn read_pair(
     let mut contents = Contents {
         cert: read(cert)?,
         key: read(key)?,
+        client_ca: None,
     };
     for _ in 0..3 {
         let again = read(cert)?;
@@ -247,6 +300,7 @@ fn read_pair(
         contents = Contents {
             cert: again,
             key: read(key)?,
+            client_ca: None,
         };
     }
     Ok(contents)
@@ -367,6 +421,70 @@ mod tests {
         assert!(matches!(reloader.poll(&config), Poll::Reloaded));
         assert_eq!((metrics.successes(), metrics.failures()), (2, 2));
         assert_eq!(metrics.failing.get(), 0);
+    }
+
+    /// `--client-ca` is reloaded as the pair is: a new bundle is swapped in, a bad one keeps the
+    /// previous configuration and is counted once, the same metrics tell.
+    #[test]
+    fn a_changed_client_ca_is_swapped_in_a_bad_one_keeps_the_previous() {
+        tls::install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let pair = bundle("serving");
+        write_pair(dir.path(), &pair);
+        let ca_path = dir.path().join("client-ca.crt");
+        // The CA of a `certs::generate` bundle is a CA like any other.
+        let (ca_a, ca_b) = (bundle("client a"), bundle("client b"));
+        std::fs::write(&ca_path, &ca_a.ca_cert_pem).unwrap();
+        let metrics = ReloadMetrics::default();
+        let (mut reloader, initial) = CertReloader::load_with_client_ca(
+            &dir.path().join("tls.crt"),
+            &dir.path().join("tls.key"),
+            Some(&ca_path),
+            metrics.clone(),
+        )
+        .unwrap();
+        let config = RustlsConfig::from_config(initial.clone());
+        assert!(matches!(reloader.poll(&config), Poll::Unchanged));
+
+        std::fs::write(&ca_path, &ca_b.ca_cert_pem).unwrap();
+        assert!(matches!(reloader.poll(&config), Poll::Reloaded));
+        let after_b = served_cert(&config);
+        assert!(!Arc::ptr_eq(&after_b, &initial));
+        assert_eq!((metrics.successes(), metrics.failures()), (1, 0));
+
+        // A key where the bundle should be: rejected, named, counted once over many polls.
+        std::fs::write(&ca_path, &pair.key_pem).unwrap();
+        match reloader.poll(&config) {
+            Poll::Rejected(e) => assert_eq!(
+                e.to_string(),
+                format!("{}: no PEM certificate found", ca_path.display())
+            ),
+            other => panic!("expected Rejected, got {other:?}"),
+        }
+        assert!(matches!(reloader.poll(&config), Poll::Unchanged));
+        assert!(Arc::ptr_eq(&served_cert(&config), &after_b));
+        assert_eq!((metrics.successes(), metrics.failures()), (1, 1));
+        assert_eq!(metrics.failing.get(), 1);
+
+        // The bundle gone: another failure, reported.
+        std::fs::remove_file(&ca_path).unwrap();
+        match reloader.poll(&config) {
+            Poll::Rejected(TlsError::Read { path, .. }) => assert_eq!(path, ca_path),
+            other => panic!("expected Rejected(Read), got {other:?}"),
+        }
+        assert_eq!(metrics.failures(), 2);
+
+        // Back to b, what is served: nothing to reload, not failing any more.
+        std::fs::write(&ca_path, &ca_b.ca_cert_pem).unwrap();
+        assert!(matches!(reloader.poll(&config), Poll::Unchanged));
+        assert!(Arc::ptr_eq(&served_cert(&config), &after_b));
+        assert_eq!(metrics.failing.get(), 0);
+
+        // The serving pair still rotates on its own, with the bundle kept.
+        let rotated = bundle("serving, rotated");
+        write_pair(dir.path(), &rotated);
+        assert!(matches!(reloader.poll(&config), Poll::Reloaded));
+        assert_eq!((metrics.successes(), metrics.failures()), (2, 2));
     }
 
     #[test]

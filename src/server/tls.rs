@@ -1,12 +1,15 @@
 //! TLS for the webhook port: PEM loading, rustls configuration (TLS 1.2+, ALPN h2 and http/1.1),
-//! and dev mode's throw-away CA and `localhost` serving certificate.
+//! optional client-certificate authentication (`--client-ca`), and dev mode's throw-away CA and
+//! `localhost` serving certificate.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::ClientCertVerifier;
+use rustls::{RootCertStore, ServerConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -27,6 +30,8 @@ pub enum TlsError {
         key: PathBuf,
         message: String,
     },
+    #[error("{}: not a client CA bundle: {message}", path.display())]
+    BadClientCa { path: PathBuf, message: String },
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -62,6 +67,56 @@ pub fn server_config_from_pem(
     cert: &Path,
     key: &Path,
 ) -> Result<Arc<ServerConfig>, TlsError> {
+    server_config_with_client_auth(cert_pem, key_pem, cert, key, None)
+}
+
+/// Builds the verifier `--client-ca` asks for: a client must present a certificate that chains to
+/// one of the CA certificates in `ca_pem` (PEM, one or more) and is valid now. As Kubewarden's
+/// policy-server `--client-ca-file`: rustls' `WebPkiClientVerifier` with the CAs as its only
+/// roots, client authentication mandatory, no CRLs. `path` names the source in errors.
+pub fn client_verifier_from_pem(
+    ca_pem: &[u8],
+    path: &Path,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let cas: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(ca_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::BadCertificate {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+    if cas.is_empty() {
+        return Err(TlsError::NoCertificate { path: path.into() });
+    }
+    let bad = |message: String| TlsError::BadClientCa {
+        path: path.into(),
+        message,
+    };
+    let mut roots = RootCertStore::empty();
+    for (i, ca) in cas.into_iter().enumerate() {
+        // A PEM block that is not an X.509 certificate webpki can use as a trust anchor.
+        roots
+            .add(ca)
+            .map_err(|e| bad(format!("certificate {}: {e}", i + 1)))?;
+    }
+    // The ring provider explicitly, as `install_crypto_provider` makes it the process default:
+    // the verifier checks signatures with the same algorithms the server configuration offers.
+    WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        Arc::new(rustls::crypto::ring::default_provider()),
+    )
+    .build()
+    .map_err(|e| bad(e.to_string()))
+}
+
+/// As [`server_config_from_pem`], requiring a client certificate `client_auth` accepts when it is
+/// given (`--client-ca`).
+pub fn server_config_with_client_auth(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    cert: &Path,
+    key: &Path,
+    client_auth: Option<Arc<dyn ClientCertVerifier>>,
+) -> Result<Arc<ServerConfig>, TlsError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
         .map_err(|e| TlsError::BadCertificate {
@@ -75,17 +130,22 @@ pub fn server_config_from_pem(
         path: key.into(),
         message: e.to_string(),
     })?;
-    let mut config = ServerConfig::builder_with_protocol_versions(&[
+    let builder = ServerConfig::builder_with_protocol_versions(&[
         &rustls::version::TLS13,
         &rustls::version::TLS12,
-    ])
-    .with_no_client_auth()
-    .with_single_cert(chain, private_key)
-    .map_err(|e| TlsError::Mismatch {
-        cert: cert.into(),
-        key: key.into(),
-        message: e.to_string(),
-    })?;
+    ]);
+    let builder = match client_auth {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config =
+        builder
+            .with_single_cert(chain, private_key)
+            .map_err(|e| TlsError::Mismatch {
+                cert: cert.into(),
+                key: key.into(),
+                message: e.to_string(),
+            })?;
     // kube-apiserver speaks HTTP/1.1 with keep-alive; curl and most tools prefer h2.
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
@@ -157,6 +217,72 @@ fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), TlsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CA and a client certificate it signs (clientAuth), as kube-apiserver would present.
+    fn client_pki(ca_name: &str) -> (String, CertificateDer<'static>) {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
+            IsCa, KeyPair, KeyUsagePurpose,
+        };
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.distinguished_name.push(DnType::CommonName, ca_name);
+        ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+        leaf.distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let leaf = leaf.signed_by(&KeyPair::generate().unwrap(), &ca).unwrap();
+        (ca.pem(), leaf.der().clone())
+    }
+
+    #[test]
+    fn the_client_verifier_accepts_certificates_of_its_cas_only() {
+        let (ca_a, client_a) = client_pki("client CA a");
+        let (ca_b, client_b) = client_pki("client CA b");
+        let now = rustls::pki_types::UnixTime::now();
+        let path = Path::new("client-ca.crt");
+        let only_a = client_verifier_from_pem(ca_a.as_bytes(), path).unwrap();
+        assert!(only_a.client_auth_mandatory());
+        assert!(only_a.verify_client_cert(&client_a, &[], now).is_ok());
+        let e = only_a.verify_client_cert(&client_b, &[], now).unwrap_err();
+        assert!(e.to_string().contains("UnknownIssuer"), "{e}");
+        // A bundle of both CAs trusts both.
+        let both = client_verifier_from_pem(format!("{ca_a}{ca_b}").as_bytes(), path).unwrap();
+        assert!(both.verify_client_cert(&client_a, &[], now).is_ok());
+        assert!(both.verify_client_cert(&client_b, &[], now).is_ok());
+    }
+
+    #[test]
+    fn a_bad_client_ca_bundle_is_an_error_naming_the_file() {
+        let path = Path::new("/etc/jobgate/client-ca/ca.crt");
+        let e = |pem: &[u8]| {
+            client_verifier_from_pem(pem, path)
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            e(b""),
+            "/etc/jobgate/client-ca/ca.crt: no PEM certificate found"
+        );
+        let key = generate_dev_bundle().unwrap().key_pem;
+        assert_eq!(
+            e(key.as_bytes()),
+            "/etc/jobgate/client-ca/ca.crt: no PEM certificate found"
+        );
+        // A CERTIFICATE block whose DER is no certificate.
+        let garbage = "-----BEGIN CERTIFICATE-----\nAAECAwQF\n-----END CERTIFICATE-----\n";
+        let got = e(garbage.as_bytes());
+        assert!(
+            got.starts_with(
+                "/etc/jobgate/client-ca/ca.crt: not a client CA bundle: certificate 1:"
+            ),
+            "{got}"
+        );
+    }
 
     #[test]
     fn dev_certificates_load_into_a_server_config_with_alpn() {
