@@ -8,6 +8,9 @@
 //! Not run by default (it lists 100k pods):
 //!   cargo test --locked --test recovery_memory -- --ignored --nocapture
 
+// A counting global allocator measures the heap: the only unsafe code of the tests.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

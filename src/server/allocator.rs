@@ -10,6 +10,9 @@
 //! - `malloc_trim(0)` once the last large body of a burst is released, which returns the free
 //!   pages of every arena.
 
+// The only unsafe code of the crate: two glibc calls, each with its SAFETY note.
+#![allow(unsafe_code)]
+
 /// Blocks of this size or more are mapped on their own (glibc's default before it adapts).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 128 * 1024;
