@@ -30,14 +30,7 @@ fn decoded(mut response: Value) -> Value {
 fn validate_fixtures_match_the_in_process_review() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate");
     let bless = std::env::var_os("JOBGATE_BLESS_FIXTURES").is_some();
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("fixtures dir")
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            name.strip_suffix(".request.json").map(str::to_string)
-        })
-        .collect();
-    names.sort();
+    let names = request_names(&dir);
     assert!(
         names.len() >= 10,
         "expected the validate fixtures, found {names:?}"

@@ -154,15 +154,8 @@ pub fn write_text(audit: &Audit, out: &mut dyn Write, err: &mut dyn Write) -> st
             )?;
         }
     }
-    for u in &report.unreadable {
-        writeln!(err, "{}: error: {}", u.location, u.reason)?;
-    }
-    let denied = report.objects.iter().filter(|o| !o.allowed).count();
-    let warned = report
-        .objects
-        .iter()
-        .filter(|o| !o.warnings.is_empty())
-        .count();
+    report.write_unreadable(err)?;
+    let (denied, warned) = report.denied_and_warned();
     writeln!(
         err,
         "jobgate audit: {} checked, {denied} would be denied, {warned} with warnings, {} unreadable; {} Job(s) with opted-in pods that cannot benefit from recovery",

@@ -222,15 +222,8 @@ impl Report {
                 i.location
             )?;
         }
-        for u in &self.unreadable {
-            writeln!(err, "{}: error: {}", u.location, u.reason)?;
-        }
-        let denied = self.objects.iter().filter(|o| !o.allowed).count();
-        let warned = self
-            .objects
-            .iter()
-            .filter(|o| !o.warnings.is_empty())
-            .count();
+        self.write_unreadable(err)?;
+        let (denied, warned) = self.denied_and_warned();
         writeln!(
             err,
             "jobgate check: {} checked, {denied} denied, {warned} with warnings, {} skipped, {} unreadable",
@@ -238,6 +231,25 @@ impl Report {
             self.ignored.len(),
             self.unreadable.len()
         )
+    }
+
+    /// One `<location>: error: <reason>` line per unreadable input.
+    pub fn write_unreadable(&self, err: &mut dyn Write) -> std::io::Result<()> {
+        for u in &self.unreadable {
+            writeln!(err, "{}: error: {}", u.location, u.reason)?;
+        }
+        Ok(())
+    }
+
+    /// How many objects would be denied, and how many get warnings.
+    pub fn denied_and_warned(&self) -> (usize, usize) {
+        let denied = self.objects.iter().filter(|o| !o.allowed).count();
+        let warned = self
+            .objects
+            .iter()
+            .filter(|o| !o.warnings.is_empty())
+            .count();
+        (denied, warned)
     }
 
     pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
