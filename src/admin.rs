@@ -15,23 +15,23 @@ use prometheus_client::registry::Registry;
 pub struct Readiness(Arc<AtomicBool>);
 
 impl Readiness {
-    pub fn set(&self, ready: bool) {
+    pub(crate) fn set(&self, ready: bool) {
         self.0.store(ready, Ordering::SeqCst);
     }
 
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
 }
 
 #[derive(Clone)]
-pub struct AdminState {
-    pub readiness: Readiness,
-    pub registry: Arc<Registry>,
+pub(crate) struct AdminState {
+    pub(crate) readiness: Readiness,
+    pub(crate) registry: Arc<Registry>,
 }
 
 /// The admin router. `/livez` answers as long as the process runs its event loop.
-pub fn router(state: AdminState) -> Router {
+pub(crate) fn router(state: AdminState) -> Router {
     Router::new()
         .route("/livez", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))

@@ -14,8 +14,11 @@ use base64::Engine as _;
 /// writes, and what dev mode serves with.
 #[derive(Debug, Clone)]
 pub struct Bundle {
+    /// The self-signed CA certificate.
     pub ca_cert_pem: String,
+    /// The serving certificate, signed by the CA.
     pub cert_pem: String,
+    /// The serving certificate's private key (PKCS#8).
     pub key_pem: String,
 }
 
@@ -28,12 +31,15 @@ pub const VALIDATING_WEBHOOK_NAMES: [&str; 1] = ["validate.jobgate.dev"];
 
 /// The files `jobgate certs` writes into `--out`.
 pub const CA_CERT_FILE: &str = "ca.crt";
+/// The serving certificate's file in `--out`.
 pub const TLS_CERT_FILE: &str = "tls.crt";
+/// The serving key's file in `--out` (mode 0600).
 pub const TLS_KEY_FILE: &str = "tls.key";
+/// The caBundle kustomize patch's file in `--out`.
 pub const CA_BUNDLE_PATCH_FILE: &str = "cabundle-patch.yaml";
 
 /// Certificates are valid from this long before they are made, for clocks a little behind.
-pub const CLOCK_SKEW_ALLOWANCE: Duration = Duration::from_secs(3600);
+pub(crate) const CLOCK_SKEW_ALLOWANCE: Duration = Duration::from_secs(3600);
 
 /// Generate the webhook's CA, serving certificate and key, and the caBundle kustomize patch.
 #[derive(Debug, Clone, clap::Args)]
@@ -64,19 +70,37 @@ pub struct CertsArgs {
     pub keep_previous_ca: bool,
 }
 
+/// Why `jobgate certs` (or [`generate`]) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CertsError {
+    /// `--service` or `--namespace` is not an RFC 1123 label.
     #[error(
         "--{flag} {value:?} is not a DNS label (RFC 1123: 1-63 of a-z, 0-9, '-', alphanumeric at both ends)"
     )]
-    NotADnsLabel { flag: &'static str, value: String },
+    NotADnsLabel {
+        /// The flag's name without dashes: `service` or `namespace`.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// Key or certificate generation failed (rcgen), or `now + validity` is out of range.
     #[error("cannot generate the certificates: {0}")]
     Generate(String),
+    /// With `--keep-previous-ca`, the `ca.crt` in `--out` exists but cannot be read or holds no
+    /// PEM certificate.
     #[error("--keep-previous-ca: {} is not a PEM certificate ({message})", path.display())]
-    PreviousCa { path: PathBuf, message: String },
+    PreviousCa {
+        /// The previous `ca.crt`.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Creating `--out` or writing a file in it failed.
     #[error("cannot write {}: {source}", path.display())]
     Write {
+        /// The directory or file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }
@@ -150,7 +174,7 @@ pub fn generate(
 
 /// The kustomize strategic-merge patch that sets `caBundle` on every entry of both webhook
 /// configurations in `deploy/base` (entries are merged by `name`) to the concatenated PEM CAs.
-pub fn ca_bundle_patch(ca_certs_pem: &str) -> String {
+pub(crate) fn ca_bundle_patch(ca_certs_pem: &str) -> String {
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_certs_pem);
     let entries = |names: &[&str]| -> String {
         names
@@ -184,10 +208,13 @@ fn is_dns_label(s: &str) -> bool {
 /// What [`write`] wrote, for the command's output.
 #[derive(Debug, Clone)]
 pub struct Written {
+    /// The CA certificate file.
     pub ca_cert: PathBuf,
+    /// The serving certificate file.
     pub tls_cert: PathBuf,
+    /// The serving key file.
     pub tls_key: PathBuf,
-    pub ca_bundle_patch: PathBuf,
+    pub(crate) ca_bundle_patch: PathBuf,
 }
 
 /// Generates the bundle for `args` at time `now` and writes the four files.

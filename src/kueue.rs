@@ -5,33 +5,34 @@
 
 /// The annotation Kueue's failure-recovery controller reads on pods (KEP-6757; Kueue < 0.15.6,
 /// < 0.16.3).
-pub const SAFE_TO_FORCEFULLY_TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+pub(crate) const SAFE_TO_FORCEFULLY_TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 /// The key Kueue 0.15.6+, 0.16.3+ and 0.17+ read instead (kueue#9651).
-pub const SAFE_TO_FORCEFULLY_DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
+pub(crate) const SAFE_TO_FORCEFULLY_DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
 /// Both keys Kueue has read: the reconciler's default for `--recovery-annotation-key`, and the
 /// keys whose values the webhook always checks and respects (an explicit `"false"` under either
 /// is an opt-out).
-pub const RECOVERY_ANNOTATION_KEYS: [&str; 2] =
+pub(crate) const RECOVERY_ANNOTATION_KEYS: [&str; 2] =
     [SAFE_TO_FORCEFULLY_TERMINATE, SAFE_TO_FORCEFULLY_DELETE];
 /// The only annotation value that opts a pod in. `"True"`, `"1"`, `""` do not.
-pub const OPT_IN_VALUE: &str = "true";
+pub(crate) const OPT_IN_VALUE: &str = "true";
 
 /// Pod condition type written on recovery (`KueueFailureRecoveryConditionType`).
-pub const CONDITION_TYPE: &str = "KueueFailureRecovery";
+pub(crate) const CONDITION_TYPE: &str = "KueueFailureRecovery";
 /// Condition and event reason jobgate writes: Kueue's original `KueueForcefulTerminationReason`
 /// (Kueue 0.15.0 to 0.15.5 and 0.16.0 to 0.16.2).
-pub const REASON_FORCEFULLY_TERMINATED: &str = "KueueForcefullyTerminated";
+pub(crate) const REASON_FORCEFULLY_TERMINATED: &str = "KueueForcefullyTerminated";
 /// The value of `KueueForcefulTerminationReason` from Kueue 0.15.6, 0.16.3 and 0.17.0 on
 /// (kueue#9651). jobgate never writes it.
-pub const REASON_FORCEFULLY_DELETED: &str = "KueueForcefullyDeleted";
+pub(crate) const REASON_FORCEFULLY_DELETED: &str = "KueueForcefullyDeleted";
 /// Reasons of a `KueueFailureRecovery` condition that record a forced recovery.
-pub const RECORDED_REASONS: [&str; 2] = [REASON_FORCEFULLY_TERMINATED, REASON_FORCEFULLY_DELETED];
+pub(crate) const RECORDED_REASONS: [&str; 2] =
+    [REASON_FORCEFULLY_TERMINATED, REASON_FORCEFULLY_DELETED];
 /// events.k8s.io/v1 `action` of the recovery event (Kueue's `Eventf(..., "ForcefulTermination", ...)`).
-pub const EVENT_ACTION: &str = "ForcefulTermination";
+pub(crate) const EVENT_ACTION: &str = "ForcefulTermination";
 
 /// The label on a Job's Workload holding the Job's UID (`constants.JobUIDLabel`).
-pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
+pub(crate) const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
 /// The versions of the Workload API, newest first: `v1beta2` is served from Kueue 0.15 and
 /// stored from 0.16 (kueue#8020); `v1beta1`, the only version before, is no longer served from
 /// Kueue 0.20 (kueue#14558). `spec.active` is the same field in both.
-pub const WORKLOAD_VERSIONS: [&str; 2] = ["v1beta2", "v1beta1"];
+pub(crate) const WORKLOAD_VERSIONS: [&str; 2] = ["v1beta2", "v1beta1"];

@@ -10,7 +10,7 @@ pub mod duration;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod job;
-pub mod kueue;
+pub(crate) mod kueue;
 mod names;
 pub mod reconciler;
 pub mod recovery;

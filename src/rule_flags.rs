@@ -10,24 +10,33 @@ use crate::job::config::ConfigDocumentError;
 use crate::job::policy::{Level, PolicyName};
 use crate::job::version::{Cluster, FeatureGate, KubernetesVersion, parse_feature_gates};
 
+/// Why the rule settings could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The `--config` file cannot be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
+        /// The `--config` file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The `--config` file is not a valid config document.
     #[error("config file {path}: {source}")]
     Parse {
+        /// The `--config` file.
         path: PathBuf,
+        /// What is wrong with it.
         source: ConfigDocumentError,
     },
+    /// The flags' Kubernetes version and feature gates (each falling back to the file's) do not
+    /// go together: a gate the release does not have, or a locked gate turned off.
     #[error("{0}")]
     Cluster(String),
 }
 
 /// Reads a config file on top of the defaults.
-pub fn config_from_file(path: &Path) -> Result<Config, ConfigError> {
+pub(crate) fn config_from_file(path: &Path) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
@@ -43,7 +52,7 @@ pub fn config_from_file(path: &Path) -> Result<Config, ConfigError> {
 }
 
 /// `NAME=off|warn|deny`.
-pub fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), String> {
+pub(crate) fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), String> {
     let (name, level) = s
         .split_once('=')
         .ok_or_else(|| format!("expected NAME=off|warn|deny, got {s:?}"))?;
@@ -60,7 +69,7 @@ pub fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), String> {
 pub struct RuleArgs {
     /// YAML file with `policies:` and `recoveryAnnotationKeys:`; flags override it.
     #[arg(long, env = "JOBGATE_CONFIG", value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
 
     /// Set a policy's level, e.g. `--policy recovery-needs-failed=deny` (repeatable).
     #[arg(
@@ -70,7 +79,7 @@ pub struct RuleArgs {
         value_delimiter = ',',
         value_parser = parse_policy_setting
     )]
-    pub policies: Vec<(PolicyName, Level)>,
+    pub(crate) policies: Vec<(PolicyName, Level)>,
 
     /// Pod-template annotation key that the mutating webhook sets to "true" to opt pods into
     /// forced recovery (repeatable; replaces the default kueue.x-k8s.io/safe-to-forcefully-terminate;
@@ -82,7 +91,7 @@ pub struct RuleArgs {
         value_name = "KEY",
         value_delimiter = ','
     )]
-    pub recovery_annotation_keys: Vec<String>,
+    pub(crate) recovery_annotation_keys: Vec<String>,
 
     /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.37; default 1.37): the
     /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
@@ -92,7 +101,7 @@ pub struct RuleArgs {
         value_name = "MAJOR.MINOR",
         value_parser = KubernetesVersion::parse
     )]
-    pub kubernetes_version: Option<KubernetesVersion>,
+    pub(crate) kubernetes_version: Option<KubernetesVersion>,
 
     /// The cluster's overrides of Job-related feature gates, as kube-apiserver's
     /// --feature-gates takes them: Name=true|false,... (JobPodReplacementPolicy, JobManagedBy,
@@ -104,7 +113,7 @@ pub struct RuleArgs {
         value_name = "NAME=true|false,...",
         value_parser = parse_feature_gates
     )]
-    pub feature_gates: Option<BTreeMap<FeatureGate, bool>>,
+    pub(crate) feature_gates: Option<BTreeMap<FeatureGate, bool>>,
 }
 
 impl RuleArgs {

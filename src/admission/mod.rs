@@ -12,7 +12,7 @@ mod request;
 mod response;
 
 pub use request::{ObjectIn, ParsedReview, ReviewError, parse};
-pub use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
+pub(crate) use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
 
 use crate::job::template::WholeTemplate;
 use crate::job::{self, Kind, Operation};
@@ -29,12 +29,14 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// Every endpoint.
     pub const ALL: [Endpoint; 3] = [
         Endpoint::Mutate,
         Endpoint::MutateRecovery,
         Endpoint::Validate,
     ];
 
+    /// The HTTP path kube-apiserver posts reviews to.
     pub fn path(self) -> &'static str {
         match self {
             Endpoint::Mutate => "/mutate",
@@ -56,24 +58,27 @@ impl Endpoint {
 /// What happened to one review: the HTTP answer plus what logs and metrics record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
+    /// The HTTP status: 200 for an answered review, 400 for a body that is not one, 500 when
+    /// the answer could not be encoded.
     pub http_status: u16,
+    /// The response body: the AdmissionReview answer, or a `metav1.Status` with a 400 or 500.
     pub body: Vec<u8>,
-    pub summary: Summary,
+    pub(crate) summary: Summary,
 }
 
 /// The fields of a review that logs and metrics carry.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Summary {
-    pub uid: String,
+pub(crate) struct Summary {
+    pub(crate) uid: String,
     /// `Job`, `CronJob`, `other` (a kind jobgate lets through), or `` when unreadable.
-    pub kind: &'static str,
-    pub operation: &'static str,
-    pub namespace: String,
-    pub name: String,
-    pub dry_run: bool,
-    pub allowed: bool,
-    pub patched: bool,
-    pub warnings: usize,
+    pub(crate) kind: &'static str,
+    pub(crate) operation: &'static str,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) dry_run: bool,
+    pub(crate) allowed: bool,
+    pub(crate) patched: bool,
+    pub(crate) warnings: usize,
 }
 
 /// Reviews one request body at `endpoint`.

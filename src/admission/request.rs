@@ -10,25 +10,33 @@ use crate::job::model::JobSeed;
 use crate::job::strict::Strict;
 use crate::job::{JobObject, Kind, Operation};
 
-pub const API_VERSION: &str = "admission.k8s.io/v1";
-pub const KIND: &str = "AdmissionReview";
+pub(crate) const API_VERSION: &str = "admission.k8s.io/v1";
+pub(crate) const KIND: &str = "AdmissionReview";
 
 /// Why no AdmissionReview v1 with a uid could be read: answered with HTTP 400 (there is no uid
 /// to answer to).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReviewError {
+    /// The body cannot be read as an AdmissionReview (not JSON, or the wrong shape); holds the
+    /// parser's message.
     #[error("request body is not an AdmissionReview: {0}")]
     NotAReview(String),
+    /// `apiVersion` is set but is not `admission.k8s.io/v1`; holds the one sent.
     #[error("unsupported apiVersion {0:?}: jobgate speaks {API_VERSION:?}")]
     UnsupportedApiVersion(String),
+    /// `apiVersion` is missing.
     #[error("apiVersion is required: expected {API_VERSION:?}")]
     NoApiVersion,
+    /// `kind` is set but is not `AdmissionReview`; holds the one sent.
     #[error("unsupported kind {0:?}: expected {KIND:?}")]
     UnsupportedKind(String),
+    /// `kind` is missing.
     #[error("kind is required: expected {KIND:?}")]
     NoKind,
+    /// `request` is missing or null.
     #[error("request is required")]
     NoRequest,
+    /// `request.uid` is missing.
     #[error("request.uid is required")]
     NoUid,
 }
@@ -36,14 +44,14 @@ pub enum ReviewError {
 /// The parts of a review jobgate uses. `job_kind` is `None` for kinds jobgate lets through.
 #[derive(Debug)]
 pub struct ParsedReview<'a> {
-    pub uid: String,
-    pub job_kind: Option<Kind>,
-    pub operation: Option<Operation>,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    pub dry_run: bool,
-    pub object: ObjectIn<'a>,
-    pub old_object: ObjectIn<'a>,
+    pub(crate) uid: String,
+    pub(crate) job_kind: Option<Kind>,
+    pub(crate) operation: Option<Operation>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) dry_run: bool,
+    pub(crate) object: ObjectIn<'a>,
+    pub(crate) old_object: ObjectIn<'a>,
 }
 
 #[derive(Deserialize)]
@@ -60,8 +68,11 @@ struct ReviewIn<'a, R> {
 /// kube-apiserver writes it), else kept raw and read afterwards.
 #[derive(Debug)]
 pub enum ObjectIn<'a> {
+    /// No object, or `null` (as `oldObject` on CREATE, `object` on DELETE).
     Absent,
+    /// The object's JSON, read afterwards (CronJobs, and every object on the slow path).
     Raw(&'a RawValue),
+    /// A Job, read in the same pass as the envelope.
     Parsed(Box<JobObject>),
 }
 

@@ -14,7 +14,7 @@ use super::request::{API_VERSION, KIND};
 
 /// Why a review is not allowed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Denial {
+pub(crate) enum Denial {
     /// The rules found field errors: a 422 `Invalid` status like kube-apiserver's own.
     Invalid {
         kind: &'static str,
@@ -89,11 +89,11 @@ struct Cause<'a> {
 /// `ErrorList.ToAggregate` only drops repeated messages), and kubectl prints every cause; jobgate
 /// keeps the first 100 and says how many more there were, so one review cannot produce an answer
 /// of hundreds of megabytes.
-pub const MAX_CAUSES: usize = 100;
+pub(crate) const MAX_CAUSES: usize = 100;
 
 /// Bytes of one cause's message kept (an invalid value is echoed in it, and a value can be as
 /// large as the object).
-pub const MAX_CAUSE_BYTES: usize = 1024;
+pub(crate) const MAX_CAUSE_BYTES: usize = 1024;
 
 /// `s` cut to `MAX_CAUSE_BYTES` at a character boundary, saying how much was cut.
 fn bounded(s: String) -> String {
@@ -179,10 +179,10 @@ fn status(denial: &Denial) -> Status<'_> {
 /// The body sent when an answer cannot be encoded. These plain types always encode; should one
 /// not, the apiserver gets an HTTP 500 with a reason (its failurePolicy applies), never an empty
 /// or partial answer.
-pub const ENCODE_FAILED: &[u8] = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"jobgate could not encode its answer","reason":"InternalError","code":500}"#;
+pub(crate) const ENCODE_FAILED: &[u8] = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"jobgate could not encode its answer","reason":"InternalError","code":500}"#;
 
 /// The response to a review with a uid. `patch` is sent only when allowed and non-empty.
-pub fn render_verdict(
+pub(crate) fn render_verdict(
     uid: &str,
     denial: Option<&Denial>,
     warnings: &[String],
@@ -210,12 +210,12 @@ pub fn render_verdict(
 }
 
 /// The HTTP 400 body for a request that is not an answerable review: a `metav1.Status`.
-pub fn render_error(message: &str) -> Result<Vec<u8>, serde_json::Error> {
+pub(crate) fn render_error(message: &str) -> Result<Vec<u8>, serde_json::Error> {
     render_status(400, "BadRequest", message)
 }
 
 /// A `metav1.Status` failure body: the one shape of every HTTP error jobgate answers.
-pub fn render_status(
+pub(crate) fn render_status(
     code: u16,
     reason: &'static str,
     message: &str,

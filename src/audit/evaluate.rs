@@ -16,33 +16,33 @@ use crate::job::{Config, Level, Policies, PolicyName};
 
 /// What was read from the cluster.
 #[derive(Debug, Clone, Default)]
-pub struct Inventory {
+pub(crate) struct Inventory {
     /// Jobs and CronJobs as the API returned them, `apiVersion` and `kind` set.
-    pub objects: Vec<Value>,
+    pub(crate) objects: Vec<Value>,
     /// The metadata of the pods that matter here.
-    pub pods: Vec<PodMeta>,
+    pub(crate) pods: Vec<PodMeta>,
 }
 
 /// What the audit reads of a pod.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodMeta {
-    pub namespace: String,
-    pub name: String,
-    pub annotations: BTreeMap<String, String>,
+pub(crate) struct PodMeta {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) annotations: BTreeMap<String, String>,
     /// The controlling `batch/v1` Job, if any.
-    pub job: Option<OwnerJob>,
+    pub(crate) job: Option<OwnerJob>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct OwnerJob {
-    pub name: String,
-    pub uid: String,
+pub(crate) struct OwnerJob {
+    pub(crate) name: String,
+    pub(crate) uid: String,
 }
 
 /// `fail` (would be denied) or `warn` (would be allowed with a warning), as wg-policy names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum PolicyResult {
+pub(crate) enum PolicyResult {
     Fail,
     Warn,
 }
@@ -50,46 +50,46 @@ pub enum PolicyResult {
 /// One thing said about one object, and who says it: `kube-apiserver` (its validation rules, as
 /// `/validate` mirrors them) or a jobgate policy's name.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    pub policy: &'static str,
-    pub result: PolicyResult,
-    pub message: String,
+pub(crate) struct Finding {
+    pub(crate) policy: &'static str,
+    pub(crate) result: PolicyResult,
+    pub(crate) message: String,
 }
 
 /// One object reviewed, with its findings attributed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Audited {
-    pub namespace: String,
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub uid: String,
-    pub findings: Vec<Finding>,
+pub(crate) struct Audited {
+    pub(crate) namespace: String,
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
+    pub(crate) uid: String,
+    pub(crate) findings: Vec<Finding>,
 }
 
 /// A Job with pods opted into recovery that the recovery policies say cannot benefit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecoveryFinding {
-    pub namespace: String,
-    pub job: String,
-    pub uid: String,
+pub(crate) struct RecoveryFinding {
+    pub(crate) namespace: String,
+    pub(crate) job: String,
+    pub(crate) uid: String,
     /// The opted-in pods, by name.
-    pub pods: Vec<String>,
-    pub findings: Vec<Finding>,
+    pub(crate) pods: Vec<String>,
+    pub(crate) findings: Vec<Finding>,
 }
 
 /// Everything the audit found.
 #[derive(Debug, Default, Serialize)]
-pub struct Audit {
+pub(crate) struct Audit {
     /// `jobgate check`'s report (objects, skipped, unreadable); `location` is the namespace.
     #[serde(flatten)]
-    pub report: Report,
+    pub(crate) report: Report,
     /// Jobs whose opted-in pods cannot benefit from recovery.
-    pub recovery: Vec<RecoveryFinding>,
+    pub(crate) recovery: Vec<RecoveryFinding>,
     /// The same verdicts per policy, for PolicyReports.
     #[serde(skip)]
-    pub audited: Vec<Audited>,
+    pub(crate) audited: Vec<Audited>,
 }
 
 /// Who a finding comes from.
@@ -120,7 +120,7 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 
 /// Reviews every object of `inventory` with `config`, and every Job with opted-in pods with the
 /// recovery policies.
-pub fn audit(inventory: &Inventory, config: &Config) -> Audit {
+pub(crate) fn audit(inventory: &Inventory, config: &Config) -> Audit {
     let mut audit = Audit::default();
     for doc in &inventory.objects {
         let namespace = str_at(doc, "/metadata/namespace");

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::evaluate::{Inventory, OwnerJob, PodMeta};
 
-pub const PAGE_SIZE: u32 = 500;
+pub(crate) const PAGE_SIZE: u32 = 500;
 
 /// Every page of a list.
 async fn all_pages<T, F, Fut>(mut list: F) -> Result<Vec<T>, kube::Error>
@@ -41,7 +41,10 @@ fn api(client: &Client, namespace: Option<&str>, resource: &ApiResource) -> Api<
 }
 
 /// Jobs, CronJobs and pod metadata of `namespace` (`None`: every namespace).
-pub async fn fetch(client: &Client, namespace: Option<&str>) -> Result<Inventory, kube::Error> {
+pub(crate) async fn fetch(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<Inventory, kube::Error> {
     let mut objects = Vec::new();
     for resource in [
         ApiResource::erase::<Job>(&()),

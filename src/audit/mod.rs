@@ -8,9 +8,9 @@
 //! would be denied (warnings allowed), 1 when something would be, 2 when the cluster or an object
 //! could not be read.
 
-pub mod evaluate;
-pub mod fetch;
-pub mod policyreport;
+pub(crate) mod evaluate;
+pub(crate) mod fetch;
+pub(crate) mod policyreport;
 
 #[cfg(test)]
 mod tests;
@@ -20,7 +20,7 @@ use std::io::Write;
 use crate::check::{EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE};
 use crate::reconciler::cluster::{ClusterArgs, Prefer};
 use crate::rule_flags::{ConfigError, RuleArgs};
-pub use evaluate::{Audit, Inventory, audit};
+pub(crate) use evaluate::{Audit, audit};
 
 /// Every API call `jobgate audit` makes, as (API group, resource, verbs): list only, in pages.
 /// deploy/audit's ClusterRole grants exactly this (tests/audit.rs); the built-in `view`
@@ -33,7 +33,7 @@ pub const RBAC: &[(&str, &str, &[&str])] = &[
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum AuditOutput {
+pub(crate) enum AuditOutput {
     /// kubectl-style lines, as `jobgate check`
     #[default]
     Text,
@@ -47,29 +47,35 @@ pub enum AuditOutput {
 #[derive(Debug, Clone, clap::Args)]
 pub struct AuditArgs {
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub(crate) cluster: ClusterArgs,
     /// Only this namespace (default: every namespace).
     #[arg(long, short = 'n')]
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// Output format: text, json, or policyreport (PolicyReport YAML, one per namespace, for
     /// `kubectl apply -f -`).
     #[arg(long, short = 'o', value_enum, default_value_t = AuditOutput::Text, env = "JOBGATE_OUTPUT")]
-    pub output: AuditOutput,
+    pub(crate) output: AuditOutput,
     /// Rule settings, as for `serve` and `check`: --config, --policy, --recovery-annotation-key.
     #[command(flatten)]
-    pub rules: RuleArgs,
+    pub(crate) rules: RuleArgs,
 }
 
+/// Why `jobgate audit` could not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
+    /// The rule settings (--config, --policy, --recovery-annotation-key) cannot be loaded.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The Kubernetes client cannot be set up (kubeconfig or in-cluster configuration).
     #[error("cannot set up the Kubernetes client: {0}")]
     Client(String),
+    /// A list call to the Kubernetes API failed.
     #[error("cannot list from the Kubernetes API: {0}")]
     Api(#[from] kube::Error),
+    /// The PolicyReports cannot be serialized as YAML.
     #[error("cannot render the PolicyReports: {0}")]
     Render(#[from] serde_yaml_ng::Error),
+    /// Writing to stdout or stderr failed.
     #[error("cannot write the output: {0}")]
     Write(#[from] std::io::Error),
 }
@@ -100,7 +106,7 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
 }
 
 /// Renders `audit` in `format`; `now` is the PolicyReports' timestamp (Unix seconds).
-pub fn write(
+pub(crate) fn write(
     audit: &Audit,
     format: AuditOutput,
     now: i64,
@@ -119,7 +125,7 @@ pub fn write(
     Ok(())
 }
 
-pub fn exit_code(audit: &Audit) -> i32 {
+pub(crate) fn exit_code(audit: &Audit) -> i32 {
     if !audit.report.unreadable.is_empty() {
         EXIT_UNREADABLE
     } else if audit.report.objects.iter().any(|o| !o.allowed) {
@@ -131,7 +137,11 @@ pub fn exit_code(audit: &Audit) -> i32 {
 
 /// `jobgate check`'s lines (`<namespace> Job/name: ...`) and the recovery findings on `out`;
 /// unreadable objects and the summary on `err`.
-pub fn write_text(audit: &Audit, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn write_text(
+    audit: &Audit,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
     let report = &audit.report;
     for o in &report.objects {
         let who = format!("{} {}/{}", o.location, o.kind, o.name);

@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use super::evaluate::{Audit, Audited, Finding, PolicyResult};
 
 /// Name of every report jobgate writes (one per namespace, so `kubectl apply` replaces the last).
-pub const REPORT_NAME: &str = "jobgate-audit";
-pub const SOURCE: &str = "jobgate";
+pub(crate) const REPORT_NAME: &str = "jobgate-audit";
+pub(crate) const SOURCE: &str = "jobgate";
 
 /// The reports as a YAML stream, namespaces in order; `now` is the results' timestamp (Unix
 /// seconds).
-pub fn render(audit: &Audit, now: i64) -> Result<String, serde_yaml_ng::Error> {
+pub(crate) fn render(audit: &Audit, now: i64) -> Result<String, serde_yaml_ng::Error> {
     let mut by_namespace: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for object in &audit.audited {
         let results = by_namespace.entry(&object.namespace).or_default();

@@ -5,7 +5,7 @@
 use kube::Client;
 use serde_json::{Value, json};
 
-use super::evaluate::{Finding, PolicyResult};
+use super::evaluate::{Finding, Inventory, PolicyResult};
 use super::*;
 use crate::job::{Config, Level, PolicyName};
 use crate::reconciler::scripted::{Exchange, exchange, serve};

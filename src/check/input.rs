@@ -9,21 +9,21 @@ use serde_json::Value;
 
 /// One readable input: its display name (`jobs.yaml`, `-` for stdin) and its text.
 #[derive(Debug, Clone)]
-pub struct Source {
-    pub name: String,
-    pub text: String,
+pub(crate) struct Source {
+    pub(crate) name: String,
+    pub(crate) text: String,
 }
 
 /// Why an input could not be read.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unreadable {
-    pub location: String,
-    pub reason: String,
+pub(crate) struct Unreadable {
+    pub(crate) location: String,
+    pub(crate) reason: String,
 }
 
 /// Expands `paths` into readable files: a directory contributes its `*.yaml`, `*.yml` and
 /// `*.json` files, recursively, in name order (hidden entries skipped).
-pub fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
+pub(crate) fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
     let mut out = Vec::new();
     for path in paths {
         match std::fs::metadata(path) {
@@ -72,7 +72,7 @@ fn walk(dir: &Path, out: &mut Vec<Result<PathBuf, Unreadable>>) {
 
 /// The documents of one source, numbered from 1 as they appear; a document that cannot be
 /// parsed ends the source (a YAML stream cannot be resynchronized).
-pub fn documents(source: &Source) -> (Vec<(usize, Value)>, Option<Unreadable>) {
+pub(crate) fn documents(source: &Source) -> (Vec<(usize, Value)>, Option<Unreadable>) {
     let trimmed = source.text.trim_start();
     let json = trimmed.starts_with('{') || trimmed.starts_with('[');
     let mut docs = Vec::new();
@@ -115,11 +115,11 @@ pub fn documents(source: &Source) -> (Vec<(usize, Value)>, Option<Unreadable>) {
 
 /// kube-apiserver's request body limit (`--max-request-bytes`, 3 MiB): no larger document can be
 /// applied, so none is read.
-pub const MAX_DOCUMENT_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_DOCUMENT_BYTES: usize = 3 * 1024 * 1024;
 
 /// serde_yaml_ng's recursion limit; the YAML parser under it spends time quadratic in the
 /// nesting of flow collections before it gets there (a 200 KB file of `[[[[...` took 16 s).
-pub const MAX_FLOW_DEPTH: usize = 128;
+pub(crate) const MAX_FLOW_DEPTH: usize = 128;
 
 /// A YAML document refused before parsing: where it starts, and why.
 #[derive(Debug, PartialEq)]

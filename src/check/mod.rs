@@ -8,7 +8,7 @@
 //! (or `--output json`). Exit status: 0 when everything passes (warnings allowed), 1 when
 //! anything is denied, 2 when some input could not be read (that wins over 1).
 
-pub mod input;
+pub(crate) mod input;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -21,7 +21,7 @@ use crate::rule_flags::RuleArgs;
 use input::{Source, Unreadable};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// kubectl-style lines
     #[default]
     Text,
@@ -35,19 +35,21 @@ pub struct CheckArgs {
     /// Files, directories (their *.yaml, *.yml, *.json, recursively) or `-` for stdin.
     /// Without any, stdin is read.
     #[arg(value_name = "FILE|DIR|-")]
-    pub paths: Vec<PathBuf>,
+    pub(crate) paths: Vec<PathBuf>,
 
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text, env = "JOBGATE_OUTPUT")]
-    pub output: OutputFormat,
+    pub(crate) output: OutputFormat,
 
     #[command(flatten)]
-    pub rules: RuleArgs,
+    pub(crate) rules: RuleArgs,
 }
 
 /// Exit status of `jobgate check`.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_DENIED: i32 = 1;
+pub(crate) const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_DENIED: i32 = 1;
+/// Exit status when an input, the rule settings or the output could not be read or written (wins
+/// over `EXIT_DENIED`); `jobgate audit` uses it too, also for a cluster it cannot read.
 pub const EXIT_UNREADABLE: i32 = 2;
 
 /// Runs `jobgate check` on the process's stdin, stdout and stderr; returns the exit status.
@@ -64,7 +66,7 @@ pub fn run(args: &CheckArgs) -> i32 {
 }
 
 /// `run` with the streams given (tests).
-pub fn run_with(
+pub(crate) fn run_with(
     args: &CheckArgs,
     stdin: &mut dyn Read,
     out: &mut dyn Write,
@@ -134,33 +136,33 @@ pub fn run_with(
 
 /// Everything `check` found, in input order.
 #[derive(Debug, Default, Serialize)]
-pub struct Report {
-    pub objects: Vec<Checked>,
-    pub ignored: Vec<Ignored>,
-    pub unreadable: Vec<Unreadable>,
+pub(crate) struct Report {
+    pub(crate) objects: Vec<Checked>,
+    pub(crate) ignored: Vec<Ignored>,
+    pub(crate) unreadable: Vec<Unreadable>,
 }
 
 /// One Job or CronJob and its verdict.
 #[derive(Debug, Serialize)]
-pub struct Checked {
-    pub location: String,
-    pub kind: &'static str,
-    pub name: String,
-    pub operation: &'static str,
-    pub allowed: bool,
+pub(crate) struct Checked {
+    pub(crate) location: String,
+    pub(crate) kind: &'static str,
+    pub(crate) name: String,
+    pub(crate) operation: &'static str,
+    pub(crate) allowed: bool,
     #[serde(serialize_with = "causes")]
-    pub errors: Vec<FieldError>,
-    pub warnings: Vec<String>,
+    pub(crate) errors: Vec<FieldError>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// A document skipped: not a batch/v1 Job or CronJob.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Ignored {
-    pub location: String,
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
+pub(crate) struct Ignored {
+    pub(crate) location: String,
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
 }
 
 /// Errors as kube-apiserver's `details.causes` (`reason`, `message`, `field`).
@@ -184,7 +186,7 @@ impl serde::Serialize for Unreadable {
 }
 
 impl Report {
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         if !self.unreadable.is_empty() {
             EXIT_UNREADABLE
         } else if self.objects.iter().any(|o| !o.allowed) {
@@ -195,7 +197,11 @@ impl Report {
     }
 
     /// Findings on `out`; notes, unreadable inputs and the summary on `err`.
-    pub fn write_text(&self, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn write_text(
+        &self,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> std::io::Result<()> {
         for o in &self.objects {
             let who = format!("{} {}/{}", o.location, o.kind, o.name);
             for e in &o.errors {
@@ -234,7 +240,7 @@ impl Report {
     }
 
     /// One `<location>: error: <reason>` line per unreadable input.
-    pub fn write_unreadable(&self, err: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn write_unreadable(&self, err: &mut dyn Write) -> std::io::Result<()> {
         for u in &self.unreadable {
             writeln!(err, "{}: error: {}", u.location, u.reason)?;
         }
@@ -242,7 +248,7 @@ impl Report {
     }
 
     /// How many objects would be denied, and how many get warnings.
-    pub fn denied_and_warned(&self) -> (usize, usize) {
+    pub(crate) fn denied_and_warned(&self) -> (usize, usize) {
         let denied = self.objects.iter().filter(|o| !o.allowed).count();
         let warned = self
             .objects
@@ -252,14 +258,14 @@ impl Report {
         (denied, warned)
     }
 
-    pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
         serde_json::to_writer_pretty(&mut *out, self)?;
         writeln!(out)
     }
 }
 
 /// Checks every document of one source into `report`.
-pub fn check_source(source: &Source, config: &Config, report: &mut Report) {
+pub(crate) fn check_source(source: &Source, config: &Config, report: &mut Report) {
     let (docs, failure) = input::documents(source);
     for (n, doc) in docs {
         check_document(&format!("{}:{n}", source.name), doc, config, report);

@@ -38,13 +38,13 @@ pub struct Config {
 
 impl Config {
     /// The keys `/mutate` sets: the configured ones, once each, in order.
-    pub fn injected_recovery_keys(&self) -> Vec<&str> {
+    pub(crate) fn injected_recovery_keys(&self) -> Vec<&str> {
         distinct_keys(self.recovery_annotation_keys.iter().map(String::as_str))
     }
 
     /// The keys whose pod-template values mean something: the configured ones, then both of
     /// Kueue's, once each, in that order.
-    pub fn recognized_recovery_keys(&self) -> Vec<&str> {
+    pub(crate) fn recognized_recovery_keys(&self) -> Vec<&str> {
         let configured = self.recovery_annotation_keys.iter().map(String::as_str);
         distinct_keys(configured.chain(RECOVERY_ANNOTATION_KEYS))
     }
@@ -80,6 +80,7 @@ pub enum ConfigDocumentError {
     /// Not YAML, or not the shape above (unknown keys included).
     #[error("{0}")]
     Yaml(String),
+    /// A `policies` key that is not a policy's name; holds the key.
     #[error("unknown policy {0:?}: expected one of {names}", names = policy_names())]
     UnknownPolicy(String),
     /// A version or feature gate the release does not have.
@@ -106,7 +107,7 @@ struct ConfigFile {
 
 impl Config {
     /// Applies a YAML config document on top of `self`.
-    pub fn merge_yaml(&mut self, yaml: &str) -> Result<(), ConfigDocumentError> {
+    pub(crate) fn merge_yaml(&mut self, yaml: &str) -> Result<(), ConfigDocumentError> {
         let file: ConfigFile = if yaml.trim().is_empty() {
             ConfigFile {
                 recovery_annotation_keys: None,

@@ -5,12 +5,12 @@
 use super::model::{Field, JobObject, JobSpec};
 use super::version::{Cluster, FeatureGate};
 
-pub const FAILED: &str = "Failed";
-pub const TERMINATING_OR_FAILED: &str = "TerminatingOrFailed";
+pub(crate) const FAILED: &str = "Failed";
+pub(crate) const TERMINATING_OR_FAILED: &str = "TerminatingOrFailed";
 
 /// KEP-3939: `Failed` when a podFailurePolicy is set (even `{}` or `rules: []`), else
 /// `TerminatingOrFailed`. Only meaningful when `podReplacementPolicy` is absent or null.
-pub fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
+pub(crate) fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
     if spec.pod_failure_policy.is_set() {
         FAILED
     } else {
@@ -27,7 +27,7 @@ pub fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
 /// For a Job (not a CronJob's template: `SetDefaults_Job` takes a Job) also `SetDefaults_Job`'s
 /// completions/parallelism (both 1 when both unset, else parallelism 1), `backoffLimit` (6, or
 /// MaxInt32 with `backoffLimitPerIndex`), `completionMode: NonIndexed` and `suspend: false`.
-pub fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster) {
+pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster) {
     if object.kind == super::Kind::Job {
         let spec = &mut object.spec;
         if spec.completions.is_none() && spec.parallelism.is_none() {

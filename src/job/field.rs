@@ -10,30 +10,30 @@ use super::version::ValueStyle;
 /// `Path.String()` does: children joined with `.`, indexes and keys in brackets
 /// (`spec.podFailurePolicy.rules[0]`, `metadata.annotations[example.com/key]`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FieldPath(String);
+pub(crate) struct FieldPath(String);
 
 impl FieldPath {
     /// `field.NewPath(name)`.
-    pub fn new(name: &str) -> FieldPath {
+    pub(crate) fn new(name: &str) -> FieldPath {
         FieldPath(name.to_string())
     }
 
     /// `Path.Child(name)`.
-    pub fn child(&self, name: &str) -> FieldPath {
+    pub(crate) fn child(&self, name: &str) -> FieldPath {
         FieldPath(format!("{}.{name}", self.0))
     }
 
     /// `Path.Index(i)`.
-    pub fn index(&self, i: usize) -> FieldPath {
+    pub(crate) fn index(&self, i: usize) -> FieldPath {
         FieldPath(format!("{}[{i}]", self.0))
     }
 
     /// `Path.Key(key)`.
-    pub fn key(&self, key: &str) -> FieldPath {
+    pub(crate) fn key(&self, key: &str) -> FieldPath {
         FieldPath(format!("{}[{key}]", self.0))
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -58,19 +58,18 @@ impl PartialEq<String> for FieldPath {
 
 /// `field.ErrorType`: the printed type and the `StatusCause.reason` kube-apiserver sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorType {
+pub(crate) enum ErrorType {
     Required,
     Invalid,
     NotSupported,
     Duplicate,
     TooMany,
     TooLong,
-    Forbidden,
 }
 
 impl ErrorType {
     /// `ErrorType.String()`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ErrorType::Required => "Required value",
             ErrorType::Invalid => "Invalid value",
@@ -78,12 +77,11 @@ impl ErrorType {
             ErrorType::Duplicate => "Duplicate value",
             ErrorType::TooMany => "Too many",
             ErrorType::TooLong => "Too long",
-            ErrorType::Forbidden => "Forbidden",
         }
     }
 
     /// The `metav1.CauseType` (`details.causes[].reason`).
-    pub fn cause(self) -> &'static str {
+    pub(crate) fn cause(self) -> &'static str {
         match self {
             ErrorType::Required => "FieldValueRequired",
             ErrorType::Invalid => "FieldValueInvalid",
@@ -91,7 +89,6 @@ impl ErrorType {
             ErrorType::Duplicate => "FieldValueDuplicate",
             ErrorType::TooMany => "FieldValueTooMany",
             ErrorType::TooLong => "FieldValueTooLong",
-            ErrorType::Forbidden => "FieldValueForbidden",
         }
     }
 }
@@ -105,7 +102,7 @@ impl ErrorType {
 /// prints the rest with `%#v` (`[]int32{3, 1}`). Values whose rendering differs keep both forms
 /// until `in_style` picks one; `body()` prints the 1.34+ form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BadValue {
+pub(crate) enum BadValue {
     /// Not printed (`Required`, `Forbidden`, or `omitValue`).
     Omit,
     /// A string, printed quoted (`%q`).
@@ -125,26 +122,26 @@ pub enum BadValue {
 }
 
 impl BadValue {
-    pub fn str(s: impl Into<String>) -> BadValue {
+    pub(crate) fn str(s: impl Into<String>) -> BadValue {
         BadValue::Str(s.into())
     }
 
-    pub fn int(n: impl Into<i64>) -> BadValue {
+    pub(crate) fn int(n: impl Into<i64>) -> BadValue {
         BadValue::Plain(n.into().to_string())
     }
 
     /// A nil pointer.
-    pub fn null() -> BadValue {
+    pub(crate) fn null() -> BadValue {
         BadValue::NilPointer
     }
 
     /// A value of a named string type.
-    pub fn named_str(s: &str) -> BadValue {
+    pub(crate) fn named_str(s: &str) -> BadValue {
         BadValue::Named(s.to_string())
     }
 
     /// The printed value as a release with `style` prints it; `None` when omitted.
-    pub fn render(&self, style: ValueStyle) -> Option<String> {
+    pub(crate) fn render(&self, style: ValueStyle) -> Option<String> {
         let by_style = |json: &str, go: &str| match style {
             ValueStyle::Json => json.to_string(),
             ValueStyle::GoSyntax => go.to_string(),
@@ -160,7 +157,7 @@ impl BadValue {
     }
 
     /// Resolves the renderings that differ by release to the one `style` prints.
-    pub fn in_style(self, style: ValueStyle) -> BadValue {
+    pub(crate) fn in_style(self, style: ValueStyle) -> BadValue {
         match self {
             BadValue::Named(_) | BadValue::NilPointer | BadValue::Composite { .. } => {
                 self.render(style).map_or(BadValue::Omit, BadValue::Raw)
@@ -175,18 +172,18 @@ impl BadValue {
 /// exit codes would otherwise produce 3 million errors). kube-apiserver has no such cap (its
 /// `field.ErrorList` grows with the input), but its 3 MiB request limit bounds the input and
 /// jobgate answers reviews of objects up to that size twice over.
-pub const MAX_ERRORS: usize = 1000;
+pub(crate) const MAX_ERRORS: usize = 1000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    pub path: FieldPath,
-    pub kind: ErrorType,
-    pub value: BadValue,
-    pub detail: String,
+pub(crate) struct FieldError {
+    pub(crate) path: FieldPath,
+    pub(crate) kind: ErrorType,
+    pub(crate) value: BadValue,
+    pub(crate) detail: String,
 }
 
 impl FieldError {
-    pub fn required(path: FieldPath, detail: impl Into<String>) -> FieldError {
+    pub(crate) fn required(path: FieldPath, detail: impl Into<String>) -> FieldError {
         FieldError {
             path,
             kind: ErrorType::Required,
@@ -195,16 +192,11 @@ impl FieldError {
         }
     }
 
-    pub fn forbidden(path: FieldPath, detail: impl Into<String>) -> FieldError {
-        FieldError {
-            path,
-            kind: ErrorType::Forbidden,
-            value: BadValue::Omit,
-            detail: detail.into(),
-        }
-    }
-
-    pub fn invalid(path: FieldPath, value: BadValue, detail: impl Into<String>) -> FieldError {
+    pub(crate) fn invalid(
+        path: FieldPath,
+        value: BadValue,
+        detail: impl Into<String>,
+    ) -> FieldError {
         FieldError {
             path,
             kind: ErrorType::Invalid,
@@ -213,7 +205,7 @@ impl FieldError {
         }
     }
 
-    pub fn duplicate(path: FieldPath, value: BadValue) -> FieldError {
+    pub(crate) fn duplicate(path: FieldPath, value: BadValue) -> FieldError {
         FieldError {
             path,
             kind: ErrorType::Duplicate,
@@ -223,7 +215,11 @@ impl FieldError {
     }
 
     /// `field.NotSupported(path, value, supported)`.
-    pub fn not_supported(path: FieldPath, value: BadValue, supported: &[&str]) -> FieldError {
+    pub(crate) fn not_supported(
+        path: FieldPath,
+        value: BadValue,
+        supported: &[&str],
+    ) -> FieldError {
         let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
         FieldError {
             path,
@@ -234,7 +230,7 @@ impl FieldError {
     }
 
     /// `field.TooMany(path, actual, max)`.
-    pub fn too_many(path: FieldPath, actual: usize, max: usize) -> FieldError {
+    pub(crate) fn too_many(path: FieldPath, actual: usize, max: usize) -> FieldError {
         FieldError {
             path,
             kind: ErrorType::TooMany,
@@ -244,7 +240,7 @@ impl FieldError {
     }
 
     /// `field.TooLong(path, _, max)` (1.32+ wording; the value is never printed).
-    pub fn too_long(path: FieldPath, max: usize) -> FieldError {
+    pub(crate) fn too_long(path: FieldPath, max: usize) -> FieldError {
         FieldError {
             path,
             kind: ErrorType::TooLong,
@@ -254,12 +250,9 @@ impl FieldError {
     }
 
     /// `field.Error.ErrorBody()`: the message without the path (what a `StatusCause` carries).
-    pub fn body(&self) -> String {
+    pub(crate) fn body(&self) -> String {
         let mut s = String::from(self.kind.as_str());
-        let shown = !matches!(
-            self.kind,
-            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong
-        );
+        let shown = !matches!(self.kind, ErrorType::Required | ErrorType::TooLong);
         if let Some(value) = self.value.render(ValueStyle::Json).filter(|_| shown) {
             s.push_str(": ");
             s.push_str(&value);
@@ -280,7 +273,7 @@ impl fmt::Display for FieldError {
 }
 
 /// Go's `%q` for a string: double quotes with Go escapes (`strconv.Quote`).
-pub fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -314,7 +307,7 @@ pub fn go_quote(s: &str) -> String {
 /// Go's `json.Marshal` of a string (encoding/json, Go >= 1.22): `\b \f \n \r \t` and other
 /// control bytes as `\u00XX`, HTML-escaped `<`, `>`, `&`, and U+2028/U+2029; everything else,
 /// DEL and invisible characters included, as is.
-pub fn go_json_string(s: &str) -> String {
+pub(crate) fn go_json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -350,20 +343,6 @@ fn go_is_print(c: char) -> bool {
         || matches!(u, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F)
         || matches!(u, 0xFEFF | 0xFFF9..=0xFFFB | 0xE000..=0xF8FF | 0xD800..=0xDFFF)
         || u >= 0xF0000)
-}
-
-/// `utilerrors.NewAggregate(errs).Error()`: one message as is, several as `[a, b]`, duplicates once.
-pub fn aggregate(errors: &[FieldError]) -> String {
-    let mut seen = std::collections::HashSet::new();
-    let msgs: Vec<String> = errors
-        .iter()
-        .map(|e| e.to_string())
-        .filter(|m| seen.insert(m.clone()))
-        .collect();
-    match msgs.len() {
-        1 => msgs.into_iter().next().unwrap_or_default(),
-        _ => format!("[{}]", msgs.join(", ")),
-    }
 }
 
 #[cfg(test)]
@@ -429,17 +408,6 @@ mod tests {
     fn too_many_prints_count_and_max() {
         let e = FieldError::too_many(p("spec.podFailurePolicy.rules"), 21, 20);
         assert_eq!(e.body(), "Too many: 21: must have at most 20 items");
-    }
-
-    #[test]
-    fn aggregate_brackets_several_and_dedups() {
-        let a = FieldError::required(p("a"), "");
-        let b = FieldError::duplicate(p("b"), BadValue::int(3));
-        assert_eq!(aggregate(std::slice::from_ref(&a)), "a: Required value");
-        assert_eq!(
-            aggregate(&[a.clone(), b, a]),
-            "[a: Required value, b: Duplicate value: 3]"
-        );
     }
 
     #[test]

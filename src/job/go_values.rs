@@ -46,7 +46,7 @@ fn go_pointer<T>(type_: &str, value: Option<T>) -> String {
 
 /// `onExitCodes.values` (`[]int32`): `[3,1]` / `[]int32{3, 1}`; a nil slice `null` /
 /// `[]int32(nil)`.
-pub fn exit_codes(req: &OnExitCodes) -> BadValue {
+pub(crate) fn exit_codes(req: &OnExitCodes) -> BadValue {
     let go_items = req.values.iter().map(i32::to_string).collect();
     BadValue::Composite {
         json: if req.values_null {
@@ -59,7 +59,7 @@ pub fn exit_codes(req: &OnExitCodes) -> BadValue {
 }
 
 /// `*batch.PodFailurePolicy`.
-pub fn pod_failure_policy(policy: &Field<PodFailurePolicy>) -> BadValue {
+pub(crate) fn pod_failure_policy(policy: &Field<PodFailurePolicy>) -> BadValue {
     match policy.value() {
         None => BadValue::null(),
         Some(policy) => BadValue::Composite {
@@ -147,7 +147,7 @@ fn pod_failure_policy_go(policy: &PodFailurePolicy) -> String {
 }
 
 /// `*batch.SuccessPolicy`.
-pub fn success_policy(policy: Option<&SuccessPolicy>) -> BadValue {
+pub(crate) fn success_policy(policy: Option<&SuccessPolicy>) -> BadValue {
     match policy {
         None => BadValue::null(),
         Some(policy) => BadValue::Composite {
@@ -193,7 +193,7 @@ fn success_policy_go(policy: &SuccessPolicy) -> String {
 }
 
 /// A `*int32` field.
-pub fn opt_int(v: Option<i32>) -> BadValue {
+pub(crate) fn opt_int(v: Option<i32>) -> BadValue {
     v.map_or_else(BadValue::null, BadValue::int)
 }
 

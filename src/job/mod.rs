@@ -1,28 +1,28 @@
 //! The policy core: a Job in, a verdict (field errors, warnings, a JSON Patch) out.
 //! Pure functions over plain data: no I/O, no async, no clock.
 
-pub mod config;
-pub mod defaults;
-pub mod field;
+pub(crate) mod config;
+pub(crate) mod defaults;
+pub(crate) mod field;
 mod go_values;
-pub mod model;
-pub mod patch;
-pub mod policy;
-pub mod strict;
-pub mod template;
+pub(crate) mod model;
+pub(crate) mod patch;
+pub(crate) mod policy;
+pub(crate) mod strict;
+pub(crate) mod template;
 pub mod version;
 
-pub use field::{BadValue, ErrorType, FieldError};
+pub(crate) use field::{BadValue, FieldError};
 pub use model::{Field, JobObject, Kind};
 
 /// The key the mutating webhook sets by default: the one KEP-6757 names. The reconciler reads
 /// both keys, so the pods are recovered whichever Kueue version runs beside it.
-pub const DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS: [&str; 1] =
+pub(crate) const DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS: [&str; 1] =
     [crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE];
 
 /// The admission operation under review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+pub(crate) enum Operation {
     Create,
     Update,
     Delete,
@@ -30,7 +30,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub fn parse(s: &str) -> Option<Operation> {
+    pub(crate) fn parse(s: &str) -> Option<Operation> {
         match s {
             "CREATE" => Some(Operation::Create),
             "UPDATE" => Some(Operation::Update),
@@ -40,7 +40,7 @@ impl Operation {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Operation::Create => "CREATE",
             Operation::Update => "UPDATE",
@@ -52,33 +52,32 @@ impl Operation {
 
 /// What the rules see of one admission request (or one `jobgate check` document).
 #[derive(Debug, Clone, Copy)]
-pub struct Review<'a> {
-    pub operation: Operation,
-    pub object: &'a JobObject,
+pub(crate) struct Review<'a> {
+    pub(crate) operation: Operation,
+    pub(crate) object: &'a JobObject,
     /// Present on UPDATE.
-    pub old_object: Option<&'a JobObject>,
+    pub(crate) old_object: Option<&'a JobObject>,
 }
 
 /// The outcome of the rules: denied when `errors` is non-empty.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Verdict {
-    pub errors: Vec<FieldError>,
-    pub warnings: Vec<String>,
-    pub patch: json_patch::Patch,
+pub(crate) struct Verdict {
+    pub(crate) errors: Vec<FieldError>,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) patch: json_patch::Patch,
 }
 
 impl Verdict {
-    pub fn allowed(&self) -> bool {
+    pub(crate) fn allowed(&self) -> bool {
         self.errors.is_empty()
     }
 }
 
 mod mutate;
-pub mod validate;
+pub(crate) mod validate;
 
-pub use config::Config;
-pub use mutate::{
-    FAILURE_RECOVERY, FAILURE_RECOVERY_DISABLED, FAILURE_RECOVERY_ENABLED, RecoveryScope, mutate,
-};
-pub use policy::{Level, Policies, PolicyName};
-pub use validate::validate;
+pub use config::{Config, ConfigDocumentError};
+pub(crate) use mutate::{RecoveryScope, mutate};
+pub use policy::Policies;
+pub(crate) use policy::{Level, PolicyName};
+pub(crate) use validate::validate;

@@ -16,22 +16,25 @@ use super::strict::Strict;
 /// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Field<T> {
+    /// The field is not in the object.
     #[default]
     Absent,
+    /// The field is an explicit `null`.
     Null,
+    /// The field has a value.
     Value(T),
 }
 
 impl<T> Field<T> {
     /// The value, if one is set (absent and null are both "not set").
-    pub fn value(&self) -> Option<&T> {
+    pub(crate) fn value(&self) -> Option<&T> {
         match self {
             Field::Value(v) => Some(v),
             Field::Absent | Field::Null => None,
         }
     }
 
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         matches!(self, Field::Value(_))
     }
 }
@@ -60,12 +63,14 @@ where
 /// Which top-level kind carried the Job spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A `batch/v1` Job.
     Job,
+    /// A `batch/v1` CronJob (its Job spec is `spec.jobTemplate.spec`).
     CronJob,
 }
 
 impl Kind {
-    pub fn from_kind(kind: &str) -> Option<Kind> {
+    pub(crate) fn from_kind(kind: &str) -> Option<Kind> {
         match kind {
             "Job" => Some(Kind::Job),
             "CronJob" => Some(Kind::CronJob),
@@ -73,7 +78,7 @@ impl Kind {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Job => "Job",
             Kind::CronJob => "CronJob",
@@ -81,7 +86,7 @@ impl Kind {
     }
 
     /// Field path of the Job spec, as kube-apiserver builds it (`spec`, `spec.jobTemplate.spec`).
-    pub fn spec_path(self) -> FieldPath {
+    pub(crate) fn spec_path(self) -> FieldPath {
         let spec = FieldPath::new("spec");
         match self {
             Kind::Job => spec,
@@ -90,7 +95,7 @@ impl Kind {
     }
 
     /// JSON Pointer tokens of the Job spec inside the object (`/spec`, `/spec/jobTemplate/spec`).
-    pub fn spec_pointer(self) -> &'static [&'static str] {
+    pub(crate) fn spec_pointer(self) -> &'static [&'static str] {
         match self {
             Kind::Job => &["spec"],
             Kind::CronJob => &["spec", "jobTemplate", "spec"],
@@ -101,40 +106,40 @@ impl Kind {
 /// A Job or a CronJob, reduced to what the rules need.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobObject {
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The object's own metadata (the Job's, or the CronJob's).
-    pub metadata: ObjectMeta,
+    pub(crate) metadata: ObjectMeta,
     /// For a CronJob, `spec.jobTemplate.metadata` (the metadata its Jobs are created with).
-    pub job_template_metadata: Option<ObjectMeta>,
+    pub(crate) job_template_metadata: Option<ObjectMeta>,
     /// For a CronJob, the JSON text of `spec.jobTemplate` as received, so that an UPDATE can tell
     /// whether the template changed (mutation re-reviews a CronJob only then).
-    pub job_template_json: Option<String>,
-    pub spec: JobSpec,
+    pub(crate) job_template_json: Option<String>,
+    pub(crate) spec: JobSpec,
     /// A Job's `status.startTime` is set: the Job has started (false for CronJobs).
-    pub started: bool,
+    pub(crate) started: bool,
     /// A Job's `status.conditions` holds `Suspended` with status `"True"` (`batch.JobSuspended`).
-    pub suspended_condition: bool,
+    pub(crate) suspended_condition: bool,
     /// A Job's `status.active` (absent is 0).
-    pub active: i64,
+    pub(crate) active: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ObjectMeta {
+pub(crate) struct ObjectMeta {
     #[serde(default)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(default)]
-    pub generate_name: Option<String>,
+    pub(crate) generate_name: Option<String>,
     #[serde(default)]
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     #[serde(default)]
-    pub deletion_timestamp: Option<String>,
+    pub(crate) deletion_timestamp: Option<String>,
     #[serde(default, deserialize_with = "field")]
-    pub annotations: Field<BTreeMap<String, String>>,
+    pub(crate) annotations: Field<BTreeMap<String, String>>,
 }
 
 impl ObjectMeta {
-    pub fn annotation(&self, key: &str) -> Option<&str> {
+    pub(crate) fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations
             .value()
             .and_then(|a| a.get(key))
@@ -144,33 +149,33 @@ impl ObjectMeta {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct JobSpec {
+pub(crate) struct JobSpec {
     #[serde(default)]
-    pub parallelism: Option<i32>,
+    pub(crate) parallelism: Option<i32>,
     #[serde(default)]
-    pub completions: Option<i32>,
+    pub(crate) completions: Option<i32>,
     #[serde(default)]
-    pub active_deadline_seconds: Option<i64>,
+    pub(crate) active_deadline_seconds: Option<i64>,
     #[serde(default)]
-    pub backoff_limit: Option<i32>,
+    pub(crate) backoff_limit: Option<i32>,
     #[serde(default, rename = "ttlSecondsAfterFinished")]
-    pub ttl_seconds_after_finished: Option<i32>,
+    pub(crate) ttl_seconds_after_finished: Option<i32>,
     #[serde(default)]
-    pub backoff_limit_per_index: Option<i32>,
+    pub(crate) backoff_limit_per_index: Option<i32>,
     #[serde(default)]
-    pub max_failed_indexes: Option<i32>,
+    pub(crate) max_failed_indexes: Option<i32>,
     #[serde(default)]
-    pub completion_mode: Option<String>,
+    pub(crate) completion_mode: Option<String>,
     #[serde(default)]
-    pub suspend: Option<bool>,
+    pub(crate) suspend: Option<bool>,
     #[serde(default, deserialize_with = "field")]
-    pub pod_failure_policy: Field<PodFailurePolicy>,
+    pub(crate) pod_failure_policy: Field<PodFailurePolicy>,
     #[serde(default, deserialize_with = "field")]
-    pub pod_replacement_policy: Field<String>,
+    pub(crate) pod_replacement_policy: Field<String>,
     #[serde(default)]
-    pub success_policy: Option<SuccessPolicy>,
+    pub(crate) success_policy: Option<SuccessPolicy>,
     #[serde(default)]
-    pub template: PodTemplateSpec,
+    pub(crate) template: PodTemplateSpec,
 }
 
 /// `rules: []` and a missing or `null` list validate alike, but kube-apiserver prints the
@@ -178,9 +183,9 @@ pub struct JobSpec {
 /// which it was, as `OnExitCodes::values_null` does.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(from = "PodFailurePolicyWire")]
-pub struct PodFailurePolicy {
-    pub rules: Vec<PodFailurePolicyRule>,
-    pub rules_null: bool,
+pub(crate) struct PodFailurePolicy {
+    pub(crate) rules: Vec<PodFailurePolicyRule>,
+    pub(crate) rules_null: bool,
 }
 
 #[derive(Deserialize)]
@@ -200,11 +205,11 @@ impl From<PodFailurePolicyWire> for PodFailurePolicy {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(from = "PodFailurePolicyRuleWire")]
-pub struct PodFailurePolicyRule {
-    pub action: Option<String>,
-    pub on_exit_codes: Option<OnExitCodes>,
-    pub on_pod_conditions: Vec<OnPodConditionsPattern>,
-    pub on_pod_conditions_null: bool,
+pub(crate) struct PodFailurePolicyRule {
+    pub(crate) action: Option<String>,
+    pub(crate) on_exit_codes: Option<OnExitCodes>,
+    pub(crate) on_pod_conditions: Vec<OnPodConditionsPattern>,
+    pub(crate) on_pod_conditions_null: bool,
 }
 
 #[derive(Deserialize)]
@@ -231,13 +236,13 @@ impl From<PodFailurePolicyRuleWire> for PodFailurePolicyRule {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(from = "OnExitCodesWire")]
-pub struct OnExitCodes {
-    pub container_name: Option<String>,
-    pub operator: Option<String>,
-    pub values: Vec<i32>,
+pub(crate) struct OnExitCodes {
+    pub(crate) container_name: Option<String>,
+    pub(crate) operator: Option<String>,
+    pub(crate) values: Vec<i32>,
     /// `values` was absent or null (Go's nil slice), not `[]`: kube-apiserver prints the two
     /// differently (`null`, `[]`) in "at least one value is required".
-    pub values_null: bool,
+    pub(crate) values_null: bool,
 }
 
 #[derive(Deserialize)]
@@ -264,19 +269,19 @@ impl From<OnExitCodesWire> for OnExitCodes {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OnPodConditionsPattern {
+pub(crate) struct OnPodConditionsPattern {
     #[serde(default, rename = "type")]
-    pub type_: Option<String>,
+    pub(crate) type_: Option<String>,
     #[serde(default)]
-    pub status: Option<String>,
+    pub(crate) status: Option<String>,
 }
 
 /// `rules_null`: see `PodFailurePolicy`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(from = "SuccessPolicyWire")]
-pub struct SuccessPolicy {
-    pub rules: Vec<SuccessPolicyRule>,
-    pub rules_null: bool,
+pub(crate) struct SuccessPolicy {
+    pub(crate) rules: Vec<SuccessPolicyRule>,
+    pub(crate) rules_null: bool,
 }
 
 #[derive(Deserialize)]
@@ -296,33 +301,33 @@ impl From<SuccessPolicyWire> for SuccessPolicy {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SuccessPolicyRule {
+pub(crate) struct SuccessPolicyRule {
     #[serde(default)]
-    pub succeeded_indexes: Option<String>,
+    pub(crate) succeeded_indexes: Option<String>,
     #[serde(default)]
-    pub succeeded_count: Option<i32>,
+    pub(crate) succeeded_count: Option<i32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PodTemplateSpec {
+pub(crate) struct PodTemplateSpec {
     #[serde(default, deserialize_with = "field")]
-    pub metadata: Field<TemplateMeta>,
+    pub(crate) metadata: Field<TemplateMeta>,
     #[serde(default)]
-    pub spec: PodSpec,
+    pub(crate) spec: PodSpec,
     /// The whole template as the immutability check compares it (`job::template` digests),
     /// kept only where a Job UPDATE needs it (kube-apiserver's `spec.template` immutability
     /// compares every field); `None` on the fast CREATE path.
     #[serde(skip)]
-    pub whole: Option<super::template::WholeTemplate>,
+    pub(crate) whole: Option<super::template::WholeTemplate>,
 }
 
 impl PodTemplateSpec {
-    pub fn annotations(&self) -> Option<&BTreeMap<String, String>> {
+    pub(crate) fn annotations(&self) -> Option<&BTreeMap<String, String>> {
         self.metadata.value().and_then(|m| m.annotations.value())
     }
 
-    pub fn annotation(&self, key: &str) -> Option<&str> {
+    pub(crate) fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations()
             .and_then(|a| a.get(key))
             .map(String::as_str)
@@ -331,26 +336,26 @@ impl PodTemplateSpec {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TemplateMeta {
+pub(crate) struct TemplateMeta {
     #[serde(default, deserialize_with = "field")]
-    pub annotations: Field<BTreeMap<String, String>>,
+    pub(crate) annotations: Field<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PodSpec {
+pub(crate) struct PodSpec {
     #[serde(default)]
-    pub restart_policy: Option<String>,
+    pub(crate) restart_policy: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
-    pub containers: Vec<NamedContainer>,
+    pub(crate) containers: Vec<NamedContainer>,
     #[serde(default, deserialize_with = "null_as_default")]
-    pub init_containers: Vec<NamedContainer>,
+    pub(crate) init_containers: Vec<NamedContainer>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct NamedContainer {
+pub(crate) struct NamedContainer {
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
 }
 
 #[derive(Deserialize)]
@@ -438,8 +443,8 @@ struct JobTemplateSpec {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}{message}", if path.is_empty() || path == "." { String::new() } else { format!("{path}: ") })]
 pub struct ParseError {
-    pub path: String,
-    pub message: String,
+    pub(crate) path: String,
+    pub(crate) message: String,
 }
 
 /// serde_json's message without " at line 1 column 112": the position inside an embedded object
@@ -519,7 +524,10 @@ impl JobObject {
     }
 
     /// Builds from an already-decoded JSON value (`jobgate check` reads YAML into values).
-    pub fn from_value(kind: Kind, value: serde_json::Value) -> Result<JobObject, ParseError> {
+    pub(crate) fn from_value(
+        kind: Kind,
+        value: serde_json::Value,
+    ) -> Result<JobObject, ParseError> {
         if !value.is_object() {
             return Err(not_an_object(kind, value.to_string().chars().next()));
         }
@@ -587,7 +595,7 @@ impl JobObject {
 
     /// Keeps the whole `spec.template` of `document` (this object's JSON) for the UPDATE
     /// immutability check, which compares every field of the template, not only those modeled.
-    pub fn keep_whole_template(&mut self, document: &serde_json::Value) {
+    pub(crate) fn keep_whole_template(&mut self, document: &serde_json::Value) {
         let mut at = Some(document);
         for token in self.kind.spec_pointer() {
             at = at.and_then(|v| v.get(token));
@@ -599,7 +607,7 @@ impl JobObject {
     }
 
     /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.
-    pub fn display_name(&self) -> &str {
+    pub(crate) fn display_name(&self) -> &str {
         match (&self.metadata.name, &self.metadata.generate_name) {
             (Some(n), _) if !n.is_empty() => n,
             (_, Some(g)) => g,
@@ -611,7 +619,7 @@ impl JobObject {
 /// Reads a Job or CronJob straight out of an enclosing document (the AdmissionReview's
 /// `request.object`) in the same pass, so a review is parsed once. Accepts a JSON object or `null`
 /// (`None`). Errors carry no field path: callers fall back to [`JobObject::from_json`] for that.
-pub struct JobSeed(pub Kind);
+pub(crate) struct JobSeed(pub Kind);
 
 impl<'de> serde::de::DeserializeSeed<'de> for JobSeed {
     type Value = Option<JobObject>;

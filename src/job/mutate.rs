@@ -36,13 +36,13 @@ use super::version::FeatureGate;
 use super::{Config, Operation, Review, Verdict};
 
 /// The Job annotation that opts a Job in (`"enabled"`) or out (`"disabled"`) of failure recovery.
-pub const FAILURE_RECOVERY: &str = "jobgate.dev/failure-recovery";
-pub const FAILURE_RECOVERY_ENABLED: &str = "enabled";
-pub const FAILURE_RECOVERY_DISABLED: &str = "disabled";
+pub(crate) const FAILURE_RECOVERY: &str = "jobgate.dev/failure-recovery";
+pub(crate) const FAILURE_RECOVERY_ENABLED: &str = "enabled";
+pub(crate) const FAILURE_RECOVERY_DISABLED: &str = "disabled";
 
 /// How a Job may opt into failure recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecoveryScope {
+pub(crate) enum RecoveryScope {
     /// `POST /mutate`: only Jobs annotated `jobgate.dev/failure-recovery: "enabled"`.
     JobAnnotation,
     /// `POST /mutate/recovery`: every Job not annotated `jobgate.dev/failure-recovery: "disabled"`.
@@ -52,7 +52,7 @@ pub enum RecoveryScope {
 /// The value jobgate gives each recovery annotation on the pod template.
 const TRUE: &str = "true";
 
-pub fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Verdict {
+pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Verdict {
     let object = review.object;
     if object.metadata.deletion_timestamp.is_some()
         || !is_reviewed(review)

@@ -7,17 +7,17 @@ use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
 use serde_json::Value;
 
 /// The pointer to `tokens` (unescaped field names), each escaped on the way in.
-pub fn pointer<'t>(tokens: impl IntoIterator<Item = &'t str>) -> PointerBuf {
+pub(crate) fn pointer<'t>(tokens: impl IntoIterator<Item = &'t str>) -> PointerBuf {
     PointerBuf::from_tokens(tokens)
 }
 
 /// `add`: creates a member, or fills one that holds `null` (RFC 6902 section 4.1).
-pub fn add(path: PointerBuf, value: Value) -> PatchOperation {
+pub(crate) fn add(path: PointerBuf, value: Value) -> PatchOperation {
     PatchOperation::Add(AddOperation { path, value })
 }
 
 /// `replace`: changes a member that exists (RFC 6902 section 4.3).
-pub fn replace(path: PointerBuf, value: Value) -> PatchOperation {
+pub(crate) fn replace(path: PointerBuf, value: Value) -> PatchOperation {
     PatchOperation::Replace(ReplaceOperation { path, value })
 }
 

@@ -16,14 +16,14 @@ use super::{BadValue, Config, FieldError, Kind, Operation, Review};
 /// How a policy acts when it finds something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     Off,
     Warn,
     Deny,
 }
 
 impl Level {
-    pub fn parse(s: &str) -> Option<Level> {
+    pub(crate) fn parse(s: &str) -> Option<Level> {
         match s {
             "off" => Some(Level::Off),
             "warn" => Some(Level::Warn),
@@ -32,7 +32,7 @@ impl Level {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Level::Off => "off",
             Level::Warn => "warn",
@@ -49,7 +49,7 @@ impl fmt::Display for Level {
 
 /// The policies, in the order they are evaluated and reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PolicyName {
+pub(crate) enum PolicyName {
     /// The recovery annotation on the pod template must be `"true"` or `"false"`.
     RecoveryAnnotationValue,
     /// The recovery annotation on the Job's (or CronJob's) own metadata has no effect.
@@ -63,7 +63,7 @@ pub enum PolicyName {
 }
 
 impl PolicyName {
-    pub const ALL: [PolicyName; 5] = [
+    pub(crate) const ALL: [PolicyName; 5] = [
         PolicyName::RecoveryAnnotationValue,
         PolicyName::RecoveryAnnotationOnJob,
         PolicyName::RecoveryNeedsFailed,
@@ -71,7 +71,7 @@ impl PolicyName {
         PolicyName::IndexedTerminatingOrFailed,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PolicyName::RecoveryAnnotationValue => "recovery-annotation-value",
             PolicyName::RecoveryAnnotationOnJob => "recovery-annotation-on-job",
@@ -81,11 +81,11 @@ impl PolicyName {
         }
     }
 
-    pub fn parse(s: &str) -> Option<PolicyName> {
+    pub(crate) fn parse(s: &str) -> Option<PolicyName> {
         PolicyName::ALL.into_iter().find(|p| p.as_str() == s)
     }
 
-    pub fn default_level(self) -> Level {
+    pub(crate) fn default_level(self) -> Level {
         match self {
             PolicyName::RecoveryAnnotationValue => Level::Deny,
             PolicyName::RecoveryAnnotationOnJob
@@ -117,25 +117,25 @@ impl Default for Policies {
 }
 
 impl Policies {
-    pub fn level(&self, name: PolicyName) -> Level {
+    pub(crate) fn level(&self, name: PolicyName) -> Level {
         self.levels[name as usize]
     }
 
-    pub fn set(&mut self, name: PolicyName, level: Level) {
+    pub(crate) fn set(&mut self, name: PolicyName, level: Level) {
         self.levels[name as usize] = level;
     }
 
     /// Every policy at `level` (tests, `--policy` shorthands).
-    pub fn all(level: Level) -> Policies {
+    pub(crate) fn all(level: Level) -> Policies {
         Policies { levels: [level; 5] }
     }
 }
 
 /// What the policies found in one review.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Findings {
-    pub errors: Vec<FieldError>,
-    pub warnings: Vec<String>,
+pub(crate) struct Findings {
+    pub(crate) errors: Vec<FieldError>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// One thing a policy found, before its level decides whether it warns or denies.
@@ -165,7 +165,7 @@ impl Finding {
     }
 }
 
-pub fn evaluate(review: &Review<'_>, config: &Config) -> Findings {
+pub(crate) fn evaluate(review: &Review<'_>, config: &Config) -> Findings {
     let mut found = findings(review.object, config);
     if let (Operation::Update, Some(old)) = (review.operation, review.old_object) {
         let before = findings(old, config);

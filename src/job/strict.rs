@@ -17,7 +17,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// A deserializer reading structs from objects only, `-0` as 0.
-pub struct Strict<D>(pub D);
+pub(crate) struct Strict<D>(pub D);
 
 macro_rules! forward {
     ($($method:ident),* $(,)?) => {
@@ -123,7 +123,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
 /// without a high one before it) replaced by `\ufffd`, as Go's encoding/json decodes it
 /// (`unquoteBytes`: "Invalid surrogate; fall back to replacement rune"). Both escapes are six
 /// bytes, so offsets in error messages stay right. Borrowed when there is nothing to replace.
-pub fn go_surrogates(json: &[u8]) -> Cow<'_, [u8]> {
+pub(crate) fn go_surrogates(json: &[u8]) -> Cow<'_, [u8]> {
     fn hex4(b: &[u8]) -> Option<u16> {
         let s = std::str::from_utf8(b.get(..4)?).ok()?;
         u16::from_str_radix(s, 16).ok()

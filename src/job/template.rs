@@ -30,7 +30,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 
 /// A template as the immutability check sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WholeTemplate {
+pub(crate) enum WholeTemplate {
     Read {
         plain: u128,
         stripped: u128,
@@ -43,7 +43,7 @@ pub enum WholeTemplate {
 
 impl WholeTemplate {
     /// From the JSON text of `spec.template` (`null` when absent).
-    pub fn from_json(text: &str) -> WholeTemplate {
+    pub(crate) fn from_json(text: &str) -> WholeTemplate {
         let digest = |mode| {
             let mut de = serde_json::Deserializer::from_str(text);
             let d = Seed(mode).deserialize(&mut de)?;
@@ -55,7 +55,7 @@ impl WholeTemplate {
     }
 
     /// From an already parsed template (`jobgate check`).
-    pub fn from_value(value: &serde_json::Value) -> WholeTemplate {
+    pub(crate) fn from_value(value: &serde_json::Value) -> WholeTemplate {
         let digest = |mode| Seed(mode).deserialize(value).map(|d| d.hash);
         WholeTemplate::from_digests(digest)
             .unwrap_or_else(|e| WholeTemplate::Unreadable(e.to_string()))
@@ -72,7 +72,7 @@ impl WholeTemplate {
 
     /// Whether `self` (new) differs from `old` as `compare` says. `Err` names why one of them
     /// cannot be compared.
-    pub fn differs(&self, old: &WholeTemplate, compare: Compare) -> Result<bool, String> {
+    pub(crate) fn differs(&self, old: &WholeTemplate, compare: Compare) -> Result<bool, String> {
         let pick = |t: &WholeTemplate| match (t, compare) {
             (WholeTemplate::Unreadable(e), _) => Err(e.clone()),
             (
@@ -110,7 +110,7 @@ impl WholeTemplate {
 
 /// What the immutability check compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compare {
+pub(crate) enum Compare {
     /// The whole templates, optionally without the scheduling directives.
     Template { without_scheduling: bool },
     /// Only the pod specs, without the containers' and init containers' `resources`

@@ -29,9 +29,9 @@ const MAX_FAILED_INDEXES_FOR_INDEXED_JOB: i32 = 100_000;
 const COMPLETIONS_SOFT_LIMIT: i32 = 100_000;
 const PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS: i32 = 10_000;
 const MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS: i32 = 10_000;
-pub const MAX_POD_FAILURE_POLICY_RULES: usize = 20;
-pub const MAX_ON_EXIT_CODES_VALUES: usize = 255;
-pub const MAX_ON_POD_CONDITIONS_PATTERNS: usize = 20;
+pub(crate) const MAX_POD_FAILURE_POLICY_RULES: usize = 20;
+pub(crate) const MAX_ON_EXIT_CODES_VALUES: usize = 255;
+pub(crate) const MAX_ON_POD_CONDITIONS_PATTERNS: usize = 20;
 const MAX_SUCCEEDED_INDEXES_LENGTH: usize = 64 * 1024;
 const MAX_SUCCESS_POLICY_RULES: usize = 20;
 
@@ -46,7 +46,7 @@ const INDEXED: &str = "Indexed";
 const IMMUTABLE: &str = "field is immutable";
 const NEGATIVE: &str = "must be greater than or equal to 0";
 
-pub fn validate(review: &Review<'_>, config: &Config) -> Verdict {
+pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Verdict {
     let mut errors = validate_object(review.object);
     if let (Operation::Update, Some(old), Kind::Job) =
         (review.operation, review.old_object, review.object.kind)
@@ -71,7 +71,7 @@ pub fn validate(review: &Review<'_>, config: &Config) -> Verdict {
 }
 
 /// kube-apiserver's `validateJobSpec`, restricted to the fields jobgate models.
-pub fn validate_object(object: &JobObject) -> Vec<FieldError> {
+pub(crate) fn validate_object(object: &JobObject) -> Vec<FieldError> {
     let mut errs = Vec::new();
     validate_job_spec(&object.spec, &object.kind.spec_path(), &mut errs);
     errs
@@ -641,7 +641,11 @@ fn validate_restart_policy(spec: &JobSpec, path: FieldPath, errs: &mut Vec<Field
 /// `ValidateJobSpecUpdate` after `ValidateJobSpec`: completions (elastic Indexed Jobs),
 /// template, completionMode, podFailurePolicy, backoffLimitPerIndex, successPolicy. What may
 /// change in the template depends on the old Job's state and the cluster (`version.rs`).
-pub fn validate_job_update(new: &JobObject, old: &JobObject, cluster: &Cluster) -> Vec<FieldError> {
+pub(crate) fn validate_job_update(
+    new: &JobObject,
+    old: &JobObject,
+    cluster: &Cluster,
+) -> Vec<FieldError> {
     let (spec, old_spec) = (&new.spec, &old.spec);
     let fld_path = new.kind.spec_path();
     let mut errs = Vec::new();

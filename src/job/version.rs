@@ -16,13 +16,18 @@ pub struct KubernetesVersion {
 }
 
 impl KubernetesVersion {
-    pub const OLDEST: KubernetesVersion = KubernetesVersion { minor: 33 };
-    pub const NEWEST: KubernetesVersion = KubernetesVersion { minor: 37 };
+    pub(crate) const OLDEST: KubernetesVersion = KubernetesVersion { minor: 33 };
+    pub(crate) const NEWEST: KubernetesVersion = KubernetesVersion { minor: 37 };
 
+    /// Kubernetes 1.33.
     pub const V1_33: KubernetesVersion = KubernetesVersion { minor: 33 };
+    /// Kubernetes 1.34.
     pub const V1_34: KubernetesVersion = KubernetesVersion { minor: 34 };
+    /// Kubernetes 1.35.
     pub const V1_35: KubernetesVersion = KubernetesVersion { minor: 35 };
+    /// Kubernetes 1.36.
     pub const V1_36: KubernetesVersion = KubernetesVersion { minor: 36 };
+    /// Kubernetes 1.37.
     pub const V1_37: KubernetesVersion = KubernetesVersion { minor: 37 };
 
     /// Every supported release, oldest first.
@@ -75,7 +80,7 @@ impl fmt::Display for KubernetesVersion {
 
 /// The Job-related feature gates whose state can change a rule jobgate mirrors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FeatureGate {
+pub(crate) enum FeatureGate {
     /// KEP-3939. Beta (on) in 1.33, GA and locked in 1.34-1.36, removed in 1.37
     /// (kubernetes#138759). Off: the apiserver drops `spec.podReplacementPolicy`
     /// (`dropDisabledFields`), so it is neither defaulted nor validated.
@@ -108,7 +113,7 @@ enum GateState {
 }
 
 impl FeatureGate {
-    pub const ALL: [FeatureGate; 6] = [
+    pub(crate) const ALL: [FeatureGate; 6] = [
         FeatureGate::JobPodReplacementPolicy,
         FeatureGate::JobManagedBy,
         FeatureGate::JobBackoffLimitPerIndex,
@@ -117,7 +122,7 @@ impl FeatureGate {
         FeatureGate::MutableSchedulingDirectivesForSuspendedJobs,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FeatureGate::JobPodReplacementPolicy => "JobPodReplacementPolicy",
             FeatureGate::JobManagedBy => "JobManagedBy",
@@ -132,7 +137,7 @@ impl FeatureGate {
         }
     }
 
-    pub fn parse(name: &str) -> Option<FeatureGate> {
+    pub(crate) fn parse(name: &str) -> Option<FeatureGate> {
         Self::ALL.into_iter().find(|g| g.as_str() == name)
     }
 
@@ -174,7 +179,7 @@ impl fmt::Display for FeatureGate {
 }
 
 /// `Name=true|false,...` as kube-apiserver's `--feature-gates` takes it.
-pub fn parse_feature_gates(s: &str) -> Result<BTreeMap<FeatureGate, bool>, String> {
+pub(crate) fn parse_feature_gates(s: &str) -> Result<BTreeMap<FeatureGate, bool>, String> {
     let mut gates = BTreeMap::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (name, value) = item
@@ -197,7 +202,7 @@ pub fn parse_feature_gates(s: &str) -> Result<BTreeMap<FeatureGate, bool>, Strin
 
 /// A gate name jobgate knows; anything else is rejected, so that a typo never silently keeps a
 /// rule the cluster turned off.
-pub fn parse_gate_name(name: &str) -> Result<FeatureGate, String> {
+pub(crate) fn parse_gate_name(name: &str) -> Result<FeatureGate, String> {
     FeatureGate::parse(name).ok_or_else(|| {
         let known: Vec<&str> = FeatureGate::ALL.iter().map(|g| g.as_str()).collect();
         format!(
@@ -226,7 +231,7 @@ impl Cluster {
     /// A release with some gates overridden, checked the way kube-apiserver checks
     /// `--feature-gates` (`component-base/featuregate`): a gate the release does not have is
     /// `unrecognized`, a GA gate may not be turned off.
-    pub fn with_gates(
+    pub(crate) fn with_gates(
         version: KubernetesVersion,
         overrides: &BTreeMap<FeatureGate, bool>,
     ) -> Result<Cluster, String> {
@@ -251,18 +256,18 @@ impl Cluster {
         })
     }
 
-    pub fn version(&self) -> KubernetesVersion {
+    pub(crate) fn version(&self) -> KubernetesVersion {
         self.version
     }
 
     /// The gates set explicitly.
-    pub fn overrides(&self) -> &BTreeMap<FeatureGate, bool> {
+    pub(crate) fn overrides(&self) -> &BTreeMap<FeatureGate, bool> {
         &self.overrides
     }
 
     /// Is the gate on in this cluster? A gate the release does not have is on when it was
     /// removed after GA and off when its feature is newer than the release.
-    pub fn enabled(&self, gate: FeatureGate) -> bool {
+    pub(crate) fn enabled(&self, gate: FeatureGate) -> bool {
         match gate.state(self.version) {
             GateState::Locked => true,
             GateState::Default(default) => self.overrides.get(&gate).copied().unwrap_or(default),
@@ -273,7 +278,7 @@ impl Cluster {
 
     /// How field errors print their values: kubernetes#132314 (1.34) replaced Go's `%#v` with
     /// `json.Marshal`.
-    pub fn value_style(&self) -> ValueStyle {
+    pub(crate) fn value_style(&self) -> ValueStyle {
         if self.version < KubernetesVersion::V1_34 {
             ValueStyle::GoSyntax
         } else {
@@ -283,7 +288,7 @@ impl Cluster {
 
     /// kubernetes#131525 (1.34): `onPodConditions[].status` defaults to `True` in a CronJob's
     /// job template too; before it only a Job's own spec was defaulted.
-    pub fn defaults_cron_job_pod_condition_status(&self) -> bool {
+    pub(crate) fn defaults_cron_job_pod_condition_status(&self) -> bool {
         self.version >= KubernetesVersion::V1_34
     }
 }
@@ -298,7 +303,7 @@ fn introduced_by_kep_5440(gate: FeatureGate) -> bool {
 
 /// `field.Error.ErrorBody()`'s rendering of composite values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueStyle {
+pub(crate) enum ValueStyle {
     /// 1.33 and before: pointers dereferenced (nil is the string `"null"`), named strings,
     /// slices and structs printed with `%#v`.
     GoSyntax,
@@ -310,25 +315,25 @@ pub enum ValueStyle {
 /// `JobValidationOptions.AllowMutableSchedulingDirectives` / `AllowMutablePodResources` as
 /// `validationOptionsForJob` (`pkg/registry/batch/job/strategy.go`) computes them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TemplateUpdateOptions {
+pub(crate) struct TemplateUpdateOptions {
     /// Node affinity, node selector, tolerations, template labels and annotations, scheduling
     /// gates.
-    pub allow_mutable_scheduling_directives: bool,
+    pub(crate) allow_mutable_scheduling_directives: bool,
     /// `containers[*].resources` and `initContainers[*].resources` (KEP-5440).
-    pub allow_mutable_pod_resources: bool,
+    pub(crate) allow_mutable_pod_resources: bool,
 }
 
 /// The old Job's facts the template-mutability options depend on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OldJobState {
+pub(crate) struct OldJobState {
     /// `spec.suspend == true`.
-    pub suspended: bool,
+    pub(crate) suspended: bool,
     /// `status.startTime` is set.
-    pub started: bool,
+    pub(crate) started: bool,
     /// `status.conditions` has `type: Suspended, status: "True"` (`batch.JobSuspended`).
-    pub suspended_condition: bool,
+    pub(crate) suspended_condition: bool,
     /// `status.active` (absent is 0).
-    pub active: i64,
+    pub(crate) active: i64,
 }
 
 impl Cluster {
@@ -346,7 +351,7 @@ impl Cluster {
     ///   condition; the KEP-5440 documentation (and #139287's reasoning) also admits a suspended
     ///   Job that never started. jobgate takes the more permissive reading, so that it never
     ///   denies what the apiserver accepted.
-    pub fn template_update_options(&self, old: &OldJobState) -> TemplateUpdateOptions {
+    pub(crate) fn template_update_options(&self, old: &OldJobState) -> TemplateUpdateOptions {
         let not_started = !old.started;
         let fully_suspended = old.suspended_condition && old.active == 0;
         let relaxed = old.suspended && (not_started || fully_suspended);

@@ -23,7 +23,7 @@ pub struct RecoveryArgs {
         default_value = "60s",
         value_parser = parse_duration
     )]
-    pub forceful_termination_grace_period: Duration,
+    pub(crate) forceful_termination_grace_period: Duration,
     /// Pod annotation keys that opt a pod in with the value "true" (repeatable; comma-separated
     /// in the environment variable).
     #[arg(
@@ -32,10 +32,10 @@ pub struct RecoveryArgs {
         value_delimiter = ',',
         default_values_t = crate::kueue::RECOVERY_ANNOTATION_KEYS.map(String::from)
     )]
-    pub recovery_annotation_keys: Vec<String>,
+    pub(crate) recovery_annotation_keys: Vec<String>,
     /// Per-Job recovery backoff and limit.
     #[command(flatten)]
-    pub backoff: RecoveryBackoffArgs,
+    pub(crate) backoff: RecoveryBackoffArgs,
     /// Hold recoveries in a zone where many nodes are unreachable at once (a partition, not dead
     /// machines), like kube-controller-manager holds taint-based evictions.
     #[arg(
@@ -45,7 +45,7 @@ pub struct RecoveryArgs {
         action = clap::ArgAction::Set,
         value_name = "BOOL"
     )]
-    pub partition_brake: bool,
+    pub(crate) partition_brake: bool,
     /// Fraction of a zone's nodes (and at least 3) unreachable from which the zone is disrupted
     /// (kube-controller-manager's --unhealthy-zone-threshold).
     #[arg(
@@ -55,7 +55,7 @@ pub struct RecoveryArgs {
         value_parser = parse_fraction,
         value_name = "FRACTION"
     )]
-    pub unhealthy_zone_threshold: f32,
+    pub(crate) unhealthy_zone_threshold: f32,
     /// A disrupted zone of at most this many nodes holds all recoveries; a larger one releases
     /// nodes at --secondary-recovery-rate (kube-controller-manager's
     /// --large-cluster-size-threshold, compared with the zone's size).
@@ -65,7 +65,7 @@ pub struct RecoveryArgs {
         default_value_t = brake::DEFAULT_LARGE_CLUSTER_SIZE_THRESHOLD,
         value_name = "NODES"
     )]
-    pub large_cluster_size_threshold: u32,
+    pub(crate) large_cluster_size_threshold: u32,
     /// Nodes per second whose pods are recovered in a disrupted zone larger than
     /// --large-cluster-size-threshold (kube-controller-manager's --secondary-node-eviction-rate);
     /// 0 holds them all.
@@ -76,7 +76,7 @@ pub struct RecoveryArgs {
         value_parser = parse_rate,
         value_name = "NODES_PER_SECOND"
     )]
-    pub secondary_recovery_rate: f64,
+    pub(crate) secondary_recovery_rate: f64,
 }
 
 /// A number in [0, 1].
@@ -97,7 +97,7 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 
 impl RecoveryArgs {
     /// The pod decision's settings.
-    pub fn config(&self) -> recovery::Config {
+    pub(crate) fn config(&self) -> recovery::Config {
         recovery::Config {
             annotation_keys: self.recovery_annotation_keys.clone(),
             grace_period: self.forceful_termination_grace_period,
@@ -105,12 +105,12 @@ impl RecoveryArgs {
     }
 
     /// The Job episode decision's settings.
-    pub fn episode_config(&self) -> EpisodeConfig {
+    pub(crate) fn episode_config(&self) -> EpisodeConfig {
         self.backoff.episode_config()
     }
 
     /// The partition brake's settings.
-    pub fn brake_config(&self) -> BrakeConfig {
+    pub(crate) fn brake_config(&self) -> BrakeConfig {
         BrakeConfig {
             enabled: self.partition_brake,
             unhealthy_zone_threshold: self.unhealthy_zone_threshold,
@@ -120,32 +120,33 @@ impl RecoveryArgs {
     }
 }
 
+/// `jobgate reconcile`.
 #[derive(Debug, Clone, Args)]
 pub struct ReconcileArgs {
     #[command(flatten)]
-    pub cluster: super::cluster::ClusterArgs,
+    pub(crate) cluster: super::cluster::ClusterArgs,
     /// The decision's flags, shared with `jobgate status`.
     #[command(flatten)]
-    pub recovery: RecoveryArgs,
+    pub(crate) recovery: RecoveryArgs,
     /// Record the recovery (phase Failed, condition, event) but do not delete the pod.
     #[arg(long, env = "JOBGATE_NO_DELETE")]
-    pub no_delete: bool,
+    pub(crate) no_delete: bool,
     /// Change nothing: log and emit a Normal "would forcefully terminate" event per pod.
     #[arg(long, env = "JOBGATE_DRY_RUN")]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Name of the coordination.k8s.io/v1 Lease used for leader election.
     #[arg(long, env = "JOBGATE_LEASE_NAME", default_value = "jobgate-reconciler")]
-    pub lease_name: String,
+    pub(crate) lease_name: String,
     /// Namespace of the Lease (default: the client's namespace, in a pod its own namespace).
     #[arg(long, env = "JOBGATE_LEASE_NAMESPACE")]
-    pub lease_namespace: Option<String>,
+    pub(crate) lease_namespace: Option<String>,
     /// Leader-election identity (default: $POD_NAME or $HOSTNAME plus a random suffix).
     #[arg(long, env = "JOBGATE_LEADER_ELECTION_ID")]
-    pub leader_election_id: Option<String>,
+    pub(crate) leader_election_id: Option<String>,
     /// Admin (plain HTTP) listen address for /livez, /readyz, /metrics. Defaults to 8081 so the
     /// sidecar does not collide with `serve`'s 8080 in the same pod.
     #[arg(long, env = "JOBGATE_ADMIN_ADDR", default_value = "0.0.0.0:8081")]
-    pub admin_addr: SocketAddr,
+    pub(crate) admin_addr: SocketAddr,
     /// On SIGTERM, how long in-flight reconciles get to finish (no new one starts) before the
     /// Lease is released and the process exits.
     #[arg(
@@ -154,7 +155,7 @@ pub struct ReconcileArgs {
         default_value = "10s",
         value_parser = parse_duration
     )]
-    pub shutdown_timeout: Duration,
+    pub(crate) shutdown_timeout: Duration,
 }
 
 #[cfg(test)]

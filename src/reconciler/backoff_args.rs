@@ -9,7 +9,7 @@ use crate::recovery::episode::{EpisodeConfig, LimitAction};
 /// KEP-1282's `requeuingStrategy` (`backoffBaseSeconds`, `backoffMaxSeconds`,
 /// `backoffLimitCount`) applied to forced recoveries of a Job's pods.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
-pub struct RecoveryBackoffArgs {
+pub(crate) struct RecoveryBackoffArgs {
     /// Wait after a Job's first recovery episode; doubles per episode (0: no wait).
     #[arg(
         long,
@@ -17,7 +17,7 @@ pub struct RecoveryBackoffArgs {
         default_value_t = DEFAULT_BASE_SECONDS as u32,
         value_name = "SECONDS"
     )]
-    pub recovery_backoff_base_seconds: u32,
+    pub(crate) recovery_backoff_base_seconds: u32,
     /// Cap of the wait between two episodes of a Job (0: no cap).
     #[arg(
         long,
@@ -25,10 +25,10 @@ pub struct RecoveryBackoffArgs {
         default_value_t = DEFAULT_MAX_SECONDS as u32,
         value_name = "SECONDS"
     )]
-    pub recovery_backoff_max_seconds: u32,
+    pub(crate) recovery_backoff_max_seconds: u32,
     /// Most recovery episodes per Job; the next one is refused (default: unlimited).
     #[arg(long, env = "JOBGATE_RECOVERY_BACKOFF_LIMIT_COUNT", value_name = "N")]
-    pub recovery_backoff_limit_count: Option<u32>,
+    pub(crate) recovery_backoff_limit_count: Option<u32>,
     /// What to do when a Job reaches the limit: `stop` recovering, also `suspend` the Job, or
     /// also `deactivate-workload` (its Kueue Workload).
     #[arg(
@@ -37,12 +37,12 @@ pub struct RecoveryBackoffArgs {
         value_enum,
         default_value_t = OnRecoveryLimit::Stop
     )]
-    pub on_recovery_limit: OnRecoveryLimit,
+    pub(crate) on_recovery_limit: OnRecoveryLimit,
 }
 
 /// `--on-recovery-limit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnRecoveryLimit {
+pub(crate) enum OnRecoveryLimit {
     /// Stop recovering the Job's pods; leave the Job alone.
     Stop,
     /// Stop and set `spec.suspend: true` on the Job.
@@ -53,7 +53,7 @@ pub enum OnRecoveryLimit {
 }
 
 impl RecoveryBackoffArgs {
-    pub fn episode_config(&self) -> EpisodeConfig {
+    pub(crate) fn episode_config(&self) -> EpisodeConfig {
         EpisodeConfig {
             backoff: Backoff {
                 base_seconds: u64::from(self.recovery_backoff_base_seconds),

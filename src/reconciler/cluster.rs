@@ -8,19 +8,19 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 #[derive(Debug, Clone, Default, Args)]
-pub struct ClusterArgs {
+pub(crate) struct ClusterArgs {
     /// Path of a kubeconfig file. Without it and without --context, the environment decides
     /// (in-cluster config for `reconcile`; $KUBECONFIG, ~/.kube/config, then in-cluster for `status`).
     #[arg(long, env = "JOBGATE_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    pub(crate) kubeconfig: Option<PathBuf>,
     /// kubeconfig context to use (default: the current context).
     #[arg(long, env = "JOBGATE_CONTEXT")]
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
 }
 
 /// Which configuration wins when no flag names one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Prefer {
+pub(crate) enum Prefer {
     /// A sidecar: the pod's service account first.
     InCluster,
     /// An operator's command: their kubeconfig first.
@@ -30,16 +30,20 @@ pub enum Prefer {
 /// Why no client could be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
+    /// With `--kubeconfig` or `--context`: the kubeconfig cannot be read, or has no usable
+    /// context.
     #[error("cannot read the kubeconfig: {0}")]
     Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// Neither a kubeconfig nor the in-cluster service account gives a configuration.
     #[error("no usable cluster configuration: {0}")]
     Infer(#[from] kube::config::InferConfigError),
+    /// The configuration was read, but kube-rs cannot build a client from it.
     #[error("cannot build a Kubernetes client: {0}")]
     Client(#[from] kube::Error),
 }
 
 impl ClusterArgs {
-    pub async fn client(&self, prefer: Prefer) -> Result<Client, ClusterError> {
+    pub(crate) async fn client(&self, prefer: Prefer) -> Result<Client, ClusterError> {
         let config = if self.kubeconfig.is_some() || self.context.is_some() {
             let options = KubeConfigOptions {
                 context: self.context.clone(),

@@ -20,30 +20,33 @@ use crate::recovery::{self, NodeFacts};
 /// How the executor behaves.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Options {
-    pub dry_run: bool,
-    pub no_delete: bool,
+    pub(crate) dry_run: bool,
+    pub(crate) no_delete: bool,
     /// `reportingInstance` of events and the Lease identity.
-    pub identity: String,
+    pub(crate) identity: String,
 }
 
 /// Everything the reconciler remembers of one pod, in one place.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PodState {
     /// `spec.nodeName` from the last GET, so a node edge finds its pods.
-    pub node: Option<String>,
+    pub(crate) node: Option<String>,
     /// Waiting for the deadline, the node or the Job (counted in `jobgate_recovery_pending_pods`).
-    pub waiting: Option<Waiting>,
+    pub(crate) waiting: Option<Waiting>,
     /// Failed reconciles in a row (the error backoff's exponent).
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// `--dry-run`: the uid of the pod whose "would ..." event was posted, so it is posted once.
-    pub dry_run_reported: Option<String>,
+    pub(crate) dry_run_reported: Option<String>,
     /// The uid of the pod whose "held" Warning event was posted, so it is posted once.
-    pub held_reported: Option<String>,
+    pub(crate) held_reported: Option<String>,
 }
 
+/// What a pod that is not recovered yet waits for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Waiting {
+    /// Its deadline (`deletionTimestamp` plus the grace period), not reached yet.
     Deadline(Timestamp),
+    /// Past its deadline: its node (named) to become unreachable.
     Node(String),
     /// Due, but its Job's previous recovery episode was too recent.
     JobBackoff(Timestamp),
@@ -56,8 +59,11 @@ pub enum Waiting {
     /// Due, but held by the partition brake: its zone (key) looks partitioned. `until`: a
     /// throttled zone releases another node then.
     Held {
+        /// The zone's key, as upstream `GetZoneKey` (`brake::zone_key`).
         zone: String,
+        /// Why it is held: the Warning event's note and `jobgate status` text.
         message: String,
+        /// When a throttled zone may release its next node; `None` while the zone is held.
         until: Option<Timestamp>,
     },
 }
@@ -65,30 +71,30 @@ pub enum Waiting {
 /// Per-Job recovery episodes: the backoff flags, the store of eligible pods (to find a Job's
 /// other due pods) and the trigger channel (to reconcile them).
 pub struct EpisodeGate {
-    pub config: EpisodeConfig,
-    pub store: Store<PodMeta>,
-    pub triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
+    pub(crate) config: EpisodeConfig,
+    pub(crate) store: Store<PodMeta>,
+    pub(crate) triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     /// The backoff jitter, a number in [0, 1) (`rand::random`; fixed in tests).
-    pub jitter: fn() -> f64,
+    pub(crate) jitter: fn() -> f64,
 }
 
 /// State shared by the watches, the elector and the reconciles.
 pub struct Context {
     /// For reads; every write goes through `writer`.
-    pub client: Client,
-    pub config: recovery::Config,
-    pub options: Options,
-    pub writer: Writer,
-    pub leadership: Leadership,
-    pub metrics: RecoveryMetrics,
-    pub nodes: Mutex<NodeCache>,
-    pub pods: Mutex<HashMap<PodKey, PodState>>,
+    pub(crate) client: Client,
+    pub(crate) config: recovery::Config,
+    pub(crate) options: Options,
+    pub(crate) writer: Writer,
+    pub(crate) leadership: Leadership,
+    pub(crate) metrics: RecoveryMetrics,
+    pub(crate) nodes: Mutex<NodeCache>,
+    pub(crate) pods: Mutex<HashMap<PodKey, PodState>>,
     /// `None`: every due pod is recovered on its own, without Job state.
-    pub episodes: Option<EpisodeGate>,
+    pub(crate) episodes: Option<EpisodeGate>,
     /// The partition brake's settings.
-    pub brake: BrakeConfig,
+    pub(crate) brake: BrakeConfig,
     /// The last node released per throttled zone (partially disrupted large zones).
-    pub zone_releases: Mutex<HashMap<String, LastRelease>>,
+    pub(crate) zone_releases: Mutex<HashMap<String, LastRelease>>,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
 }
 
@@ -97,6 +103,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Context {
+    /// A context that recovers every due pod on its own (no episodes), with the brake's
+    /// defaults and the system clock.
     pub fn new(
         client: Client,
         config: recovery::Config,
@@ -128,19 +136,23 @@ impl Context {
     }
 
     /// Gates every due pod of a Job by its Job's recovery episodes.
-    pub fn with_episodes(mut self, episodes: EpisodeGate) -> Context {
+    pub(crate) fn with_episodes(mut self, episodes: EpisodeGate) -> Context {
         self.episodes = Some(episodes);
         self
     }
 
     /// Sets the partition brake.
-    pub fn with_brake(mut self, brake: BrakeConfig) -> Context {
+    pub(crate) fn with_brake(mut self, brake: BrakeConfig) -> Context {
         self.brake = brake;
         self
     }
 
     /// Replaces the clock (tests).
-    pub fn with_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Context {
+    #[cfg(test)]
+    pub(crate) fn with_clock(
+        mut self,
+        clock: impl Fn() -> Timestamp + Send + Sync + 'static,
+    ) -> Context {
         self.clock = Box::new(clock);
         self
     }
@@ -148,7 +160,7 @@ impl Context {
     /// Replaces the client, for reads and writes (tests: a second scripted conversation with
     /// the same remembered state).
     #[cfg(test)]
-    pub fn with_client(mut self, client: Client) -> Context {
+    pub(crate) fn with_client(mut self, client: Client) -> Context {
         self.writer = Writer::new(
             client.clone(),
             self.leadership.clone(),
@@ -161,25 +173,26 @@ impl Context {
     }
 
     /// The clock, read once per decision.
-    pub fn now(&self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         (self.clock)()
     }
 
-    pub fn cached_node(&self, name: &str) -> Option<NodeFacts> {
+    pub(crate) fn cached_node(&self, name: &str) -> Option<NodeFacts> {
         lock(&self.nodes).get(name).cloned()
     }
 
-    pub fn nodes_synced(&self) -> bool {
+    pub(crate) fn nodes_synced(&self) -> bool {
         lock(&self.nodes).synced()
     }
 
     /// What is remembered of `key`.
-    pub fn pod_state(&self, key: &PodKey) -> Option<PodState> {
+    #[cfg(test)]
+    pub(crate) fn pod_state(&self, key: &PodKey) -> Option<PodState> {
         lock(&self.pods).get(key).cloned()
     }
 
     /// Changes what is remembered of `key` (creating it) and refreshes the pending gauge.
-    pub fn update<R>(&self, key: &PodKey, f: impl FnOnce(&mut PodState) -> R) -> R {
+    pub(crate) fn update<R>(&self, key: &PodKey, f: impl FnOnce(&mut PodState) -> R) -> R {
         let mut pods = lock(&self.pods);
         let result = f(pods.entry(key.clone()).or_default());
         self.set_pending(&pods);
@@ -201,21 +214,21 @@ impl Context {
     }
 
     /// Drops everything remembered about a pod that is gone or no longer eligible.
-    pub fn forget(&self, key: &PodKey) {
+    pub(crate) fn forget(&self, key: &PodKey) {
         let mut pods = lock(&self.pods);
         pods.remove(key);
         self.set_pending(&pods);
     }
 
     /// Forgets every pod not in `listed` (after a relist).
-    pub fn retain(&self, listed: &HashSet<PodKey>) {
+    pub(crate) fn retain(&self, listed: &HashSet<PodKey>) {
         let mut pods = lock(&self.pods);
         pods.retain(|k, _| listed.contains(k));
         self.set_pending(&pods);
     }
 
     /// Held pods of the zones in `released` (zones whose brake let go).
-    pub fn held_in(&self, released: &HashSet<String>) -> Vec<PodKey> {
+    pub(crate) fn held_in(&self, released: &HashSet<String>) -> Vec<PodKey> {
         lock(&self.pods)
             .iter()
             .filter(|(_, t)| {
@@ -227,7 +240,7 @@ impl Context {
 
     /// Tracked pods to re-check when `node` became unreachable: those last seen on it, and
     /// those whose node is not known yet.
-    pub fn pods_on_node(&self, node: &str, eligible: &[PodKey]) -> Vec<PodKey> {
+    pub(crate) fn pods_on_node(&self, node: &str, eligible: &[PodKey]) -> Vec<PodKey> {
         let pods = lock(&self.pods);
         eligible
             .iter()

@@ -7,22 +7,22 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 
 /// `reportingController` of every event jobgate's reconciler posts.
-pub const REPORTING_CONTROLLER: &str = "jobgate.dev/reconciler";
+pub(crate) const REPORTING_CONTROLLER: &str = "jobgate.dev/reconciler";
 /// events.k8s.io/v1 validation limit of `note`, in bytes
 /// (`pkg/apis/events/validation`: `NoteLengthLimit = 1024`).
-pub const NOTE_MAX_BYTES: usize = 1024;
+pub(crate) const NOTE_MAX_BYTES: usize = 1024;
 /// events.k8s.io/v1 validation limit of `reportingInstance`, in bytes
 /// (`ReportingInstanceLengthLimit = 128`).
-pub const INSTANCE_MAX_BYTES: usize = 128;
+pub(crate) const INSTANCE_MAX_BYTES: usize = 128;
 
 /// What an event says.
 #[derive(Clone, Debug, PartialEq)]
-pub struct EventText<'a> {
+pub(crate) struct EventText<'a> {
     /// `Normal` or `Warning`.
-    pub type_: &'a str,
-    pub reason: &'a str,
-    pub action: &'a str,
-    pub note: &'a str,
+    pub(crate) type_: &'a str,
+    pub(crate) reason: &'a str,
+    pub(crate) action: &'a str,
+    pub(crate) note: &'a str,
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -37,7 +37,7 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 /// The reference to a pod an event is about (with the resourceVersion the event describes).
-pub fn pod_reference(
+pub(crate) fn pod_reference(
     namespace: &str,
     name: &str,
     uid: Option<String>,
@@ -58,7 +58,7 @@ pub fn pod_reference(
 /// (`<name>.<unix nanoseconds in hex>`), in the object's namespace. `note` is cut to 1 KiB and
 /// `instance` (`reportingInstance`) to 128 bytes, at a character boundary, so a long identity or
 /// a long list of pods never makes the apiserver refuse the event.
-pub fn build(
+pub(crate) fn build(
     regarding: &ObjectReference,
     text: &EventText<'_>,
     instance: &str,

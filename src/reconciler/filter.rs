@@ -15,19 +15,19 @@ pub type PodMeta = PartialObjectMeta<Pod>;
 /// Namespace and name of a pod.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PodKey {
-    pub namespace: String,
-    pub name: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
 }
 
 impl PodKey {
-    pub fn new(namespace: &str, name: &str) -> PodKey {
+    pub(crate) fn new(namespace: &str, name: &str) -> PodKey {
         PodKey {
             namespace: namespace.to_string(),
             name: name.to_string(),
         }
     }
 
-    pub fn of(meta: &ObjectMeta) -> PodKey {
+    pub(crate) fn of(meta: &ObjectMeta) -> PodKey {
         PodKey {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
@@ -43,7 +43,7 @@ impl std::fmt::Display for PodKey {
 
 /// The decision's view of a pod's metadata (annotations and deletion timestamp are all
 /// eligibility needs).
-pub fn meta_facts(meta: &ObjectMeta) -> PodFacts {
+pub(crate) fn meta_facts(meta: &ObjectMeta) -> PodFacts {
     PodFacts {
         annotations: meta.annotations.clone().unwrap_or_default(),
         deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
@@ -54,7 +54,7 @@ pub fn meta_facts(meta: &ObjectMeta) -> PodFacts {
 
 /// Keeps what the reconciler reads: identity, deletion fields, owners (recovery episodes group by Job),
 /// and only the configured annotation keys. Drops managedFields, labels, other annotations.
-pub fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
+pub(crate) fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
     let m = &pod.metadata;
     let annotations: BTreeMap<String, String> = m
         .annotations
@@ -82,19 +82,19 @@ pub fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
 
 /// One pod watch event after filtering.
 #[derive(Debug, Default)]
-pub struct Filtered {
+pub(crate) struct Filtered {
     /// What to apply to the store of eligible pods.
-    pub store_event: Option<Event<PodMeta>>,
+    pub(crate) store_event: Option<Event<PodMeta>>,
     /// A pod to reconcile.
-    pub trigger: Option<PodKey>,
+    pub(crate) trigger: Option<PodKey>,
     /// A pod the reconciler may forget (gone, or no longer eligible).
-    pub forget: Option<PodKey>,
+    pub(crate) forget: Option<PodKey>,
 }
 
 /// Filters one pod watch event: eligible pods enter the store (stripped) and are triggered;
 /// a pod that stops being eligible (its opt-in annotation removed) leaves the store as if
 /// deleted; ineligible pods of the initial list are dropped on the floor.
-pub fn filter_pod_event(event: Event<PodMeta>, config: &recovery::Config) -> Filtered {
+pub(crate) fn filter_pod_event(event: Event<PodMeta>, config: &recovery::Config) -> Filtered {
     let eligible = |p: &PodMeta| recovery::is_eligible(&meta_facts(&p.metadata), config);
     match event {
         Event::Init => Filtered {

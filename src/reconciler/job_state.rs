@@ -33,16 +33,16 @@ use crate::recovery::episode::{
 };
 
 /// `action` of the episode event (the same action as the pod events).
-pub const EPISODE_ACTION: &str = "ForcefulTermination";
+pub(crate) const EPISODE_ACTION: &str = "ForcefulTermination";
 /// `action` of the limit event.
-pub const LIMIT_ACTION_STOP: &str = "StopRecovery";
-pub const LIMIT_ACTION_SUSPEND: &str = "SuspendJob";
-pub const LIMIT_ACTION_DEACTIVATE: &str = "DeactivateWorkload";
+pub(crate) const LIMIT_ACTION_STOP: &str = "StopRecovery";
+pub(crate) const LIMIT_ACTION_SUSPEND: &str = "SuspendJob";
+pub(crate) const LIMIT_ACTION_DEACTIVATE: &str = "DeactivateWorkload";
 /// How many times a conflicting state write is re-read and re-decided before giving up.
-pub const MAX_CONFLICT_ATTEMPTS: usize = 5;
+pub(crate) const MAX_CONFLICT_ATTEMPTS: usize = 5;
 
 #[derive(Debug, thiserror::Error)]
-pub enum JobStateError {
+pub(crate) enum JobStateError {
     #[error("Kubernetes API: {0}")]
     Api(#[from] kube::Error),
     #[error("job {namespace}/{name}: still conflicting after {attempts} attempts")]
@@ -59,7 +59,7 @@ pub enum JobStateError {
 // Returned once per episode; boxing the reference would buy nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
-pub enum EpisodeStart {
+pub(crate) enum EpisodeStart {
     /// The Job is gone, or a new Job with the same name has another uid: the pods are orphans,
     /// recover them without state.
     JobGone,
@@ -79,7 +79,7 @@ pub enum EpisodeStart {
 /// episode's pods and nodes for `Recover`, `Warning RecoveryLimitExceeded` for the first
 /// `LimitExceeded`. Nothing is written or posted for `Continue`, `WaitUntil`, a recorded limit,
 /// or `NothingDue`.
-pub async fn begin_episode(
+pub(crate) async fn begin_episode(
     client: &Client,
     writer: &Writer,
     job_key: &JobKey,
@@ -280,7 +280,7 @@ async fn read_and_decide(
 }
 
 /// The Job's recovery state; an unreadable annotation counts as removed (and is logged).
-pub fn read_state(job: &Job) -> Option<RecoveryState> {
+pub(crate) fn read_state(job: &Job) -> Option<RecoveryState> {
     match RecoveryState::from_annotation(job.metadata.annotations.as_ref()) {
         Ok(state) => state,
         Err(err) => {
@@ -297,7 +297,7 @@ pub fn read_state(job: &Job) -> Option<RecoveryState> {
 
 /// The JSON merge patch recording `state`, conditional on `resource_version` (the apiserver
 /// answers 409 Conflict when the Job changed since it was read).
-pub fn state_patch(resource_version: &str, state: &RecoveryState, suspend: bool) -> Value {
+pub(crate) fn state_patch(resource_version: &str, state: &RecoveryState, suspend: bool) -> Value {
     let mut patch = json!({
         "metadata": {
             "resourceVersion": resource_version,
@@ -323,13 +323,13 @@ fn job_reference(job: &Job, key: &JobKey) -> ObjectReference {
 
 /// Which of the two Job events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     Episode,
     LimitExceeded(LimitAction),
 }
 
 /// Type, reason and action of a Job event, with its note.
-pub fn job_event_text(kind: EventKind, note: &str) -> EventText<'_> {
+pub(crate) fn job_event_text(kind: EventKind, note: &str) -> EventText<'_> {
     let (type_, reason, action) = match kind {
         EventKind::Episode => ("Normal", EPISODE_REASON, EPISODE_ACTION),
         EventKind::LimitExceeded(LimitAction::Stop) => {
@@ -351,7 +351,7 @@ pub fn job_event_text(kind: EventKind, note: &str) -> EventText<'_> {
 }
 
 /// The pod's namespace and owner references to a Job key, for callers holding a `Pod`.
-pub fn pod_job(meta: &ObjectMeta) -> Option<JobKey> {
+pub(crate) fn pod_job(meta: &ObjectMeta) -> Option<JobKey> {
     let namespace = meta.namespace.as_deref()?;
     crate::recovery::episode::job_owner(namespace, meta.owner_references.as_deref()?)
 }

@@ -17,17 +17,17 @@ use super::metrics::RecoveryMetrics;
 
 /// Timings of the election (client-go defaults: 15s / 10s / 2s).
 #[derive(Clone, Debug, PartialEq)]
-pub struct LeaseConfig {
-    pub name: String,
-    pub namespace: String,
-    pub identity: String,
-    pub lease_duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
+pub(crate) struct LeaseConfig {
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) identity: String,
+    pub(crate) lease_duration: Duration,
+    pub(crate) renew_deadline: Duration,
+    pub(crate) retry_period: Duration,
 }
 
 impl LeaseConfig {
-    pub fn new(name: String, namespace: String, identity: String) -> LeaseConfig {
+    pub(crate) fn new(name: String, namespace: String, identity: String) -> LeaseConfig {
         LeaseConfig {
             name,
             namespace,
@@ -48,15 +48,16 @@ pub struct Leadership {
 }
 
 impl Leadership {
-    pub fn new(metrics: RecoveryMetrics) -> Leadership {
+    pub(crate) fn new(metrics: RecoveryMetrics) -> Leadership {
         Leadership {
             valid_until: Arc::default(),
             metrics: Some(metrics),
         }
     }
 
-    /// A leadership that is always held (tests, and a single replica without election).
-    pub fn always() -> Leadership {
+    /// A leadership that is always held (tests).
+    #[cfg(test)]
+    pub(crate) fn always() -> Leadership {
         let l = Leadership::default();
         l.set_until(Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
         l
@@ -64,7 +65,7 @@ impl Leadership {
 
     /// True while the last successful renewal is younger than the renew deadline. Checked
     /// before every write, so a replica that lost the Lease stops acting at once.
-    pub fn is_leader(&self) -> bool {
+    pub(crate) fn is_leader(&self) -> bool {
         let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
         let leading = until.is_some_and(|t| Instant::now() < t);
         if let Some(m) = &self.metrics {
@@ -90,14 +91,14 @@ impl Leadership {
 
 /// What the candidate last saw of the Lease record, and when (its own monotonic clock).
 #[derive(Clone, Debug, Default)]
-pub struct Observed {
+pub(crate) struct Observed {
     record: Option<(Option<String>, Option<MicroTime>, Option<String>)>,
     at: Option<Instant>,
 }
 
 /// The result of one election round.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Round {
+pub(crate) enum Round {
     /// We hold the Lease (created, acquired or renewed).
     Leading,
     /// Someone else holds a live Lease, or won a race for it.
@@ -111,7 +112,7 @@ fn holder_of(spec: Option<&LeaseSpec>) -> Option<String> {
 
 /// One `tryAcquireOrRenew`: read the Lease, then create, renew or take it.
 /// `now` stamps `acquireTime`/`renewTime`; `instant` is the monotonic time of this round.
-pub async fn try_acquire_or_renew(
+pub(crate) async fn try_acquire_or_renew(
     api: &Api<Lease>,
     config: &LeaseConfig,
     observed: &mut Observed,
@@ -200,7 +201,7 @@ pub async fn try_acquire_or_renew(
 
 /// Gives the Lease up on shutdown (client-go `ReleaseOnCancel`): the next candidate takes over
 /// after 1 s instead of a whole lease duration. Only when we still hold it.
-pub async fn release(
+pub(crate) async fn release(
     api: &Api<Lease>,
     config: &LeaseConfig,
     now: Timestamp,
@@ -231,7 +232,7 @@ pub async fn release(
 
 /// Runs rounds every `retry_period` until `shutdown` resolves, keeping `leadership` current
 /// and calling `on_acquired` on each transition to leader. Releases the Lease at the end.
-pub async fn run_elector(
+pub(crate) async fn run_elector(
     api: Api<Lease>,
     config: LeaseConfig,
     leadership: Leadership,

@@ -7,23 +7,25 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+/// `node` label of `jobgate_recovery_pods_terminated_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct NodeLabels {
+    /// The name of the unreachable node the pod was on.
     pub node: String,
 }
 
 /// `error` label of `jobgate_recovery_errors_total`: what failed, as a short fixed word (kube-rs
 /// `controller-rs` `Error::metric_label`), never a message (bounded cardinality).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ErrorLabels {
-    pub error: &'static str,
+pub(crate) struct ErrorLabels {
+    pub(crate) error: &'static str,
 }
 
 /// Labels of `jobgate_recovery_writes_total`: the write verb and how it ended.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WriteLabels {
-    pub verb: &'static str,
-    pub result: &'static str,
+pub(crate) struct WriteLabels {
+    pub(crate) verb: &'static str,
+    pub(crate) result: &'static str,
 }
 
 /// The reconciler's metrics; cheap to clone (all handles are shared).
@@ -34,26 +36,26 @@ pub struct RecoveryMetrics {
     pub terminated: Family<NodeLabels, Counter>,
     /// `jobgate_recovery_pending_pods`: opted-in terminating pods waiting for their deadline or
     /// for their node to become unreachable.
-    pub pending: Gauge,
+    pub(crate) pending: Gauge,
     /// `jobgate_recovery_errors_total{error}`: failed reconciles, failed event creations, watch
     /// and lease errors, by kind.
-    pub errors: Family<ErrorLabels, Counter>,
+    pub(crate) errors: Family<ErrorLabels, Counter>,
     /// `jobgate_recovery_writes_total{verb, result}`: every write the writer sent (or skipped).
-    pub writes: Family<WriteLabels, Counter>,
+    pub(crate) writes: Family<WriteLabels, Counter>,
     /// `jobgate_recovery_reconcile_duration_seconds`: time of one pod reconcile.
-    pub reconcile_duration: Histogram,
+    pub(crate) reconcile_duration: Histogram,
     /// `jobgate_recovery_leader`: 1 while this replica holds the Lease and may act.
-    pub leader: Gauge,
+    pub(crate) leader: Gauge,
     /// `jobgate_recovery_episodes_total`: recovery episodes recorded on Jobs.
-    pub episodes: Counter,
+    pub(crate) episodes: Counter,
     /// `jobgate_recovery_limit_exceeded_total`: Jobs whose recovery the limit stopped (counted
     /// when the limit is recorded on the Job, once per Job).
-    pub limit_exceeded: Counter,
+    pub(crate) limit_exceeded: Counter,
     /// `jobgate_recovery_held_pods`: due pods held by the partition brake.
-    pub held: Gauge,
+    pub(crate) held: Gauge,
     /// `jobgate_recovery_disrupted_zones`: zones whose recoveries the partition brake holds or
     /// slows.
-    pub disrupted_zones: Gauge,
+    pub(crate) disrupted_zones: Gauge,
 }
 
 impl Default for RecoveryMetrics {
@@ -75,6 +77,7 @@ impl Default for RecoveryMetrics {
 }
 
 impl RecoveryMetrics {
+    /// Creates the metrics and registers them in `registry`.
     pub fn register(registry: &mut Registry) -> RecoveryMetrics {
         let metrics = RecoveryMetrics::default();
         registry.register(
@@ -135,8 +138,9 @@ impl RecoveryMetrics {
         self.errors.get_or_create(&ErrorLabels { error }).inc();
     }
 
-    /// The count of errors of kind `error` (tests and the README's examples).
-    pub fn error_count(&self, error: &'static str) -> u64 {
+    /// The count of errors of kind `error` (tests).
+    #[cfg(test)]
+    pub(crate) fn error_count(&self, error: &'static str) -> u64 {
         self.errors.get_or_create(&ErrorLabels { error }).get()
     }
 }

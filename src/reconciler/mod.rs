@@ -18,20 +18,21 @@
 //! annotations. Nodes are kept as name + taints. The full pod is read with one GET when a
 //! pod is reconciled, which also gives the resourceVersion for the optimistic status patch.
 
-pub mod args;
-pub mod backoff_args;
-pub mod cluster;
-pub mod context;
-pub mod event;
+pub(crate) mod args;
+pub(crate) mod backoff_args;
+pub(crate) mod cluster;
+pub use cluster::ClusterError;
+pub(crate) mod context;
+pub(crate) mod event;
 pub mod filter;
-pub mod job_state;
+pub(crate) mod job_state;
 pub mod lease;
 pub mod metrics;
-pub mod node_cache;
-pub mod reconcile;
+pub(crate) mod node_cache;
+pub(crate) mod reconcile;
 pub mod run;
-pub mod watch;
-pub mod writer;
+pub(crate) mod watch;
+pub(crate) mod writer;
 
 #[cfg(test)]
 pub(crate) mod scripted;
@@ -40,10 +41,8 @@ mod tests;
 
 pub use args::{ReconcileArgs, RecoveryArgs};
 pub use context::{Context, EpisodeGate, Options, PodState, Waiting};
-pub use reconcile::{ReconcileError, RecoveryOutcome, error_backoff, reconcile_pod};
 pub use run::{RunError, default_identity, run, run_until, run_with_client};
 pub use watch::{drive_node_watch, drive_pod_watch};
-pub use writer::{FIELD_MANAGER, Writer};
 
 /// The RBAC rules the reconciler needs, as (API group, resource, verbs). The deploy
 /// ClusterRole is tested against this list.

@@ -12,37 +12,34 @@ use crate::recovery::{self, NodeFacts};
 /// taint. During a (re)list the new contents are buffered and compared on `InitDone`, so a
 /// node that became unreachable while the watch was down still fires once.
 #[derive(Debug, Default)]
-pub struct NodeCache {
+pub(crate) struct NodeCache {
     nodes: HashMap<String, NodeFacts>,
     relist: Option<HashMap<String, NodeFacts>>,
     synced: bool,
 }
 
 impl NodeCache {
-    pub fn get(&self, name: &str) -> Option<&NodeFacts> {
+    pub(crate) fn get(&self, name: &str) -> Option<&NodeFacts> {
         self.nodes.get(name)
     }
 
     /// True once the first full list was applied.
-    pub fn synced(&self) -> bool {
+    pub(crate) fn synced(&self) -> bool {
         self.synced
     }
 
     /// Every node, for the partition brake's zones.
-    pub fn nodes(&self) -> impl Iterator<Item = &NodeFacts> {
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = &NodeFacts> {
         self.nodes.values()
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.nodes.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
     /// Applies one event; returns the nodes that just became unreachable.
-    pub fn apply(&mut self, event: Event<NodeFacts>) -> Vec<String> {
+    pub(crate) fn apply(&mut self, event: Event<NodeFacts>) -> Vec<String> {
         match event {
             Event::Init => {
                 self.relist = Some(HashMap::new());
@@ -81,7 +78,7 @@ impl NodeCache {
 }
 
 /// A node watch event reduced to the node's name and taints.
-pub fn node_event_facts(event: Event<Node>) -> Event<NodeFacts> {
+pub(crate) fn node_event_facts(event: Event<Node>) -> Event<NodeFacts> {
     match event {
         Event::Init => Event::Init,
         Event::InitDone => Event::InitDone,

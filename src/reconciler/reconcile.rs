@@ -22,16 +22,16 @@ use crate::recovery::episode::{DuePod, JobKey, KnownPod, PodGate, due_pods_of_jo
 use crate::recovery::{self, Decision, Ignored, NodeFacts, PodFacts, Recovery};
 
 /// Re-reads of the pod after a 409 Conflict within one reconcile, before backing off.
-pub const CONFLICT_ATTEMPTS: u32 = 4;
+pub(crate) const CONFLICT_ATTEMPTS: u32 = 4;
 /// Safety re-check of a pod waiting for its node, in case a node edge was missed.
-pub const WAIT_FOR_NODE_RESYNC: Duration = Duration::from_secs(300);
+pub(crate) const WAIT_FOR_NODE_RESYNC: Duration = Duration::from_secs(300);
 /// Longest requeue; deadlines further out are re-read when it fires.
 const MAX_REQUEUE: Duration = Duration::from_secs(3600);
 /// Error backoff per pod: 1s, 2s, 4s, ... capped.
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(300);
 
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
+pub(crate) enum ReconcileError {
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
     #[error("the pod kept changing: {0} conflicts in a row")]
@@ -43,7 +43,7 @@ pub enum ReconcileError {
 impl ReconcileError {
     /// The `error` label of `jobgate_recovery_errors_total` (kube-rs `controller-rs`
     /// `metric_label`): a fixed word per kind.
-    pub fn metric_label(&self) -> &'static str {
+    pub(crate) fn metric_label(&self) -> &'static str {
         match self {
             ReconcileError::Kube(_) => "reconcile_api",
             ReconcileError::Conflicts(_) => "reconcile_conflicts",
@@ -54,7 +54,7 @@ impl ReconcileError {
 
 /// How a recovery attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecoveryOutcome {
+pub(crate) enum RecoveryOutcome {
     /// Recorded (and deleted unless `--no-delete`), reported under `--dry-run`, or the pod is
     /// gone.
     Done,
@@ -85,7 +85,7 @@ fn record_decision(decision: &'static str) {
 
 /// Reconciles one pod in a `reconcile` span (pod, node, decision), timed into
 /// `jobgate_recovery_reconcile_duration_seconds`.
-pub async fn reconcile_pod(ctx: &Context, key: &PodKey) -> Result<Action, ReconcileError> {
+pub(crate) async fn reconcile_pod(ctx: &Context, key: &PodKey) -> Result<Action, ReconcileError> {
     let span = tracing::info_span!(
         "reconcile",
         pod = %key,
@@ -297,7 +297,7 @@ async fn brake_gate(ctx: &Context, pod: &Pod, node: Option<&NodeFacts>, now: Tim
 }
 
 /// Reason of the Warning event on a pod the partition brake holds.
-pub const HELD_REASON: &str = "ForcefulTerminationHeld";
+pub(crate) const HELD_REASON: &str = "ForcefulTerminationHeld";
 
 /// What the Job gate lets a reconcile do with its due pod.
 #[derive(Debug)]
@@ -431,7 +431,7 @@ fn due_with_siblings(
 /// the condition is new, (3) delete with grace period 0 (kueue#9649) unless `--no-delete`.
 /// Under `--dry-run` the first write is skipped by the writer and the pod gets one `Normal`
 /// "would forcefully terminate" event instead (once per pod uid).
-pub async fn recover(
+pub(crate) async fn recover(
     ctx: &Context,
     pod: &Pod,
     facts: &PodFacts,
@@ -547,7 +547,7 @@ async fn skipped_outcome(
 
 /// Backoff after a failed reconcile: 1s, 2s, 4s, ... up to 5 minutes, per pod; counts the error
 /// by kind.
-pub fn error_backoff(ctx: &Context, key: &PodKey, error: &ReconcileError) -> Duration {
+pub(crate) fn error_backoff(ctx: &Context, key: &PodKey, error: &ReconcileError) -> Duration {
     ctx.metrics.error(error.metric_label());
     ctx.update(key, |t| {
         let delay = Duration::from_secs(1u64 << t.retries.min(16)).min(MAX_ERROR_BACKOFF);

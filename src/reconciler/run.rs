@@ -32,11 +32,15 @@ use crate::admin::{AdminState, Readiness};
 /// Why `jobgate reconcile` could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// No Kubernetes client could be made.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    /// The admin address cannot be listened on.
     #[error("cannot listen on admin address {addr}: {source}")]
     AdminListen {
+        /// The admin address asked for.
         addr: SocketAddr,
+        /// The I/O error.
         source: std::io::Error,
     },
 }

@@ -11,25 +11,25 @@ use kube::client::Body;
 use serde_json::{Value, json};
 use tower_test::mock::Handle;
 
-pub type MockHandle = Handle<Request<Body>, Response<Body>>;
+pub(crate) type MockHandle = Handle<Request<Body>, Response<Body>>;
 
 /// Checks on a request: query string, content type, JSON body (`Null` when empty).
-pub type RequestCheck = Box<dyn FnOnce(&str, Option<&str>, &Value) + Send>;
+pub(crate) type RequestCheck = Box<dyn FnOnce(&str, Option<&str>, &Value) + Send>;
 
 /// One request/response of a script.
-pub struct Exchange {
-    pub method: &'static str,
-    pub path: String,
+pub(crate) struct Exchange {
+    pub(crate) method: &'static str,
+    pub(crate) path: String,
     /// The exact query string, when the script gave `path?query`.
-    pub query: Option<String>,
-    pub check: RequestCheck,
-    pub status: u16,
-    pub response: Value,
+    pub(crate) query: Option<String>,
+    pub(crate) check: RequestCheck,
+    pub(crate) status: u16,
+    pub(crate) response: Value,
 }
 
 /// An exchange: `method` on `path` (with `?query` to also require that exact query string),
 /// answered with `status` and `response`.
-pub fn exchange(method: &'static str, path: &str, status: u16, response: Value) -> Exchange {
+pub(crate) fn exchange(method: &'static str, path: &str, status: u16, response: Value) -> Exchange {
     let (path, query) = match path.split_once('?') {
         Some((p, q)) => (p.to_string(), Some(q.to_string())),
         None => (path.to_string(), None),
@@ -46,7 +46,7 @@ pub fn exchange(method: &'static str, path: &str, status: u16, response: Value) 
 
 impl Exchange {
     /// Adds checks on the request (query string, content type, JSON body).
-    pub fn checking(
+    pub(crate) fn checking(
         mut self,
         check: impl FnOnce(&str, Option<&str>, &Value) + Send + 'static,
     ) -> Self {
@@ -55,25 +55,25 @@ impl Exchange {
     }
 
     /// Requires this exact JSON body.
-    pub fn with_body(self, expected: Value) -> Self {
+    pub(crate) fn with_body(self, expected: Value) -> Self {
         self.checking(move |_, _, body| assert_eq!(body, &expected))
     }
 }
 
 /// A `metav1.Status` failure body.
-pub fn status_body(code: u16, reason: &str) -> Value {
+pub(crate) fn status_body(code: u16, reason: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
            "message": format!("scripted {reason}"), "reason": reason, "code": code})
 }
 
 /// A client whose requests the returned handle answers.
-pub fn mock() -> (Client, MockHandle) {
+pub(crate) fn mock() -> (Client, MockHandle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     (Client::new(service, "default"), handle)
 }
 
 /// Answers `script` in order; panics (failing the test) on any mismatch.
-pub async fn serve(mut handle: MockHandle, script: Vec<Exchange>) {
+pub(crate) async fn serve(mut handle: MockHandle, script: Vec<Exchange>) {
     for (i, step) in script.into_iter().enumerate() {
         let Some((request, send)) = handle.next_request().await else {
             panic!(

@@ -23,7 +23,9 @@ use super::context::lock;
 use super::filter::{PodKey, PodMeta};
 use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
 use super::metrics::{NodeLabels, RecoveryMetrics};
-use super::reconcile::{CONFLICT_ATTEMPTS, WAIT_FOR_NODE_RESYNC};
+use super::reconcile::{
+    CONFLICT_ATTEMPTS, ReconcileError, WAIT_FOR_NODE_RESYNC, error_backoff, reconcile_pod,
+};
 use super::scripted::{Exchange, exchange, mock, serve, status_body};
 use super::*;
 use crate::admin::Readiness;
@@ -1068,7 +1070,7 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
     let server = tokio::spawn(fake_apiserver(
         handle,
         log.clone(),
-        recovery::rfc3339_seconds(deletion),
+        recovery::record::rfc3339_seconds(deletion),
         None,
     ));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -1498,9 +1500,9 @@ enum Agreed {
     Held,
 }
 
-fn status_agreed(verdict: &crate::status::PodVerdict) -> Agreed {
+fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
     use crate::recovery::episode::PodGate;
-    use crate::status::PodVerdict as V;
+    use crate::status::verdict::PodVerdict as V;
     match verdict {
         V::WaitingForDeadline(d) => Agreed::Deadline(*d),
         V::NotScheduled | V::NodeMissing => Agreed::Never,
@@ -1698,13 +1700,14 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             episode: config,
                             brake: ctx.brake,
                         };
-                        let rows = crate::status::pod_rows(&snapshot, &render_options, ts(NOW));
+                        let rows =
+                            crate::status::verdict::pod_rows(&snapshot, &render_options, ts(NOW));
                         assert_eq!(rows.len(), 1, "{what}");
                         let verdict = &rows[0].verdict;
                         assert_eq!(reconciler, status_agreed(verdict), "{what}: {writes:?}");
 
                         use crate::recovery::episode::PodGate;
-                        use crate::status::PodVerdict;
+                        use crate::status::verdict::PodVerdict;
                         if dry_run {
                             assert!(
                                 !status_patched && !deleted && !job_patched,
@@ -1771,7 +1774,7 @@ async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
     let server = tokio::spawn(fake_apiserver(
         handle,
         log.clone(),
-        recovery::rfc3339_seconds(deletion),
+        recovery::record::rfc3339_seconds(deletion),
         Some((arrived_tx, release_rx)),
     ));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

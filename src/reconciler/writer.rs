@@ -25,11 +25,11 @@ use crate::recovery;
 use crate::recovery::episode::EpisodeDecision;
 
 /// `fieldManager` of every patch (visible in `managedFields`).
-pub const FIELD_MANAGER: &str = "jobgate-reconciler";
+pub(crate) const FIELD_MANAGER: &str = "jobgate-reconciler";
 
 /// A write that was not sent, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Skipped {
+pub(crate) enum Skipped {
     /// This replica does not hold the Lease (any more): it must not act.
     NotLeader,
     /// `--dry-run`: nothing is changed.
@@ -37,11 +37,11 @@ pub enum Skipped {
 }
 
 /// The result of one write: the apiserver's answer, or why it was not sent.
-pub type Written<T> = Result<T, Skipped>;
+pub(crate) type Written<T> = Result<T, Skipped>;
 
 /// See the module docs.
 #[derive(Clone)]
-pub struct Writer {
+pub(crate) struct Writer {
     client: Client,
     leadership: Leadership,
     dry_run: bool,
@@ -51,7 +51,7 @@ pub struct Writer {
 }
 
 /// Kueue's Workload at `version` (one of `kueue::WORKLOAD_VERSIONS`).
-pub fn workload_resource(version: &str) -> ApiResource {
+pub(crate) fn workload_resource(version: &str) -> ApiResource {
     ApiResource {
         group: "kueue.x-k8s.io".into(),
         version: version.into(),
@@ -77,7 +77,7 @@ impl Writer {
     /// `jobgate_recovery_episodes_total` / `jobgate_recovery_limit_exceeded_total`: counted once
     /// the decision is recorded on the Job (never under dry run, never for a limit already
     /// recorded, which writes nothing).
-    pub fn count_recorded(&self, decision: &EpisodeDecision) {
+    pub(crate) fn count_recorded(&self, decision: &EpisodeDecision) {
         match decision {
             EpisodeDecision::Recover { .. } => self.metrics.episodes.inc(),
             EpisodeDecision::LimitExceeded {
@@ -86,7 +86,7 @@ impl Writer {
             _ => 0,
         };
     }
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         leadership: Leadership,
         dry_run: bool,
@@ -100,10 +100,6 @@ impl Writer {
             identity,
             metrics,
         }
-    }
-
-    pub fn dry_run(&self) -> bool {
-        self.dry_run
     }
 
     fn count(&self, verb: &'static str, result: &'static str) {
@@ -155,7 +151,7 @@ impl Writer {
     }
 
     /// Strategic-merge patch of `pods/status` (the patch carries the resourceVersion read).
-    pub async fn patch_pod_status(
+    pub(crate) async fn patch_pod_status(
         &self,
         namespace: &str,
         name: &str,
@@ -174,7 +170,7 @@ impl Writer {
 
     /// Deletes the pod with grace period 0 (kueue#9649) and a UID precondition, so a
     /// same-named successor (StatefulSet-style pods) is never deleted.
-    pub async fn delete_pod(
+    pub(crate) async fn delete_pod(
         &self,
         namespace: &str,
         name: &str,
@@ -198,7 +194,7 @@ impl Writer {
     }
 
     /// JSON merge patch of a Job (the recovery state carries the resourceVersion read).
-    pub async fn patch_job(
+    pub(crate) async fn patch_job(
         &self,
         namespace: &str,
         name: &str,
@@ -217,7 +213,7 @@ impl Writer {
 
     /// JSON merge patch of a Kueue Workload (at the API version it was found at; served by every Kueue
     /// release with failure recovery; no Kueue crate, a dynamic API).
-    pub async fn patch_workload(
+    pub(crate) async fn patch_workload(
         &self,
         namespace: &str,
         name: &str,
@@ -237,7 +233,7 @@ impl Writer {
     /// Posts an event about `regarding`. A failure is counted and logged, never returned: the
     /// status condition and the Job annotation are the durable records, and a retry would not
     /// post the event again.
-    pub async fn event(
+    pub(crate) async fn event(
         &self,
         regarding: &ObjectReference,
         text: &EventText<'_>,
@@ -250,7 +246,7 @@ impl Writer {
 
     /// The one write `--dry-run` makes: a `Normal` `WouldForcefullyTerminate` event saying what
     /// would have been done. Leadership is still required.
-    pub async fn report_dry_run(
+    pub(crate) async fn report_dry_run(
         &self,
         regarding: &ObjectReference,
         note: &str,

@@ -24,25 +24,27 @@
 //! `min(base * 2^(n-1), max)`; apimachinery never caps the initial duration, so Kueue would wait
 //! `base` once), and large `n` saturates instead of stopping at `MaxInt64/2` nanoseconds.
 
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+#[cfg(test)]
+use k8s_openapi::jiff::SignedDuration;
+use k8s_openapi::jiff::Timestamp;
 
 /// `wait.Backoff.Jitter` in Kueue's requeue backoff: at most 0.01 % on top of the step.
-pub const JITTER_FACTOR: f64 = 0.0001;
+pub(crate) const JITTER_FACTOR: f64 = 0.0001;
 
 /// Defaults of Kueue's `waitForPodsReady.requeuingStrategy`, and of our flags.
-pub const DEFAULT_BASE_SECONDS: u64 = 60;
-pub const DEFAULT_MAX_SECONDS: u64 = 3600;
+pub(crate) const DEFAULT_BASE_SECONDS: u64 = 60;
+pub(crate) const DEFAULT_MAX_SECONDS: u64 = 3600;
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
 const NANOS_PER_MILLI: i128 = 1_000_000;
 
 /// `--recovery-backoff-base-seconds` and `--recovery-backoff-max-seconds`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     /// Delay after the first episode. 0: no wait at all.
-    pub base_seconds: u64,
+    pub(crate) base_seconds: u64,
     /// Cap of the delay. 0: no cap.
-    pub max_seconds: u64,
+    pub(crate) max_seconds: u64,
 }
 
 impl Default for Backoff {
@@ -60,7 +62,8 @@ impl Backoff {
     /// `jitter` is a random number in [0, 1) drawn by the caller (`rand::random::<f64>()`); values
     /// outside that range (or NaN) are clamped into it. `n = 0` (no episode yet) gives no delay,
     /// like `wait.Backoff{Steps: 0}` in Kueue's loop.
-    pub fn delay(&self, n: u32, jitter: f64) -> SignedDuration {
+    #[cfg(test)]
+    pub(crate) fn delay(&self, n: u32, jitter: f64) -> SignedDuration {
         let nanos = self.delay_nanos(n, jitter);
         let seconds = i64::try_from(nanos / NANOS_PER_SECOND).unwrap_or(i64::MAX);
         // < 1e9, so it fits an i32.
@@ -96,7 +99,7 @@ impl Backoff {
     /// rounded up to the millisecond (so it is never earlier than the exact sum, and the ~6 ms of
     /// jitter at base 60s stays visible), saturating at the largest RFC 3339 time
     /// (9999-12-31T23:59:59.999999999Z).
-    pub fn requeue_at(&self, episode_time: Timestamp, n: u32, jitter: f64) -> Timestamp {
+    pub(crate) fn requeue_at(&self, episode_time: Timestamp, n: u32, jitter: f64) -> Timestamp {
         let delay = i128::try_from(self.delay_nanos(n, jitter)).unwrap_or(i128::MAX);
         let exact = episode_time.as_nanosecond().saturating_add(delay);
         let rounded = exact

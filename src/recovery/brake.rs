@@ -38,27 +38,27 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use super::{NodeFacts, is_unreachable};
 
 /// kube-controller-manager's `--unhealthy-zone-threshold` default.
-pub const DEFAULT_UNHEALTHY_ZONE_THRESHOLD: f32 = 0.55;
+pub(crate) const DEFAULT_UNHEALTHY_ZONE_THRESHOLD: f32 = 0.55;
 /// kube-controller-manager's `--large-cluster-size-threshold` default.
-pub const DEFAULT_LARGE_CLUSTER_SIZE_THRESHOLD: u32 = 50;
+pub(crate) const DEFAULT_LARGE_CLUSTER_SIZE_THRESHOLD: u32 = 50;
 /// kube-controller-manager's `--secondary-node-eviction-rate` default (nodes per second).
-pub const DEFAULT_SECONDARY_RATE: f64 = 0.01;
+pub(crate) const DEFAULT_SECONDARY_RATE: f64 = 0.01;
 /// `labelNodeDisruptionExclusion`.
-pub const EXCLUDE_DISRUPTION_LABEL: &str = "node.kubernetes.io/exclude-disruption";
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
-pub const BETA_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
-pub const BETA_REGION_LABEL: &str = "failure-domain.beta.kubernetes.io/region";
+pub(crate) const EXCLUDE_DISRUPTION_LABEL: &str = "node.kubernetes.io/exclude-disruption";
+pub(crate) const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+pub(crate) const REGION_LABEL: &str = "topology.kubernetes.io/region";
+pub(crate) const BETA_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
+pub(crate) const BETA_REGION_LABEL: &str = "failure-domain.beta.kubernetes.io/region";
 
 /// `--partition-brake`, `--unhealthy-zone-threshold`, `--large-cluster-size-threshold`,
 /// `--secondary-recovery-rate`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct BrakeConfig {
-    pub enabled: bool,
-    pub unhealthy_zone_threshold: f32,
-    pub large_cluster_size_threshold: u32,
+pub(crate) struct BrakeConfig {
+    pub(crate) enabled: bool,
+    pub(crate) unhealthy_zone_threshold: f32,
+    pub(crate) large_cluster_size_threshold: u32,
     /// Nodes per second and zone released in a partially disrupted large zone.
-    pub secondary_rate: f64,
+    pub(crate) secondary_rate: f64,
 }
 
 impl Default for BrakeConfig {
@@ -74,14 +74,14 @@ impl Default for BrakeConfig {
 
 /// `ZoneState` (without `Initial`, see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ZoneState {
+pub(crate) enum ZoneState {
     Normal,
     PartialDisruption,
     FullDisruption,
 }
 
 /// `GetZoneKey` from a node's labels: `region + ":\0:" + zone`, `""` without either.
-pub fn zone_key(labels: &BTreeMap<String, String>) -> String {
+pub(crate) fn zone_key(labels: &BTreeMap<String, String>) -> String {
     let get = |beta: &str, stable: &str| {
         labels
             .get(beta)
@@ -98,7 +98,7 @@ pub fn zone_key(labels: &BTreeMap<String, String>) -> String {
 }
 
 /// The zone key as people read it: the zone, or `region/zone`, or `""`.
-pub fn zone_name(key: &str) -> String {
+pub(crate) fn zone_name(key: &str) -> String {
     match key.split_once(":\0:") {
         Some(("", zone)) => zone.to_string(),
         Some((region, zone)) => format!("{region}/{zone}"),
@@ -107,7 +107,7 @@ pub fn zone_name(key: &str) -> String {
 }
 
 /// `ComputeZoneState` over `total` nodes of which `unreachable` are not healthy.
-pub fn compute_zone_state(unreachable: u32, total: u32, threshold: f32) -> ZoneState {
+pub(crate) fn compute_zone_state(unreachable: u32, total: u32, threshold: f32) -> ZoneState {
     let healthy = total.saturating_sub(unreachable);
     if healthy == 0 && unreachable > 0 {
         ZoneState::FullDisruption
@@ -120,13 +120,13 @@ pub fn compute_zone_state(unreachable: u32, total: u32, threshold: f32) -> ZoneS
 
 /// One zone of the node set.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Zone {
-    pub size: u32,
-    pub unreachable: u32,
+pub(crate) struct Zone {
+    pub(crate) size: u32,
+    pub(crate) unreachable: u32,
 }
 
 /// Nodes per zone key, without the excluded ones.
-pub fn zones<'a>(nodes: impl IntoIterator<Item = &'a NodeFacts>) -> BTreeMap<String, Zone> {
+pub(crate) fn zones<'a>(nodes: impl IntoIterator<Item = &'a NodeFacts>) -> BTreeMap<String, Zone> {
     let mut zones: BTreeMap<String, Zone> = BTreeMap::new();
     for node in nodes.into_iter().filter(|n| !n.excluded_from_disruption) {
         let zone = zones.entry(node.zone.clone()).or_insert(Zone {
@@ -143,18 +143,18 @@ pub fn zones<'a>(nodes: impl IntoIterator<Item = &'a NodeFacts>) -> BTreeMap<Str
 
 /// Why recoveries in a zone are held or slowed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Disruption {
+pub(crate) struct Disruption {
     /// The zone key (see [`zone_name`]).
-    pub zone: String,
-    pub unreachable: u32,
-    pub size: u32,
+    pub(crate) zone: String,
+    pub(crate) unreachable: u32,
+    pub(crate) size: u32,
     /// Every zone is fully disrupted: a control-plane partition.
-    pub everywhere: bool,
+    pub(crate) everywhere: bool,
 }
 
 impl Disruption {
     /// The held pod's event note and `jobgate status` text.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         if self.everywhere {
             format!(
                 "held: every node is unreachable (zone `{}` has {}/{} nodes unreachable): \
@@ -176,7 +176,7 @@ impl Disruption {
 
 /// The brake's word on recovering a pod on an unreachable node.
 #[derive(Clone, Debug, PartialEq)]
-pub enum BrakeDecision {
+pub(crate) enum BrakeDecision {
     /// Recover as the pod's own decision says.
     Release,
     /// Partially disrupted large zone: release this node now (and remember it as the zone's
@@ -191,14 +191,14 @@ pub enum BrakeDecision {
 
 /// The last node released in a throttled zone, and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LastRelease {
-    pub node: String,
-    pub at: Timestamp,
+pub(crate) struct LastRelease {
+    pub(crate) node: String,
+    pub(crate) at: Timestamp,
 }
 
 /// The brake for a pod on `node` (its zone and the whole node set as the cache holds them).
 /// `last_release` is the zone's last throttled release.
-pub fn brake(
+pub(crate) fn brake(
     node: &NodeFacts,
     nodes: &BTreeMap<String, Zone>,
     last_release: Option<&LastRelease>,
@@ -253,7 +253,7 @@ pub fn brake(
 
 /// The zones whose recoveries the brake holds or slows now: every zone when all are fully
 /// disrupted, else the partially disrupted ones. Empty when the brake is off.
-pub fn disrupted_zones(
+pub(crate) fn disrupted_zones(
     zones: &BTreeMap<String, Zone>,
     config: &BrakeConfig,
 ) -> std::collections::BTreeSet<String> {

@@ -37,18 +37,18 @@ use serde::{Deserialize, Serialize};
 use super::backoff::Backoff;
 
 /// The Job annotation holding [`RecoveryState`] as JSON.
-pub const RECOVERY_STATE_ANNOTATION: &str = "jobgate.dev/recovery-state";
+pub(crate) const RECOVERY_STATE_ANNOTATION: &str = "jobgate.dev/recovery-state";
 
 /// Reason of the `Normal` event on the Job for each episode.
-pub const EPISODE_REASON: &str = "RecoveryEpisode";
+pub(crate) const EPISODE_REASON: &str = "RecoveryEpisode";
 /// Reason of the `Warning` event on the Job when the limit stops recovery.
-pub const LIMIT_EXCEEDED_REASON: &str = "RecoveryLimitExceeded";
+pub(crate) const LIMIT_EXCEEDED_REASON: &str = "RecoveryLimitExceeded";
 /// `events.k8s.io/v1` `note` is limited to 1024 bytes (`NoteLengthLimit` in kube validation).
-pub const EVENT_NOTE_LIMIT: usize = 1024;
+pub(crate) const EVENT_NOTE_LIMIT: usize = 1024;
 
 /// What `--on-recovery-limit` does once the limit is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LimitAction {
+pub(crate) enum LimitAction {
     /// Only stop recovering the Job's pods.
     Stop,
     /// Also set `spec.suspend: true` (the Job analogue of Kueue deactivating a Workload).
@@ -60,9 +60,9 @@ pub enum LimitAction {
 
 /// The limit marker: when the limit stopped recovery and what jobgate did then.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LimitExceeded {
-    pub time: Timestamp,
-    pub action: LimitAction,
+pub(crate) struct LimitExceeded {
+    pub(crate) time: Timestamp,
+    pub(crate) action: LimitAction,
 }
 
 /// The value of [`RECOVERY_STATE_ANNOTATION`]:
@@ -73,21 +73,21 @@ pub struct LimitExceeded {
 /// readable.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RecoveryState {
+pub(crate) struct RecoveryState {
     /// Episodes so far (Kueue: `requeueState.count`).
     #[serde(default)]
-    pub count: u32,
+    pub(crate) count: u32,
     /// The next episode may not start before this time (Kueue: `requeueState.requeueAt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requeue_at: Option<Timestamp>,
+    pub(crate) requeue_at: Option<Timestamp>,
     /// When the last episode started (second precision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_recovery_time: Option<Timestamp>,
+    pub(crate) last_recovery_time: Option<Timestamp>,
     /// The unreachable nodes of the last episode, sorted.
     #[serde(default)]
-    pub last_nodes: Vec<String>,
+    pub(crate) last_nodes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_exceeded: Option<LimitExceeded>,
+    pub(crate) limit_exceeded: Option<LimitExceeded>,
 }
 
 impl RecoveryState {
@@ -95,7 +95,7 @@ impl RecoveryState {
     ///
     /// The caller treats an unreadable value like a removed one (a user edited it: count from zero)
     /// and logs the error.
-    pub fn from_annotation(
+    pub(crate) fn from_annotation(
         annotations: Option<&BTreeMap<String, String>>,
     ) -> Result<Option<RecoveryState>, serde_json::Error> {
         match annotations.and_then(|a| a.get(RECOVERY_STATE_ANNOTATION)) {
@@ -105,7 +105,7 @@ impl RecoveryState {
     }
 
     /// The annotation value (compact JSON).
-    pub fn to_annotation(&self) -> String {
+    pub(crate) fn to_annotation(&self) -> String {
         // Serializing plain strings, integers and timestamps cannot fail.
         serde_json::to_string(self).unwrap_or_default()
     }
@@ -113,11 +113,11 @@ impl RecoveryState {
 
 /// `--recovery-backoff-*` and `--on-recovery-limit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EpisodeConfig {
-    pub backoff: Backoff,
+pub(crate) struct EpisodeConfig {
+    pub(crate) backoff: Backoff,
     /// `--recovery-backoff-limit-count`: at most this many episodes per Job; `None`: unlimited.
-    pub limit_count: Option<u32>,
-    pub on_limit: LimitAction,
+    pub(crate) limit_count: Option<u32>,
+    pub(crate) on_limit: LimitAction,
 }
 
 impl Default for EpisodeConfig {
@@ -133,25 +133,28 @@ impl Default for EpisodeConfig {
 /// A pod whose own recovery decision is "recover now" (terminating, annotated, past its deadline,
 /// on an unreachable node).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DuePod {
-    pub namespace: String,
-    pub name: String,
-    pub node: String,
+pub(crate) struct DuePod {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) node: String,
     /// `deletionTimestamp + --forceful-termination-grace-period`: due since then.
-    pub deadline: Timestamp,
+    pub(crate) deadline: Timestamp,
 }
 
 /// The Job owning pods: the controller owner reference of kind `Job` in `batch/v1`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct JobKey {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
+pub(crate) struct JobKey {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) uid: String,
 }
 
 /// The Job that controls a pod, from the pod's namespace and `metadata.ownerReferences`.
 /// Only the controller reference counts (the Job controller sets `controller: true`).
-pub fn job_owner(pod_namespace: &str, owner_references: &[OwnerReference]) -> Option<JobKey> {
+pub(crate) fn job_owner(
+    pod_namespace: &str,
+    owner_references: &[OwnerReference],
+) -> Option<JobKey> {
     owner_references
         .iter()
         .find(|r| r.controller == Some(true))
@@ -165,16 +168,16 @@ pub fn job_owner(pod_namespace: &str, owner_references: &[OwnerReference]) -> Op
 
 /// Due pods split into one episode per Job and the pods without a Job owner.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Episodes {
+pub(crate) struct Episodes {
     /// All due pods of a Job, sorted by name: recovered together, never one backoff apart.
-    pub by_job: BTreeMap<JobKey, Vec<DuePod>>,
+    pub(crate) by_job: BTreeMap<JobKey, Vec<DuePod>>,
     /// Recovered without backoff state, sorted.
-    pub without_job: Vec<DuePod>,
+    pub(crate) without_job: Vec<DuePod>,
 }
 
 /// Groups due pods by their Job (README: "All eligible pods of a Job that are due are recovered in
 /// the same episode").
-pub fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) -> Episodes {
+pub(crate) fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) -> Episodes {
     let mut episodes = Episodes::default();
     for (job, pod) in pods {
         match job {
@@ -193,19 +196,19 @@ pub fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) ->
 
 /// One eligible pod (opted in, terminating) as the reconciler's caches know it.
 #[derive(Debug, Clone, Copy)]
-pub struct KnownPod<'a> {
-    pub meta: &'a ObjectMeta,
+pub(crate) struct KnownPod<'a> {
+    pub(crate) meta: &'a ObjectMeta,
     /// `spec.nodeName` as last read; `None` when not read yet or not scheduled.
-    pub node: Option<&'a str>,
+    pub(crate) node: Option<&'a str>,
     /// Whether that node carries the `node.kubernetes.io/unreachable` taint.
-    pub node_unreachable: bool,
+    pub(crate) node_unreachable: bool,
 }
 
 /// The due pods of `job` among `pods`: controlled by that Job (same uid), past
 /// `deletionTimestamp + grace_period`, on a node known to be unreachable. The reconciler passes
 /// the eligible pods of its store so that one episode covers every pod of the Job that is due,
 /// not only the pod being reconciled.
-pub fn due_pods_of_job<'a>(
+pub(crate) fn due_pods_of_job<'a>(
     job: &JobKey,
     pods: impl IntoIterator<Item = KnownPod<'a>>,
     grace_period: Duration,
@@ -236,16 +239,16 @@ pub fn due_pods_of_job<'a>(
 
 /// What [`decide_episode`] reads of the Job.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct JobView<'a> {
+pub(crate) struct JobView<'a> {
     /// `spec.suspend == true`.
-    pub suspended: bool,
+    pub(crate) suspended: bool,
     /// The parsed annotation; `None` when absent (or unreadable).
-    pub state: Option<&'a RecoveryState>,
+    pub(crate) state: Option<&'a RecoveryState>,
 }
 
 /// What to do with the due pods of one Job.
 #[derive(Debug, Clone, PartialEq)]
-pub enum EpisodeDecision {
+pub(crate) enum EpisodeDecision {
     /// No pod is due: nothing to do.
     NothingDue,
     /// Start episode `new_state.count`: write `new_state`, then recover exactly `pods`.
@@ -276,7 +279,7 @@ pub enum EpisodeDecision {
 
 /// Whether the recorded state is void because the user resumed a Job that jobgate suspended
 /// (Kueue resets `requeueState` when a deactivated Workload is re-activated).
-pub fn resumed_after_suspend(state: &RecoveryState, job_suspended: bool) -> bool {
+pub(crate) fn resumed_after_suspend(state: &RecoveryState, job_suspended: bool) -> bool {
     matches!(
         state.limit_exceeded,
         Some(LimitExceeded {
@@ -292,7 +295,7 @@ pub fn resumed_after_suspend(state: &RecoveryState, job_suspended: bool) -> bool
 /// start, like Kueue deactivating a Workload at the eviction that would exceed
 /// `backoffLimitCount`: a node that comes back during the backoff must not get the Job
 /// suspended.
-pub fn decide_episode(
+pub(crate) fn decide_episode(
     due: &[DuePod],
     job: JobView<'_>,
     config: &EpisodeConfig,
@@ -382,7 +385,7 @@ pub fn decide_episode(
 /// What a Job's episode decision means for one of its due pods. The reconciler acts on it
 /// (`reconcile::job_gate`) and `jobgate status` prints it, so the two cannot disagree.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PodGate {
+pub(crate) enum PodGate {
     /// Recover the pod now, in the new episode number `episode`.
     NewEpisode { episode: u32 },
     /// Recover the pod now, as a leftover of the recorded episode (no Job write).
@@ -398,7 +401,7 @@ pub enum PodGate {
 }
 
 /// The gate `decision` (over due pods that include `pod`) puts on `pod`.
-pub fn pod_gate(decision: &EpisodeDecision, pod: &DuePod) -> PodGate {
+pub(crate) fn pod_gate(decision: &EpisodeDecision, pod: &DuePod) -> PodGate {
     match decision {
         EpisodeDecision::Recover {
             pods, new_state, ..
@@ -440,7 +443,7 @@ fn truncate_to_second(t: Timestamp) -> Timestamp {
 }
 
 /// The distinct nodes of `pods`, sorted.
-pub fn nodes_of(pods: &[DuePod]) -> Vec<String> {
+pub(crate) fn nodes_of(pods: &[DuePod]) -> Vec<String> {
     pods.iter()
         .map(|p| p.node.clone())
         .collect::<BTreeSet<_>>()
@@ -449,7 +452,7 @@ pub fn nodes_of(pods: &[DuePod]) -> Vec<String> {
 }
 
 /// The note of the `Normal` event on the Job for an episode, at most [`EVENT_NOTE_LIMIT`] bytes.
-pub fn episode_note(pods: &[DuePod], state: &RecoveryState) -> String {
+pub(crate) fn episode_note(pods: &[DuePod], state: &RecoveryState) -> String {
     let nodes = nodes_of(pods);
     let next = match state.requeue_at {
         Some(at) => format!("; next episode not before {at}"),
@@ -467,7 +470,7 @@ pub fn episode_note(pods: &[DuePod], state: &RecoveryState) -> String {
 }
 
 /// The note of the `Warning RecoveryLimitExceeded` event, at most [`EVENT_NOTE_LIMIT`] bytes.
-pub fn limit_note(pods: &[DuePod], limit: u32, action: LimitAction) -> String {
+pub(crate) fn limit_note(pods: &[DuePod], limit: u32, action: LimitAction) -> String {
     let nodes = nodes_of(pods);
     let tail = match action {
         LimitAction::Suspend => format!(

@@ -8,7 +8,7 @@ fn non_empty(s: Option<&String>) -> Option<String> {
     s.filter(|s| !s.is_empty()).cloned()
 }
 
-pub fn pod_facts(pod: &Pod) -> PodFacts {
+pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
     let meta = &pod.metadata;
     let status = pod.status.as_ref();
     PodFacts {
@@ -34,7 +34,7 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
     }
 }
 
-pub fn node_facts(node: &Node) -> NodeFacts {
+pub(crate) fn node_facts(node: &Node) -> NodeFacts {
     let labels = node.metadata.labels.as_ref();
     NodeFacts {
         zone: labels.map(super::brake::zone_key).unwrap_or_default(),

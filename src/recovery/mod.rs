@@ -16,11 +16,11 @@
 //!   with either reason counts as a recorded recovery ([`RECORDED_REASONS`]), so a pod Kueue's own
 //!   controller already recovered gets no second condition, event or episode.
 
-pub mod backoff;
-pub mod brake;
-pub mod episode;
+pub(crate) mod backoff;
+pub(crate) mod brake;
+pub(crate) mod episode;
 mod facts;
-mod record;
+pub(crate) mod record;
 
 #[cfg(test)]
 mod tests;
@@ -32,24 +32,24 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::kueue::OPT_IN_VALUE;
 
-pub use facts::{node_facts, pod_facts};
-pub use record::{StatusChange, format_seconds, recovery_recorded, rfc3339_seconds, status_change};
+pub(crate) use facts::{node_facts, pod_facts};
+pub(crate) use record::{format_seconds, recovery_recorded, status_change};
 
 /// The taint the node lifecycle controller puts on a node whose kubelet stopped reporting.
-pub const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
+pub(crate) const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
 /// Reason of the `Normal` event `--dry-run` emits instead of acting.
-pub const DRY_RUN_REASON: &str = "WouldForcefullyTerminate";
+pub(crate) const DRY_RUN_REASON: &str = "WouldForcefullyTerminate";
 /// Default `--forceful-termination-grace-period` (Kueue's default `time.Minute`).
-pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(60);
 
 /// Settings of the decision.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Annotation keys that opt a pod in with the value `"true"`, in priority order.
-    pub annotation_keys: Vec<String>,
+    pub(crate) annotation_keys: Vec<String>,
     /// Time after `metadata.deletionTimestamp` before a pod may be recovered
     /// (`--forceful-termination-grace-period`).
-    pub grace_period: Duration,
+    pub(crate) grace_period: Duration,
 }
 
 impl Default for Config {
@@ -66,45 +66,45 @@ impl Default for Config {
 
 /// What the decision reads of a pod.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PodFacts {
-    pub annotations: BTreeMap<String, String>,
+pub(crate) struct PodFacts {
+    pub(crate) annotations: BTreeMap<String, String>,
     /// `metadata.deletionTimestamp`: the apiserver sets it to the delete request time plus the
     /// pod's grace period, so the grace period is already inside it.
-    pub deletion_timestamp: Option<Timestamp>,
-    pub deletion_grace_period_seconds: Option<i64>,
+    pub(crate) deletion_timestamp: Option<Timestamp>,
+    pub(crate) deletion_grace_period_seconds: Option<i64>,
     /// `status.phase`; `None` when absent or empty.
-    pub phase: Option<String>,
+    pub(crate) phase: Option<String>,
     /// `spec.nodeName`; `None` when absent or empty.
-    pub node_name: Option<String>,
-    pub conditions: Vec<PodCondition>,
+    pub(crate) node_name: Option<String>,
+    pub(crate) conditions: Vec<PodCondition>,
 }
 
 /// One entry of `status.conditions`, with the fields the recovery condition compares.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PodCondition {
-    pub type_: String,
-    pub status: String,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-    pub last_transition_time: Option<Timestamp>,
+pub(crate) struct PodCondition {
+    pub(crate) type_: String,
+    pub(crate) status: String,
+    pub(crate) reason: Option<String>,
+    pub(crate) message: Option<String>,
+    pub(crate) last_transition_time: Option<Timestamp>,
 }
 
 /// What the decision reads of a node.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeFacts {
-    pub name: String,
-    pub taints: Vec<Taint>,
+pub(crate) struct NodeFacts {
+    pub(crate) name: String,
+    pub(crate) taints: Vec<Taint>,
     /// kube-controller-manager's zone key of the node (`brake::zone_key`), `""` without labels.
-    pub zone: String,
+    pub(crate) zone: String,
     /// Labelled `node.kubernetes.io/exclude-disruption`: left out of the partition brake.
-    pub excluded_from_disruption: bool,
+    pub(crate) excluded_from_disruption: bool,
 }
 
 #[cfg(test)]
 impl NodeFacts {
     /// A node for tests: tainted `node.kubernetes.io/unreachable:NoExecute` when `unreachable`,
     /// else untainted.
-    pub fn for_test(name: &str, unreachable: bool) -> Self {
+    pub(crate) fn for_test(name: &str, unreachable: bool) -> Self {
         let taints = if unreachable {
             vec![Taint {
                 key: UNREACHABLE_TAINT_KEY.into(),
@@ -122,14 +122,14 @@ impl NodeFacts {
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Taint {
-    pub key: String,
-    pub effect: String,
+pub(crate) struct Taint {
+    pub(crate) key: String,
+    pub(crate) effect: String,
 }
 
 /// What to do with one pod now.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Never act on this pod in its current state.
     Ignore(Ignored),
     /// Opted in and terminating, but the deadline has not come: look again at exactly this time.
@@ -143,7 +143,7 @@ pub enum Decision {
 
 /// Why a pod is ignored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ignored {
+pub(crate) enum Ignored {
     /// No configured annotation key has the value `"true"`.
     NotOptedIn,
     /// `metadata.deletionTimestamp` is not set.
@@ -155,7 +155,7 @@ pub enum Ignored {
 }
 
 impl Ignored {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Ignored::NotOptedIn => "not-opted-in",
             Ignored::NotTerminating => "not-terminating",
@@ -167,22 +167,22 @@ impl Ignored {
 
 /// A due recovery: everything the executor needs besides the pod's identity.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Recovery {
+pub(crate) struct Recovery {
     /// The unreachable node the pod is bound to.
-    pub node: String,
+    pub(crate) node: String,
     /// The annotation key that opted the pod in (the first configured key set to `"true"`).
-    pub annotation_key: String,
+    pub(crate) annotation_key: String,
     /// `deletionTimestamp + grace period`; `now >= deadline`.
-    pub deadline: Timestamp,
+    pub(crate) deadline: Timestamp,
     /// `deletionGracePeriodSeconds + grace period`, the time the pod had to terminate.
-    pub total_grace_period: Duration,
+    pub(crate) total_grace_period: Duration,
     /// Whether `status.phase` must become `Failed` (not when already `Failed` or `Succeeded`).
-    pub set_failed: bool,
+    pub(crate) set_failed: bool,
 }
 
 impl Recovery {
     /// The condition message and the Warning event's note.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         format!(
             "Pod forcefully terminated after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
             format_seconds(self.total_grace_period),
@@ -192,7 +192,7 @@ impl Recovery {
     }
 
     /// The note of the `Normal` event `--dry-run` emits instead of acting.
-    pub fn dry_run_message(&self) -> String {
+    pub(crate) fn dry_run_message(&self) -> String {
         format!(
             "Dry run: would forcefully terminate pod after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
             format_seconds(self.total_grace_period),
@@ -203,7 +203,7 @@ impl Recovery {
 }
 
 /// The first configured annotation key whose value is exactly `"true"`.
-pub fn opted_in_key<'a>(pod: &PodFacts, config: &'a Config) -> Option<&'a str> {
+pub(crate) fn opted_in_key<'a>(pod: &PodFacts, config: &'a Config) -> Option<&'a str> {
     config
         .annotation_keys
         .iter()
@@ -213,13 +213,13 @@ pub fn opted_in_key<'a>(pod: &PodFacts, config: &'a Config) -> Option<&'a str> {
 
 /// Opted in and terminating: the pods the reconciler tracks (Kueue's `podEligibleForTermination`).
 /// Memory of the reconciler grows with these pods only.
-pub fn is_eligible(pod: &PodFacts, config: &Config) -> bool {
+pub(crate) fn is_eligible(pod: &PodFacts, config: &Config) -> bool {
     opted_in_key(pod, config).is_some() && pod.deletion_timestamp.is_some()
 }
 
 /// `deletionTimestamp + grace period`. Saturates at the largest timestamp (never reached) when
 /// the sum does not fit.
-pub fn deadline(deletion_timestamp: Timestamp, grace_period: Duration) -> Timestamp {
+pub(crate) fn deadline(deletion_timestamp: Timestamp, grace_period: Duration) -> Timestamp {
     SignedDuration::try_from(grace_period)
         .ok()
         .and_then(|d| deletion_timestamp.checked_add(d).ok())
@@ -228,14 +228,14 @@ pub fn deadline(deletion_timestamp: Timestamp, grace_period: Duration) -> Timest
 
 /// The node carries the unreachable taint, with any effect (Kueue: `utiltaints.TaintKeyExists`).
 /// `node.kubernetes.io/not-ready` alone does not count.
-pub fn is_unreachable(node: &NodeFacts) -> bool {
+pub(crate) fn is_unreachable(node: &NodeFacts) -> bool {
     node.taints.iter().any(|t| t.key == UNREACHABLE_TAINT_KEY)
 }
 
 /// The node watch's trigger: the node was created with the unreachable taint (`old` is `None`),
 /// or updated from untainted to tainted (Kueue's `nodeEventsPredicate`). Removal of the taint,
 /// other updates of a tainted node, and deletions do not trigger.
-pub fn became_unreachable(old: Option<&NodeFacts>, new: &NodeFacts) -> bool {
+pub(crate) fn became_unreachable(old: Option<&NodeFacts>, new: &NodeFacts) -> bool {
     is_unreachable(new) && !old.is_some_and(is_unreachable)
 }
 
@@ -244,7 +244,7 @@ pub fn became_unreachable(old: Option<&NodeFacts>, new: &NodeFacts) -> bool {
 ///
 /// `node` is the node named by `pod.node_name` as the caller found it; `None` when it does not
 /// exist. A node whose name differs from `pod.node_name` counts as not found.
-pub fn decide(
+pub(crate) fn decide(
     pod: &PodFacts,
     node: Option<&NodeFacts>,
     now: Timestamp,
@@ -282,6 +282,6 @@ pub fn decide(
 }
 
 /// `Failed` or `Succeeded` (Kueue's `utilpod.IsTerminated`): the phase is kept as it is.
-pub fn is_terminal_phase(phase: Option<&str>) -> bool {
+pub(crate) fn is_terminal_phase(phase: Option<&str>) -> bool {
     matches!(phase, Some("Failed") | Some("Succeeded"))
 }

@@ -12,15 +12,15 @@ use crate::kueue::{
 
 /// What to write on `pods/status` for a due recovery.
 #[derive(Clone, Debug, PartialEq)]
-pub struct StatusChange {
+pub(crate) struct StatusChange {
     /// A strategic-merge patch for `pods/status`, carrying `metadata.resourceVersion` so the
     /// apiserver rejects it with 409 Conflict when the pod changed since it was read. `None`
     /// when the status already records this recovery (a retry after a partial run).
-    pub patch: Option<Value>,
+    pub(crate) patch: Option<Value>,
     /// The recovery condition was added or changed; the Warning event is emitted only then,
     /// so a retry does not repeat it (Kueue: "Reports false when the condition is already up to
     /// date, so the event is not emitted again").
-    pub condition_changed: bool,
+    pub(crate) condition_changed: bool,
 }
 
 /// The status change for `recovery` on `pod` read at `resource_version`, at time `now`.
@@ -33,7 +33,7 @@ pub struct StatusChange {
 /// - A `True` condition with Kueue's newer reason `KueueForcefullyDeleted` (Kueue 0.15.6+,
 ///   0.16.3+, 0.17+ wrote it) is a recorded recovery: it is left as it is, whatever its message
 ///   says (Kueue prints a Go duration and its own key), so no second condition and no event.
-pub fn status_change(
+pub(crate) fn status_change(
     pod: &PodFacts,
     recovery: &Recovery,
     resource_version: &str,
@@ -92,7 +92,7 @@ pub fn status_change(
 /// `KueueForcefullyTerminated` as [`status_change`] writes it, or `KueueForcefullyDeleted` as
 /// Kueue 0.15.6+/0.16.3+/0.17+ writes it. Reconciling such a pod again (its delete failed, jobgate
 /// restarted, or `--no-delete` kept it) is no new intervention: only the delete is left.
-pub fn recovery_recorded(pod: &PodFacts) -> bool {
+pub(crate) fn recovery_recorded(pod: &PodFacts) -> bool {
     super::is_terminal_phase(pod.phase.as_deref())
         && pod.conditions.iter().any(|c| {
             c.type_ == CONDITION_TYPE
@@ -104,7 +104,7 @@ pub fn recovery_recorded(pod: &PodFacts) -> bool {
 }
 
 /// `metav1.Time` on the wire: RFC 3339 in UTC with whole seconds.
-pub fn rfc3339_seconds(t: Timestamp) -> String {
+pub(crate) fn rfc3339_seconds(t: Timestamp) -> String {
     let whole = Timestamp::from_second(t.as_second()).unwrap_or(t);
     whole.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
@@ -114,7 +114,7 @@ pub fn rfc3339_seconds(t: Timestamp) -> String {
 /// The README specifies the message with `90s` for a 30 s pod grace period plus the 60 s
 /// threshold. Go's `time.Duration.String` (what Kueue prints) would give `1m30s`; we print the
 /// seconds, the unit of `deletionGracePeriodSeconds` and `gracePeriodSeconds` in the API.
-pub fn format_seconds(d: Duration) -> String {
+pub(crate) fn format_seconds(d: Duration) -> String {
     let secs = d.as_secs();
     let nanos = d.subsec_nanos();
     if nanos == 0 {

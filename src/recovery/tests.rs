@@ -1,6 +1,7 @@
 //! Tables reproducing Kueue's `pod_termination_controller_test.go` (adapted to our message and
 //! reason), and a generated product over the state space asserting the safety invariant.
 
+use super::record::StatusChange;
 use super::*;
 use crate::kueue::{
     CONDITION_TYPE, REASON_FORCEFULLY_DELETED, REASON_FORCEFULLY_TERMINATED,

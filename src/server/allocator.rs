@@ -18,7 +18,7 @@
 const MMAP_THRESHOLD: libc::c_int = 128 * 1024;
 
 /// Sets the allocator up; called once when `serve` starts.
-pub fn configure() {
+pub(crate) fn configure() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes malloc's tuning parameters; it is thread-safe in glibc.
     unsafe {
@@ -27,7 +27,7 @@ pub fn configure() {
 }
 
 /// Returns free heap pages to the system.
-pub fn give_back() {
+pub(crate) fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes each arena's lock; it is safe to call from any thread.
     unsafe {

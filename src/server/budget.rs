@@ -21,29 +21,29 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Bodies up to this size may use the reserve (an ordinary Job's review is a few KiB; a 1 MiB
 /// object is already unusual).
-pub const SMALL_BODY: usize = 1024 * 1024;
+pub(crate) const SMALL_BODY: usize = 1024 * 1024;
 
 /// Budgets are counted in KiB so that a `u32` semaphore can hold gigabytes.
 const UNIT: usize = 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BudgetLimits {
+pub(crate) struct BudgetLimits {
     /// Request-body bytes held in memory at once, reserve included.
-    pub body_bytes: usize,
+    pub(crate) body_bytes: usize,
     /// The part of `body_bytes` only bodies up to `SMALL_BODY` may use.
-    pub reserve_bytes: usize,
+    pub(crate) reserve_bytes: usize,
     /// Body bytes under review at once (parsing and rendering allocate in proportion to them).
-    pub review_bytes: usize,
+    pub(crate) review_bytes: usize,
     /// How long a request may wait for its bytes before it is answered 429.
-    pub wait: Duration,
+    pub(crate) wait: Duration,
     /// How long a body already read may wait for the review budget.
-    pub review_wait: Duration,
+    pub(crate) review_wait: Duration,
 }
 
 impl BudgetLimits {
     /// `body_bytes` split as a quarter reserve; the review budget fits one maximum-size body plus
     /// the reserve, so that at most one large body is parsed at a time.
-    pub fn new(
+    pub(crate) fn new(
         body_bytes: usize,
         max_body_bytes: usize,
         wait: Duration,
@@ -62,7 +62,7 @@ impl BudgetLimits {
 
 /// Shared by all connections; cheap to clone.
 #[derive(Clone, Debug)]
-pub struct MemoryBudget {
+pub(crate) struct MemoryBudget {
     inner: Arc<Inner>,
 }
 
@@ -83,14 +83,14 @@ struct Inner {
 
 /// Why bytes could not be reserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OverBudget {
+pub(crate) struct OverBudget {
     /// True for the first refusal since the budget was last idle (log it).
-    pub first_of_burst: bool,
+    pub(crate) first_of_burst: bool,
 }
 
 /// Reserved bytes; released on drop.
 #[derive(Debug)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     permit: Option<OwnedSemaphorePermit>,
     large: bool,
     budget: MemoryBudget,
@@ -101,7 +101,7 @@ fn units(bytes: usize) -> u32 {
 }
 
 impl MemoryBudget {
-    pub fn new(limits: BudgetLimits) -> MemoryBudget {
+    pub(crate) fn new(limits: BudgetLimits) -> MemoryBudget {
         let large = limits.body_bytes.saturating_sub(limits.reserve_bytes);
         MemoryBudget {
             inner: Arc::new(Inner {
@@ -118,12 +118,12 @@ impl MemoryBudget {
         }
     }
 
-    pub fn limits(&self) -> BudgetLimits {
+    pub(crate) fn limits(&self) -> BudgetLimits {
         self.inner.limits
     }
 
     /// Bytes of request bodies reserved now (the `jobgate_admission_body_bytes_reserved` gauge).
-    pub fn reserved_bytes(&self) -> usize {
+    pub(crate) fn reserved_bytes(&self) -> usize {
         let held = |s: &Semaphore, total: usize| total.saturating_sub(s.available_permits());
         let l = self.inner.limits;
         (held(
@@ -134,7 +134,7 @@ impl MemoryBudget {
     }
 
     /// Reserves `bytes` of body memory, waiting at most `wait`.
-    pub async fn reserve_body(&self, bytes: usize) -> Result<Reservation, OverBudget> {
+    pub(crate) async fn reserve_body(&self, bytes: usize) -> Result<Reservation, OverBudget> {
         let n = units(bytes);
         if bytes <= SMALL_BODY
             && let Ok(permit) = self.inner.reserve.clone().try_acquire_many_owned(n)
@@ -157,7 +157,7 @@ impl MemoryBudget {
     }
 
     /// Reserves `bytes` of the review budget, waiting at most `wait`.
-    pub async fn reserve_review(&self, bytes: usize) -> Result<Reservation, OverBudget> {
+    pub(crate) async fn reserve_review(&self, bytes: usize) -> Result<Reservation, OverBudget> {
         let n = units(bytes);
         if bytes <= SMALL_BODY
             && let Ok(permit) = self.inner.review_reserve.clone().try_acquire_many_owned(n)

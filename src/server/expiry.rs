@@ -7,7 +7,7 @@ use rustls::pki_types::pem::PemObject;
 
 /// `notAfter` of the first certificate of a PEM chain (the leaf: rustls serves `chain[0]` as the
 /// end-entity certificate), in seconds since the Unix epoch.
-pub fn not_after(cert_pem: &[u8]) -> Result<i64, String> {
+pub(crate) fn not_after(cert_pem: &[u8]) -> Result<i64, String> {
     let leaf = CertificateDer::pem_slice_iter(cert_pem)
         .next()
         .ok_or("no PEM certificate found")?

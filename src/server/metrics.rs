@@ -8,49 +8,74 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Reviews take microseconds; buckets start at 50 µs so a p99 can be read off them.
-pub const DURATION_BUCKETS: [f64; 14] = [
+pub(crate) const DURATION_BUCKETS: [f64; 14] = [
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 ];
 
+/// Labels of `jobgate_admission_requests_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
+    /// `mutate`, `mutate-recovery` or `validate`.
     pub endpoint: &'static str,
+    /// `Job`, `CronJob`, `other` (a kind jobgate lets through), or `""` when unreadable.
     pub kind: &'static str,
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT`, or `""` when missing or unknown.
     pub operation: &'static str,
+    /// `true` or `false`.
     pub allowed: &'static str,
+    /// `true` when allowed with a non-empty patch, else `false`.
     pub patched: &'static str,
 }
 
+/// Labels of `jobgate_admission_duration_seconds`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabels {
+    /// `mutate`, `mutate-recovery` or `validate`.
     pub endpoint: &'static str,
 }
 
+/// Labels of `jobgate_admission_warnings_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WarningLabels {
+    /// `mutate`, `mutate-recovery` or `validate`.
     pub endpoint: &'static str,
+    /// `Job` or `CronJob`.
     pub kind: &'static str,
 }
 
+/// Labels of `jobgate_admission_rejected_requests_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectionLabels {
+    /// `mutate`, `mutate-recovery` or `validate`.
     pub endpoint: &'static str,
-    /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415, 429).
+    /// The HTTP status sent without a review (400, 404, 405, 408, 413, 415, 429, 500, or
+    /// `other`).
     pub code: &'static str,
 }
 
 /// The webhook server's metrics; cheap to clone (all handles are shared).
 #[derive(Clone, Debug)]
 pub struct ServerMetrics {
+    /// `jobgate_admission_requests_total{endpoint, kind, operation, allowed, patched}`: reviews
+    /// answered (HTTP 200).
     pub requests: Family<RequestLabels, Counter>,
+    /// `jobgate_admission_duration_seconds{endpoint}`: time from request headers to response
+    /// body, in seconds.
     pub duration: Family<EndpointLabels, Histogram>,
+    /// `jobgate_admission_in_flight_requests`: reviews being processed now.
     pub in_flight: Gauge,
+    /// `jobgate_admission_rejected_requests_total{endpoint, code}`: requests answered with an
+    /// HTTP error instead of a review.
     pub rejected: Family<RejectionLabels, Counter>,
+    /// `jobgate_admission_warnings_total{endpoint, kind}`: warnings sent in review responses.
     pub warnings: Family<WarningLabels, Counter>,
+    /// `jobgate_admission_body_bytes_reserved`: request-body bytes reserved from the memory
+    /// budget now, in bytes.
     pub body_bytes_reserved: Gauge,
 }
 
 impl ServerMetrics {
+    /// Creates the metrics and registers them in `registry`.
     pub fn register(registry: &mut Registry) -> ServerMetrics {
         let metrics = ServerMetrics {
             requests: Family::default(),
@@ -99,7 +124,10 @@ fn bool_label(b: bool) -> &'static str {
 }
 
 impl RequestLabels {
-    pub fn new(endpoint: &'static str, summary: &crate::admission::Summary) -> RequestLabels {
+    pub(crate) fn new(
+        endpoint: &'static str,
+        summary: &crate::admission::Summary,
+    ) -> RequestLabels {
         RequestLabels {
             endpoint,
             kind: summary.kind,

@@ -1,13 +1,13 @@
 //! Sockets, TLS, limits, timeouts, the admin port and graceful shutdown for `jobgate serve`.
 //! No business rule lives here.
 
-pub mod allocator;
-pub mod budget;
-pub mod expiry;
+pub(crate) mod allocator;
+pub(crate) mod budget;
+pub(crate) mod expiry;
 pub mod metrics;
 pub mod reload;
 pub mod tls;
-pub mod webhook;
+pub(crate) mod webhook;
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
@@ -27,19 +27,32 @@ use crate::job;
 #[derive(Debug, Clone)]
 pub enum TlsSource {
     /// PEM files (`--tls-cert`, `--tls-key`).
-    Files { cert: PathBuf, key: PathBuf },
+    Files {
+        /// The certificate chain.
+        cert: PathBuf,
+        /// The private key.
+        key: PathBuf,
+    },
     /// Dev mode: generate a throw-away CA and `localhost` certificate into this directory.
-    Dev { dir: PathBuf },
+    Dev {
+        /// Where `ca.crt`, `tls.crt` and `tls.key` are written.
+        dir: PathBuf,
+    },
 }
 
+/// How `serve` runs: what `jobgate serve`'s flags say.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
+    /// The webhook (HTTPS) listen address.
     pub addr: SocketAddr,
+    /// The admin (plain HTTP) listen address: `/livez`, `/readyz`, `/metrics`.
     pub admin_addr: SocketAddr,
+    /// Where the serving certificate comes from.
     pub tls: TlsSource,
     /// `--client-ca`: PEM CA bundle a client certificate must chain to on the webhook port
     /// (reloaded with the serving certificate). `None`: no client certificate asked for.
     pub client_ca: Option<PathBuf>,
+    /// The rule settings the webhooks review with.
     pub rules: job::Config,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
@@ -60,15 +73,22 @@ pub struct ServeOptions {
     pub body_budget_wait: Duration,
 }
 
+/// Why `serve` could not start or stopped on its own.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// The serving certificate, key or client CA cannot be loaded, or dev mode cannot write its
+    /// certificates.
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
+    /// A listen address cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A server cannot start, or the webhook server stopped on its own (an accept-loop failure).
     #[error("webhook server failed: {0}")]
     Serve(std::io::Error),
 }
@@ -76,8 +96,11 @@ pub enum ServeError {
 /// What `serve` tells its caller once it listens (the real ports, when 0 was asked).
 #[derive(Debug, Clone)]
 pub struct Listening {
+    /// The webhook port's address.
     pub addr: SocketAddr,
+    /// The admin port's address.
     pub admin_addr: SocketAddr,
+    /// Dev mode's generated files; `None` with `--tls-cert`/`--tls-key`.
     pub dev: Option<tls::DevCertificates>,
 }
 

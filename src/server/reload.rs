@@ -30,9 +30,7 @@ use rustls::ServerConfig;
 
 use super::tls::{self, TlsError};
 
-/// How often the files are read when nothing else is configured.
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
-
+/// Labels of `jobgate_tls_reloads_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReloadLabels {
     /// `success` or `failure`.
@@ -48,10 +46,11 @@ pub struct ReloadMetrics {
     /// 1 while the files on disk are a bad pair and the previous certificate is still served.
     pub failing: Gauge,
     /// `notAfter` of the served leaf certificate, in seconds since the Unix epoch.
-    pub expiration: Gauge,
+    pub(crate) expiration: Gauge,
 }
 
 impl ReloadMetrics {
+    /// Creates the metrics and registers them in `registry`.
     pub fn register(registry: &mut Registry) -> ReloadMetrics {
         let metrics = ReloadMetrics::default();
         registry.register(
@@ -74,7 +73,7 @@ impl ReloadMetrics {
 
     /// Records the expiry of `cert_pem`, the chain now served. One rustls accepted is X.509, so
     /// a parse failure is only logged (the gauge keeps the last value).
-    pub fn served(&self, cert_pem: &[u8]) {
+    pub(crate) fn served(&self, cert_pem: &[u8]) {
         match super::expiry::not_after(cert_pem) {
             Ok(at) => {
                 self.expiration.set(at);
@@ -83,12 +82,14 @@ impl ReloadMetrics {
         }
     }
 
+    /// Reloads that succeeded so far (`result="success"`).
     pub fn successes(&self) -> u64 {
         self.reloads
             .get_or_create(&ReloadLabels { result: "success" })
             .get()
     }
 
+    /// Reloads that failed so far (`result="failure"`).
     pub fn failures(&self) -> u64 {
         self.reloads
             .get_or_create(&ReloadLabels { result: "failure" })
@@ -98,13 +99,14 @@ impl ReloadMetrics {
 
 /// What one poll did.
 #[derive(Debug)]
-pub enum Poll {
+pub(crate) enum Poll {
     /// The files hold what is served (or the bad pair already reported).
     Unchanged,
     /// A new pair is served from now on.
     Reloaded,
-    /// A new pair could not be loaded; the previous one is still served.
-    Rejected(TlsError),
+    /// A new pair could not be loaded (the error is logged and counted); the previous one is
+    /// still served. The tests read the error.
+    Rejected(#[cfg_attr(not(test), expect(dead_code))] TlsError),
 }
 
 /// Watches a certificate/key pair (and the client CA bundle, if any) and swaps a [`RustlsConfig`]
@@ -151,7 +153,7 @@ impl CertReloader {
 
     /// As [`CertReloader::load`]; with `client_ca`, the configuration requires a client
     /// certificate that chains to a CA in that PEM file, and the file is watched too.
-    pub fn load_with_client_ca(
+    pub(crate) fn load_with_client_ca(
         cert: &Path,
         key: &Path,
         client_ca: Option<&Path>,
@@ -172,7 +174,7 @@ impl CertReloader {
     }
 
     /// Reads the files once; reloads `config` if they hold a new, good pair.
-    pub fn poll(&mut self, config: &RustlsConfig) -> Poll {
+    pub(crate) fn poll(&mut self, config: &RustlsConfig) -> Poll {
         let contents = match read(&self.cert, &self.key, self.client_ca.as_deref()) {
             Ok(contents) => contents,
             // kubelet's swap is atomic, so an unreadable file is not a moment of a rotation.

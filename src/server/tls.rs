@@ -11,32 +11,67 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
+/// Why a TLS configuration could not be built, or dev mode's files not written.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// A certificate, key or client CA file cannot be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A certificate or client CA file holds no PEM certificate.
     #[error("{}: no PEM certificate found", path.display())]
-    NoCertificate { path: PathBuf },
+    NoCertificate {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A certificate or client CA file has a PEM block that cannot be read.
     #[error("{}: not a PEM certificate chain: {message}", path.display())]
-    BadCertificate { path: PathBuf, message: String },
-    #[error("{}: not a PEM private key (PKCS#8, PKCS#1 or SEC1): {message}", path.display())]
-    BadKey { path: PathBuf, message: String },
-    #[error("{} and {} do not match: {message}", cert.display(), key.display())]
-    Mismatch {
-        cert: PathBuf,
-        key: PathBuf,
+    BadCertificate {
+        /// The file.
+        path: PathBuf,
+        /// The PEM parser's message.
         message: String,
     },
+    /// The key file holds no private key rustls can read.
+    #[error("{}: not a PEM private key (PKCS#8, PKCS#1 or SEC1): {message}", path.display())]
+    BadKey {
+        /// The key file.
+        path: PathBuf,
+        /// The PEM parser's message.
+        message: String,
+    },
+    /// rustls refuses the certificate and key as a pair (the key does not match, or is of an
+    /// unsupported type).
+    #[error("{} and {} do not match: {message}", cert.display(), key.display())]
+    Mismatch {
+        /// The certificate file.
+        cert: PathBuf,
+        /// The key file.
+        key: PathBuf,
+        /// rustls' message.
+        message: String,
+    },
+    /// The `--client-ca` certificates cannot be used as trust anchors for client certificates.
     #[error("{}: not a client CA bundle: {message}", path.display())]
-    BadClientCa { path: PathBuf, message: String },
+    BadClientCa {
+        /// The `--client-ca` file.
+        path: PathBuf,
+        /// Which certificate is wrong and why, or the verifier's message.
+        message: String,
+    },
+    /// Dev mode cannot create its directory or write a file in it.
     #[error("cannot write {}: {source}", path.display())]
     Write {
+        /// The directory or file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// Dev mode cannot generate its CA and certificate.
     #[error("cannot generate the dev certificate: {0}")]
     Generate(String),
 }
@@ -61,7 +96,7 @@ pub fn load_server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, 
 }
 
 /// Builds the server configuration from PEM bytes; `cert`/`key` name the sources in errors.
-pub fn server_config_from_pem(
+pub(crate) fn server_config_from_pem(
     cert_pem: &[u8],
     key_pem: &[u8],
     cert: &Path,
@@ -74,7 +109,7 @@ pub fn server_config_from_pem(
 /// one of the CA certificates in `ca_pem` (PEM, one or more) and is valid now. As Kubewarden's
 /// policy-server `--client-ca-file`: rustls' `WebPkiClientVerifier` with the CAs as its only
 /// roots, client authentication mandatory, no CRLs. `path` names the source in errors.
-pub fn client_verifier_from_pem(
+pub(crate) fn client_verifier_from_pem(
     ca_pem: &[u8],
     path: &Path,
 ) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
@@ -110,7 +145,7 @@ pub fn client_verifier_from_pem(
 
 /// As [`server_config_from_pem`], requiring a client certificate `client_auth` accepts when it is
 /// given (`--client-ca`).
-pub fn server_config_with_client_auth(
+pub(crate) fn server_config_with_client_auth(
     cert_pem: &[u8],
     key_pem: &[u8],
     cert: &Path,
@@ -154,16 +189,18 @@ pub fn server_config_with_client_auth(
 /// Dev mode's files: a throw-away CA and a serving certificate for `localhost` and `127.0.0.1`.
 #[derive(Debug, Clone)]
 pub struct DevCertificates {
+    /// The directory the files are in.
     pub dir: PathBuf,
+    /// The CA certificate file (`ca.crt`), for a client to trust.
     pub ca_cert: PathBuf,
-    pub tls_cert: PathBuf,
-    pub tls_key: PathBuf,
+    pub(crate) tls_cert: PathBuf,
+    pub(crate) tls_key: PathBuf,
 }
 
 impl DevCertificates {
     /// Generates a new CA and `localhost` certificate and writes `ca.crt`, `tls.crt`, `tls.key`
     /// to `dir` (created if missing; the key is written with mode 0600).
-    pub fn generate(dir: &Path) -> Result<DevCertificates, TlsError> {
+    pub(crate) fn generate(dir: &Path) -> Result<DevCertificates, TlsError> {
         let bundle = generate_dev_bundle()?;
         std::fs::create_dir_all(dir).map_err(|source| TlsError::Write {
             path: dir.into(),

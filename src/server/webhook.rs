@@ -21,20 +21,20 @@ use crate::admission::{self, Endpoint};
 use crate::job;
 
 /// An UPDATE review carries the object twice and kube-apiserver allows ~3 MiB per object.
-pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 
 #[derive(Clone)]
-pub struct WebhookState {
-    pub config: Arc<job::Config>,
-    pub metrics: ServerMetrics,
+pub(crate) struct WebhookState {
+    pub(crate) config: Arc<job::Config>,
+    pub(crate) metrics: ServerMetrics,
     /// How long a client may take to send the body once headers arrived.
-    pub body_timeout: Duration,
-    pub max_body_bytes: usize,
+    pub(crate) body_timeout: Duration,
+    pub(crate) max_body_bytes: usize,
     /// Request bytes held and reviewed at once.
-    pub budget: MemoryBudget,
+    pub(crate) budget: MemoryBudget,
 }
 
-pub fn router(state: WebhookState) -> Router {
+pub(crate) fn router(state: WebhookState) -> Router {
     let mut router = Router::new();
     for endpoint in Endpoint::ALL {
         router = router.route(
@@ -292,7 +292,11 @@ async fn handle(
             .rejected
             .get_or_create(&RejectionLabels {
                 endpoint: endpoint.label(),
-                code: "400",
+                // 400 for an unreadable review, 500 for an answer that could not be encoded.
+                code: status_label(
+                    StatusCode::from_u16(outcome.http_status)
+                        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                ),
             })
             .inc();
     }
@@ -374,7 +378,7 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 }
 
 /// An HTTP error with a `metav1.Status` body, so every client gets the reason in one shape.
-pub fn error_response(status: StatusCode, message: &str) -> Response {
+pub(crate) fn error_response(status: StatusCode, message: &str) -> Response {
     let reason = match status {
         StatusCode::NOT_FOUND => "NotFound",
         StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",

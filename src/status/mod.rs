@@ -6,9 +6,9 @@
 //! the reconciler's own decision ([`verdict`]: `recovery::decide`, the episode decision), so it is
 //! by construction what `jobgate reconcile` with the same flags does; [`render`] prints it.
 
-pub mod render;
-pub mod snapshot;
-pub mod verdict;
+pub(crate) mod render;
+pub(crate) mod snapshot;
+pub(crate) mod verdict;
 
 #[cfg(test)]
 mod tests;
@@ -18,40 +18,42 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::reconciler::RecoveryArgs;
 use crate::reconciler::cluster::{self, ClusterError};
-pub use render::render;
-pub use snapshot::{Snapshot, fetch};
-pub use verdict::{NodeState, PodRow, PodVerdict, RenderOptions, pod_rows};
+pub(crate) use render::render;
+pub(crate) use snapshot::{Snapshot, fetch};
+pub(crate) use verdict::RenderOptions;
 
 /// Default `--lease-name` / `--lease-namespace` of `jobgate reconcile`.
-pub const DEFAULT_LEASE_NAME: &str = "jobgate-reconciler";
-pub const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
+pub(crate) const DEFAULT_LEASE_NAME: &str = "jobgate-reconciler";
+pub(crate) const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
 
 /// `jobgate status`.
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
-    pub cluster: cluster::ClusterArgs,
+    pub(crate) cluster: cluster::ClusterArgs,
     /// Only this namespace (default: the context's namespace).
     #[arg(long, short = 'n', conflicts_with = "all_namespaces")]
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// Every namespace.
     #[arg(long, short = 'A')]
-    pub all_namespaces: bool,
+    pub(crate) all_namespaces: bool,
     /// The reconciler's recovery flags (pass the same values to predict its decisions).
     #[command(flatten)]
-    pub recovery: RecoveryArgs,
+    pub(crate) recovery: RecoveryArgs,
     /// The reconciler's leader-election Lease.
     #[arg(long, env = "JOBGATE_LEASE_NAME", default_value = DEFAULT_LEASE_NAME)]
-    pub lease_name: String,
+    pub(crate) lease_name: String,
     #[arg(long, env = "JOBGATE_LEASE_NAMESPACE", default_value = DEFAULT_LEASE_NAMESPACE)]
-    pub lease_namespace: String,
+    pub(crate) lease_namespace: String,
 }
 
 /// Why `jobgate status` could not read the cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
+    /// No Kubernetes client could be made.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    /// A read from the Kubernetes API failed.
     #[error("reading the cluster: {0}")]
     Api(#[from] kube::Error),
 }

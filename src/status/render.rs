@@ -10,7 +10,7 @@ use super::verdict::{PodVerdict, RenderOptions, job_states, pod_rows};
 use crate::recovery::episode::{LimitAction, PodGate, RecoveryState, resumed_after_suspend};
 
 /// The three sections as text.
-pub fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> String {
+pub(crate) fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", leader_line(snapshot, now));
     let scope = match &snapshot.namespace {
@@ -84,7 +84,7 @@ pub fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> S
 }
 
 /// The STATUS column: the verdict in words (`on_limit`: what reaching the limit does).
-pub fn verdict_text(verdict: &PodVerdict, on_limit: LimitAction, now: Timestamp) -> String {
+pub(crate) fn verdict_text(verdict: &PodVerdict, on_limit: LimitAction, now: Timestamp) -> String {
     match verdict {
         PodVerdict::WaitingForDeadline(d) => {
             format!("waiting for the deadline (in {})", human(now, *d))

@@ -15,19 +15,19 @@ use crate::recovery::episode::RECOVERY_STATE_ANNOTATION;
 
 /// What `jobgate status` shows, read from the cluster.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// `None`: every namespace.
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// Jobs of the namespace(s); those without the state annotation are not shown.
-    pub jobs: Vec<Job>,
+    pub(crate) jobs: Vec<Job>,
     /// Pods that opted in and are terminating (the reconciler's candidates).
-    pub pods: Vec<Pod>,
+    pub(crate) pods: Vec<Pod>,
     /// Every node, by name (a pod's node absent here does not exist).
-    pub nodes: BTreeMap<String, Node>,
-    pub lease_namespace: String,
-    pub lease_name: String,
+    pub(crate) nodes: BTreeMap<String, Node>,
+    pub(crate) lease_namespace: String,
+    pub(crate) lease_name: String,
     /// `None`: the Lease does not exist (no reconciler ever led).
-    pub lease: Option<Lease>,
+    pub(crate) lease: Option<Lease>,
 }
 
 /// Pages through a list 500 objects at a time.
@@ -49,7 +49,7 @@ where
 }
 
 /// Reads Jobs, opted-in terminating pods ([`recovery::is_eligible`]), the nodes and the Lease.
-pub async fn fetch(
+pub(crate) async fn fetch(
     client: &Client,
     namespace: Option<String>,
     options: &RenderOptions,

@@ -17,15 +17,15 @@ use crate::recovery::{self, Decision, Ignored, NodeFacts};
 
 /// The settings of the decisions (the reconciler's flags, see `RecoveryArgs`).
 #[derive(Debug, Clone)]
-pub struct RenderOptions {
-    pub config: recovery::Config,
-    pub episode: EpisodeConfig,
-    pub brake: BrakeConfig,
+pub(crate) struct RenderOptions {
+    pub(crate) config: recovery::Config,
+    pub(crate) episode: EpisodeConfig,
+    pub(crate) brake: BrakeConfig,
 }
 
 /// The node of a pod as the status shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeState {
+pub(crate) enum NodeState {
     NotScheduled,
     Missing,
     Reachable,
@@ -33,7 +33,7 @@ pub enum NodeState {
 }
 
 impl NodeState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             NodeState::NotScheduled => "not scheduled",
             NodeState::Missing => "missing",
@@ -45,7 +45,7 @@ impl NodeState {
 
 /// What the reconciler does with a pod on its next pass.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PodVerdict {
+pub(crate) enum PodVerdict {
     /// `Decision::RequeueAt`.
     WaitingForDeadline(Timestamp),
     /// `Decision::Ignore(NotScheduled)`.
@@ -67,22 +67,23 @@ pub enum PodVerdict {
 
 /// One opted-in terminating pod.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PodRow {
-    pub namespace: String,
-    pub name: String,
-    pub job: Option<JobKey>,
-    pub node: Option<String>,
-    pub node_state: NodeState,
+pub(crate) struct PodRow {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) job: Option<JobKey>,
+    pub(crate) node: Option<String>,
+    pub(crate) node_state: NodeState,
     /// `deletionTimestamp + grace period`.
-    pub deadline: Option<Timestamp>,
-    pub verdict: PodVerdict,
+    pub(crate) deadline: Option<Timestamp>,
+    pub(crate) verdict: PodVerdict,
 }
 
 /// (namespace, name) -> (state, `spec.suspend`, annotation parse error).
-pub type JobStates = BTreeMap<(String, String), (Option<RecoveryState>, bool, Option<String>)>;
+pub(crate) type JobStates =
+    BTreeMap<(String, String), (Option<RecoveryState>, bool, Option<String>)>;
 
 /// The Jobs of the snapshot that carry a recovery state annotation (readable or not).
-pub fn job_states(snapshot: &Snapshot) -> JobStates {
+pub(crate) fn job_states(snapshot: &Snapshot) -> JobStates {
     let mut states = JobStates::new();
     for job in &snapshot.jobs {
         let ns = job.metadata.namespace.clone().unwrap_or_default();
@@ -103,7 +104,11 @@ pub fn job_states(snapshot: &Snapshot) -> JobStates {
 
 /// Every opted-in terminating pod of the snapshot ([`recovery::is_eligible`]), sorted by
 /// namespace and name, with the reconciler's verdict at `now`.
-pub fn pod_rows(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> Vec<PodRow> {
+pub(crate) fn pod_rows(
+    snapshot: &Snapshot,
+    options: &RenderOptions,
+    now: Timestamp,
+) -> Vec<PodRow> {
     let config = &options.config;
     let all_nodes: Vec<NodeFacts> = snapshot.nodes.values().map(recovery::node_facts).collect();
     let zones = brake::zones(&all_nodes);
