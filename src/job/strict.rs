@@ -124,6 +124,20 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
 /// (`unquoteBytes`: "Invalid surrogate; fall back to replacement rune"). Both escapes are six
 /// bytes, so offsets in error messages stay right. Borrowed when there is nothing to replace.
 pub(crate) fn go_surrogates(json: &[u8]) -> Cow<'_, [u8]> {
+    // A surrogate escape is `\u` and four hex digits, the first `d` or `D`, and most bodies have
+    // none. Two vectorised substring searches say so far faster than the scan below, which
+    // follows string boundaries byte by byte (under callgrind that scan was a fifth of the
+    // instructions of a 4 KB review served over TLS).
+    if memchr::memmem::find(json, br"\ud").is_none()
+        && memchr::memmem::find(json, br"\uD").is_none()
+    {
+        return Cow::Borrowed(json);
+    }
+    replace_unpaired_surrogates(json)
+}
+
+/// The scan behind [`go_surrogates`], for bodies that hold a `\uD...` escape.
+fn replace_unpaired_surrogates(json: &[u8]) -> Cow<'_, [u8]> {
     fn hex4(b: &[u8]) -> Option<u16> {
         let s = std::str::from_utf8(b.get(..4)?).ok()?;
         u16::from_str_radix(s, 16).ok()
@@ -317,6 +331,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for StrictMap<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize, PartialEq)]
@@ -350,6 +365,26 @@ mod tests {
         let e = read(r#"{"metadata":["a"]}"#).unwrap_err();
         assert!(e.starts_with("invalid type: sequence, expected "), "{e}");
         assert!(read(r#"["a"]"#).is_err());
+    }
+
+    proptest::proptest! {
+        /// The substring pre-check never skips a body the full scan would change.
+        #[test]
+        fn the_pre_check_agrees_with_the_scan(
+            body in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "\"", "\\", r"\ud800", r"\uD800", r"\udbff", r"\uDC00", r"\udfff",
+                    r"\uDfFf", r"\u0041", r"\u", "d8", "u", "a", " ",
+                ]),
+                0..12,
+            )
+            .prop_map(|tokens| tokens.concat())
+        ) {
+            proptest::prop_assert_eq!(
+                go_surrogates(body.as_bytes()),
+                replace_unpaired_surrogates(body.as_bytes())
+            );
+        }
     }
 
     #[test]
