@@ -3,9 +3,10 @@
 # loaded in one run with oha over HTTP/1.1 keep-alive and HTTP/2. Prints requests/s, p50/p99
 # latency, the ratio jobgate/ceiling, and jobgate's peak RSS.
 #
-#   benches/load.sh                 # 10s per run, 16 connections, HTTP/2: 16 connections x 8 streams,
-#                                   # body: the ~4 KB ML Job review of benches/review.rs (ml-4k)
-#   DURATION=30s CONNECTIONS=32 STREAMS=16 BODY=path/to/review.json ENDPOINT=/mutate benches/load.sh
+#   benches/load.sh                 # 3 alternated rounds of 10s per server and protocol, 16
+#                                   # connections, HTTP/2: 16 connections x 8 streams, body: the
+#                                   # ~4 KB ML Job review of benches/review.rs (ml-4k), at /validate
+#   ROUNDS=5 DURATION=30s CONNECTIONS=32 STREAMS=16 BODY=path/to/review.json ENDPOINT=/mutate benches/load.sh
 #
 # Only loopback addresses are used. Each run is bounded by DURATION.
 set -euo pipefail
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-16}
 STREAMS=${STREAMS:-8}
+ROUNDS=${ROUNDS:-3}
 BODY=${BODY:-}
 ENDPOINT=${ENDPOINT:-/validate}
 JOBGATE_PORT=${JOBGATE_PORT:-18443}
@@ -75,21 +77,30 @@ run() {
     jq -r '[.summary.requestsPerSec, (.latencyPercentiles.p50 * 1000), (.latencyPercentiles.p99 * 1000), .summary.successRate] | @tsv'
 }
 
-printf '%-8s %-9s %12s %10s %10s %8s\n' protocol server "requests/s" "p50 ms" "p99 ms" success
-declare -A rps
+# ROUNDS alternated rounds per protocol (jobgate then the ceiling, then the ceiling then jobgate,
+# ...), so that drift on a shared machine hits both; the ratio is the median of the rounds' ratios.
+printf '%-8s %-5s %-9s %12s %10s %10s %8s\n' protocol round server "requests/s" "p50 ms" "p99 ms" success
+declare -A ratios
 for proto in http1.1 http2; do
   if [ "$proto" = http2 ]; then args=(--http2 -p "$STREAMS"); else args=(--http-version 1.1); fi
-  for server in jobgate ceiling; do
-    if [ "$server" = jobgate ]; then port=$JOBGATE_PORT; else port=$CEILING_PORT; fi
-    read -r r p50 p99 ok < <(run "https://localhost:$port$ENDPOINT" "${args[@]}")
-    rps[$proto-$server]=$r
-    printf '%-8s %-9s %12.0f %10.3f %10.3f %8s\n' "$proto" "$server" "$r" "$p50" "$p99" "$ok"
+  ratios[$proto]=""
+  for round in $(seq "$ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then order=(jobgate ceiling); else order=(ceiling jobgate); fi
+    declare -A r=()
+    for server in "${order[@]}"; do
+      if [ "$server" = jobgate ]; then port=$JOBGATE_PORT; else port=$CEILING_PORT; fi
+      read -r rps p50 p99 ok < <(run "https://localhost:$port$ENDPOINT" "${args[@]}")
+      r[$server]=$rps
+      printf '%-8s %-5s %-9s %12.0f %10.3f %10.3f %8s\n' "$proto" "$round" "$server" "$rps" "$p50" "$p99" "$ok"
+    done
+    ratios[$proto]+="$(awk -v j="${r[jobgate]}" -v c="${r[ceiling]}" 'BEGIN { printf "%.3f", j / c }') "
   done
 done
 for proto in http1.1 http2; do
-  awk -v j="${rps[$proto-jobgate]}" -v c="${rps[$proto-ceiling]}" -v p="$proto" \
-    'BEGIN { printf "%s: jobgate/ceiling = %.2f\n", p, j / c }'
+  # shellcheck disable=SC2086
+  median=$(printf '%s\n' ${ratios[$proto]} | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  echo "$proto: jobgate/ceiling = $median (median of rounds: ${ratios[$proto]% })"
 done
 peak=$(awk '/VmHWM/ { print $2 }' "/proc/$jobgate_pid/status")
 awk -v kb="$peak" 'BEGIN { printf "jobgate peak RSS (VmHWM): %.1f MiB\n", kb / 1024 }'
-echo "body: $BODY ($(wc -c <"$BODY") bytes) at $ENDPOINT; $DURATION per run; $CONNECTIONS connections; HTTP/2 $STREAMS streams each"
+echo "body: $BODY ($(wc -c <"$BODY") bytes) at $ENDPOINT; $ROUNDS rounds of $DURATION per server; $CONNECTIONS connections; HTTP/2 $STREAMS streams each"
