@@ -1,6 +1,7 @@
 //! The policy core: a Job in, a verdict (field errors, warnings, a JSON Patch) out.
 //! Pure functions over plain data: no I/O, no async, no clock.
 
+mod annotations;
 pub(crate) mod config;
 pub(crate) mod defaults;
 pub(crate) mod field;

@@ -4,8 +4,9 @@
 //! `last-applied-configuration` copy of themselves); deserializing only these fields keeps a review
 //! at a few microseconds. Unknown fields are skipped, never rejected.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
+use super::annotations::{AnnotationValue, Annotations};
 use super::field::FieldPath;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -135,15 +136,15 @@ pub(crate) struct ObjectMeta {
     #[serde(default)]
     pub(crate) deletion_timestamp: Option<String>,
     #[serde(default, deserialize_with = "field")]
-    pub(crate) annotations: Field<BTreeMap<String, String>>,
+    pub(crate) annotations: Field<Annotations>,
 }
 
 impl ObjectMeta {
-    pub(crate) fn annotation(&self, key: &str) -> Option<&str> {
+    pub(crate) fn annotation(&self, key: &str) -> Option<Cow<'_, str>> {
         self.annotations
             .value()
             .and_then(|a| a.get(key))
-            .map(String::as_str)
+            .map(AnnotationValue::text)
     }
 }
 
@@ -323,14 +324,12 @@ pub(crate) struct PodTemplateSpec {
 }
 
 impl PodTemplateSpec {
-    pub(crate) fn annotations(&self) -> Option<&BTreeMap<String, String>> {
-        self.metadata.value().and_then(|m| m.annotations.value())
-    }
-
-    pub(crate) fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations()
+    pub(crate) fn annotation(&self, key: &str) -> Option<Cow<'_, str>> {
+        self.metadata
+            .value()
+            .and_then(|m| m.annotations.value())
             .and_then(|a| a.get(key))
-            .map(String::as_str)
+            .map(AnnotationValue::text)
     }
 }
 
@@ -338,7 +337,7 @@ impl PodTemplateSpec {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TemplateMeta {
     #[serde(default, deserialize_with = "field")]
-    pub(crate) annotations: Field<BTreeMap<String, String>>,
+    pub(crate) annotations: Field<Annotations>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -449,7 +448,7 @@ pub struct ParseError {
 
 /// serde_json's message without " at line 1 column 112": the position inside an embedded object
 /// means nothing to the reader; the field path says where.
-fn without_position(e: &serde_json::Error) -> String {
+pub(crate) fn without_position(e: &serde_json::Error) -> String {
     let text = e.to_string();
     match text.rfind(" at line ") {
         Some(i) if e.line() > 0 => text[..i].to_string(),
@@ -692,7 +691,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cj.spec.backoff_limit, Some(3));
-        assert_eq!(cj.job_template_metadata.unwrap().annotation("a"), Some("b"));
+        assert_eq!(
+            cj.job_template_metadata.unwrap().annotation("a").as_deref(),
+            Some("b")
+        );
     }
 
     #[test]

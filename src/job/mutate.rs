@@ -83,7 +83,7 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
         let opted_out: Vec<&str> = config
             .recognized_recovery_keys()
             .into_iter()
-            .filter(|k| template_value(k) == Some("false"))
+            .filter(|k| template_value(k).as_deref() == Some("false"))
             .collect();
         if !opted_out.is_empty() {
             for key in opted_out {
@@ -95,7 +95,7 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
         } else {
             let mut missing = Vec::new();
             for key in keys {
-                match template_value(key) {
+                match template_value(key).as_deref() {
                     None => missing.push(key),
                     Some(TRUE) => {}
                     Some(other) => warnings.push(format!(
@@ -189,15 +189,15 @@ fn opted_in(object: &JobObject, scope: RecoveryScope, warnings: &mut Vec<String>
     };
     if object.kind == Kind::CronJob
         && let Some(own) = object.metadata.annotation(FAILURE_RECOVERY)
-        && value != Some(own)
+        && value.as_ref() != Some(&own)
     {
         warnings.push(format!(
             "jobgate: ignored metadata.annotations[{FAILURE_RECOVERY}]={} on the CronJob: \
              its Jobs do not inherit it; set it in spec.jobTemplate.metadata.annotations",
-            go_quote(own)
+            go_quote(&own)
         ));
     }
-    match value {
+    match value.as_deref() {
         Some(FAILURE_RECOVERY_ENABLED) => true,
         Some(FAILURE_RECOVERY_DISABLED) => false,
         Some(other) => {

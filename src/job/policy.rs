@@ -239,7 +239,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
 
     let opted_in = recovery_keys
         .iter()
-        .any(|k| template.annotation(k) == Some("true"));
+        .any(|k| template.annotation(k).as_deref() == Some("true"));
     // What the Job runs with: the value, else KEP-3939's default (also for a CronJob's
     // template, whose Jobs are defaulted when created).
     let replacement = spec
