@@ -169,14 +169,14 @@ async fn handle(
         let response = reject(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
         return early(request.into_body(), &state, response).await;
     }
-    let too_large = format!("request body exceeds {} bytes", state.max_body_bytes);
+    let too_large = || format!("request body exceeds {} bytes", state.max_body_bytes);
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > state.max_body_bytes as u64) {
-        let response = reject(StatusCode::PAYLOAD_TOO_LARGE, &too_large);
+        let response = reject(StatusCode::PAYLOAD_TOO_LARGE, &too_large());
         return early(request.into_body(), &state, response).await;
     }
     // Without a Content-Length (HTTP/1.1 chunked, or HTTP/2 without the header) the maximum is
@@ -221,7 +221,7 @@ async fn handle(
         Ok(Err(ReadError::TooLarge)) => {
             let message = match declared {
                 Some(len) => format!("request body exceeds its Content-Length of {len} bytes"),
-                None => too_large,
+                None => too_large(),
             };
             let status = if declared.is_some() {
                 StatusCode::BAD_REQUEST
