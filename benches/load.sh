@@ -81,6 +81,7 @@ run() {
 # ...), so that drift on a shared machine hits both; the ratio is the median of the rounds' ratios.
 printf '%-8s %-5s %-9s %12s %10s %10s %8s\n' protocol round server "requests/s" "p50 ms" "p99 ms" success
 declare -A ratios
+failed_runs=0
 for proto in http1.1 http2; do
   if [ "$proto" = http2 ]; then args=(--http2 -p "$STREAMS"); else args=(--http-version 1.1); fi
   ratios[$proto]=""
@@ -92,6 +93,7 @@ for proto in http1.1 http2; do
       read -r rps p50 p99 ok < <(run "https://localhost:$port$ENDPOINT" "${args[@]}")
       r[$server]=$rps
       printf '%-8s %-5s %-9s %12.0f %10.3f %10.3f %8s\n' "$proto" "$round" "$server" "$rps" "$p50" "$p99" "$ok"
+      awk -v ok="$ok" 'BEGIN { exit !(ok < 1) }' && failed_runs=$((failed_runs + 1))
     done
     ratios[$proto]+="$(awk -v j="${r[jobgate]}" -v c="${r[ceiling]}" 'BEGIN { printf "%.3f", j / c }') "
   done
@@ -101,6 +103,9 @@ for proto in http1.1 http2; do
   median=$(printf '%s\n' ${ratios[$proto]} | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
   echo "$proto: jobgate/ceiling = $median (median of rounds: ${ratios[$proto]% })"
 done
+if [ "$failed_runs" -gt 0 ]; then
+  echo "load.sh: WARNING: $failed_runs run(s) had failed requests (success < 1): their requests/s is not comparable" >&2
+fi
 peak=$(awk '/VmHWM/ { print $2 }' "/proc/$jobgate_pid/status")
 awk -v kb="$peak" 'BEGIN { printf "jobgate peak RSS (VmHWM): %.1f MiB\n", kb / 1024 }'
 echo "body: $BODY ($(wc -c <"$BODY") bytes) at $ENDPOINT; $ROUNDS rounds of $DURATION per server; $CONNECTIONS connections; HTTP/2 $STREAMS streams each"
