@@ -8,12 +8,8 @@
 //! Not run by default (it lists 100k pods):
 //!   cargo test --locked --test recovery_memory -- --ignored --nocapture
 
-// A counting global allocator measures the heap: the only unsafe code of the tests.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -29,41 +25,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tower_test::mock::Handle;
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed)
-                    + (new_size - layout.size());
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
-
+/// A counting global allocator (`jobgate-alloc`, where the project's unsafe code lives) measures
+/// the heap.
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: jobgate_alloc::Counting = jobgate_alloc::Counting::new();
 
 const PAGE: usize = 500;
 
@@ -160,8 +125,8 @@ async fn measure_filtered(total: usize, eligible: usize) -> Measure {
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(false));
     tokio::time::sleep(Duration::from_millis(10)).await;
-    let base = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
+    let base = ALLOCATOR.current();
+    ALLOCATOR.reset_peak();
     let driver = tokio::spawn(drive_pod_watch(
         Api::<PodMeta>::all(client),
         watcher::Config::default(),
@@ -180,8 +145,8 @@ async fn measure_filtered(total: usize, eligible: usize) -> Measure {
         triggered += 1;
     }
     assert_eq!(triggered, eligible);
-    let retained = CURRENT.load(Ordering::SeqCst).saturating_sub(base);
-    let peak = PEAK.load(Ordering::SeqCst).saturating_sub(base);
+    let retained = ALLOCATOR.current().saturating_sub(base);
+    let peak = ALLOCATOR.peak().saturating_sub(base);
     let stored = store.len();
     driver.abort();
     server.abort();
@@ -198,8 +163,8 @@ async fn measure_unfiltered(total: usize) -> Measure {
     let writer: Writer<PodMeta> = Writer::default();
     let store = writer.as_reader();
     tokio::time::sleep(Duration::from_millis(10)).await;
-    let base = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
+    let base = ALLOCATOR.current();
+    ALLOCATOR.reset_peak();
     let synced = Arc::new(AtomicBool::new(false));
     let flag = synced.clone();
     let driver = tokio::spawn(async move {
@@ -215,8 +180,8 @@ async fn measure_unfiltered(total: usize) -> Measure {
     while !synced.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let retained = CURRENT.load(Ordering::SeqCst).saturating_sub(base);
-    let peak = PEAK.load(Ordering::SeqCst).saturating_sub(base);
+    let retained = ALLOCATOR.current().saturating_sub(base);
+    let peak = ALLOCATOR.peak().saturating_sub(base);
     let stored = store.len();
     driver.abort();
     server.abort();

@@ -10,27 +10,15 @@
 //! - `malloc_trim(0)` once the last large body of a burst is released, which returns the free
 //!   pages of every arena.
 
-// The only unsafe code of the crate: two glibc calls, each with its SAFETY note.
-#![allow(unsafe_code)]
-
 /// Blocks of this size or more are mapped on their own (glibc's default before it adapts).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD: libc::c_int = 128 * 1024;
+const MMAP_THRESHOLD: i32 = 128 * 1024;
 
 /// Sets the allocator up; called once when `serve` starts.
 pub(crate) fn configure() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes malloc's tuning parameters; it is thread-safe in glibc.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-    }
+    jobgate_alloc::fixed_mmap_threshold(MMAP_THRESHOLD);
 }
 
 /// Returns free heap pages to the system.
 pub(crate) fn give_back() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes each arena's lock; it is safe to call from any thread.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    jobgate_alloc::trim();
 }
