@@ -30,7 +30,7 @@ pub mod lease;
 pub mod metrics;
 pub(crate) mod node_cache;
 pub(crate) mod reconcile;
-pub mod run;
+pub(crate) mod run;
 pub(crate) mod watch;
 pub(crate) mod writer;
 
@@ -40,9 +40,9 @@ pub(crate) mod scripted;
 mod tests;
 
 pub use args::{ReconcileArgs, RecoveryArgs};
-pub use context::{Context, EpisodeGate, Options, PodState, Waiting};
-pub use run::{RunError, default_identity, run, run_until, run_with_client};
-pub use watch::{drive_node_watch, drive_pod_watch};
+pub use context::{Context, Options};
+pub use run::{RunError, run};
+pub use watch::drive_pod_watch;
 
 /// The RBAC rules the reconciler needs, as (API group, resource, verbs). The deploy
 /// ClusterRole is tested against this list.

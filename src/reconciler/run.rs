@@ -46,7 +46,7 @@ pub enum RunError {
 }
 
 /// Leader-election identity: `$POD_NAME` (or `$HOSTNAME`) plus a random suffix, like client-go.
-pub fn default_identity() -> String {
+pub(crate) fn default_identity() -> String {
     let host = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "jobgate".into());
@@ -59,7 +59,7 @@ pub async fn run(args: ReconcileArgs) -> Result<(), RunError> {
 }
 
 /// `jobgate reconcile` until `shutdown` resolves: admin port, watches, elector, reconciles.
-pub async fn run_until(
+pub(crate) async fn run_until(
     args: ReconcileArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
@@ -68,7 +68,7 @@ pub async fn run_until(
 }
 
 /// [`run_until`] with a given client; `on_listening` gets the bound admin address.
-pub async fn run_with_client(
+pub(crate) async fn run_with_client(
     client: Client,
     args: ReconcileArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,

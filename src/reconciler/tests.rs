@@ -19,14 +19,16 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use tower_test::mock::Handle;
 
-use super::context::lock;
+use super::context::{EpisodeGate, PodState, Waiting, lock};
 use super::filter::{PodKey, PodMeta};
 use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
 use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::reconcile::{
     CONFLICT_ATTEMPTS, ReconcileError, WAIT_FOR_NODE_RESYNC, error_backoff, reconcile_pod,
 };
+use super::run::run_with_client;
 use super::scripted::{Exchange, exchange, mock, serve, status_body};
+use super::watch::drive_node_watch;
 use super::*;
 use crate::admin::Readiness;
 use crate::recovery::{self, NodeFacts, UNREACHABLE_TAINT_KEY};

@@ -81,7 +81,7 @@ pub async fn drive_pod_watch(
 
 /// Drives the node watch: keeps name and taints per node in `ctx.nodes`, and on each rising
 /// edge of the unreachable taint sends the tracked pods on that node to `triggers`.
-pub async fn drive_node_watch(
+pub(crate) async fn drive_node_watch(
     api: Api<Node>,
     ctx: Arc<Context>,
     store: Store<PodMeta>,
