@@ -53,6 +53,15 @@ async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        crate::server::metrics::encode(&state.registry),
+        encode(&state.registry),
     )
+}
+
+/// Renders a registry in the Prometheus text format (what `/metrics` answers).
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    if prometheus_client::encoding::text::encode(&mut out, registry).is_err() {
+        out.clear();
+    }
+    out
 }

@@ -64,7 +64,7 @@ impl<'de> Deserialize<'de> for AnnotationValue {
             // surrogate pair, which a `String` refuses when unpaired (where the caller did not
             // rewrite it first). Refused here too, with the same message.
             serde_json::from_str::<String>(literal)
-                .map_err(|e| de::Error::custom(super::model::without_position(&e)))?;
+                .map_err(|e| de::Error::custom(super::strict::without_position(&e)))?;
         }
         Ok(AnnotationValue(raw))
     }
@@ -76,7 +76,7 @@ fn not_a_string<E: de::Error>(literal: &str) -> E {
     const EXPECTED: &str = "a string";
     let value: serde_json::Value = match serde_json::from_str(literal) {
         Ok(value) => value,
-        Err(e) => return E::custom(super::model::without_position(&e)),
+        Err(e) => return E::custom(super::strict::without_position(&e)),
     };
     let unexpected = match &value {
         serde_json::Value::Null => Unexpected::Unit,
@@ -114,7 +114,7 @@ mod tests {
                 format!(
                     "{}: {}",
                     e.path(),
-                    super::super::model::without_position(e.inner())
+                    super::super::strict::without_position(e.inner())
                 )
             })
         }

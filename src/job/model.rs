@@ -11,7 +11,7 @@ use super::field::FieldPath;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::strict::Strict;
+use super::strict::{Strict, without_position};
 
 /// A field whose absence, explicit `null` and value mean different things
 /// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
@@ -444,16 +444,6 @@ struct JobTemplateSpec {
 pub struct ParseError {
     pub(crate) path: String,
     pub(crate) message: String,
-}
-
-/// serde_json's message without " at line 1 column 112": the position inside an embedded object
-/// means nothing to the reader; the field path says where.
-pub(crate) fn without_position(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) if e.line() > 0 => text[..i].to_string(),
-        _ => text,
-    }
 }
 
 fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {

@@ -119,6 +119,16 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
     }
 }
 
+/// serde_json's message without " at line 1 column 112": the position inside an embedded object
+/// means nothing to the reader; the field path says where.
+pub(crate) fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) if e.line() > 0 => text[..i].to_string(),
+        _ => text,
+    }
+}
+
 /// `json` with every unpaired surrogate escape inside a string (`\ud800`, or a low surrogate
 /// without a high one before it) replaced by `\ufffd`, as Go's encoding/json decodes it
 /// (`unquoteBytes`: "Invalid surrogate; fall back to replacement rune"). Both escapes are six

@@ -172,7 +172,7 @@ mod tests {
         m.limit_exceeded.inc();
         m.held.set(6);
         m.disrupted_zones.set(1);
-        let text = crate::server::metrics::encode(&registry);
+        let text = crate::admin::encode(&registry);
         assert!(
             text.contains("jobgate_recovery_pods_terminated_total{node=\"node-a\"} 1"),
             "{text}"

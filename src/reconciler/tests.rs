@@ -1888,7 +1888,7 @@ async fn each_reconcile_has_a_span_with_pod_node_and_decision_and_is_timed() {
             "d",
             ctx.metrics.reconcile_duration.clone(),
         );
-        crate::server::metrics::encode(&registry)
+        crate::admin::encode(&registry)
     };
     assert!(
         text.contains("jobgate_recovery_reconcile_duration_seconds_count 1"),

@@ -137,12 +137,3 @@ impl RequestLabels {
         }
     }
 }
-
-/// Renders a registry in the Prometheus text format.
-pub fn encode(registry: &Registry) -> String {
-    let mut out = String::new();
-    if prometheus_client::encoding::text::encode(&mut out, registry).is_err() {
-        out.clear();
-    }
-    out
-}

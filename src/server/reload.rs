@@ -497,7 +497,7 @@ mod tests {
             .reloads
             .get_or_create(&ReloadLabels { result: "failure" })
             .inc();
-        let text = crate::server::metrics::encode(&registry);
+        let text = crate::admin::encode(&registry);
         assert!(
             text.contains("jobgate_tls_reloads_total{result=\"failure\"} 1"),
             "{text}"
