@@ -28,10 +28,14 @@ impl AnnotationValue {
     /// reads: `"true"`, `"enabled"`).
     pub(crate) fn text(&self) -> Cow<'_, str> {
         let literal = self.0.get();
-        // Checked when read: a JSON string literal, so it is quoted at both ends.
-        let inner = &literal[1..literal.len() - 1];
+        // Checked when read: a JSON string literal, quoted at both ends.
+        let inner = literal
+            .strip_prefix('"')
+            .and_then(|l| l.strip_suffix('"'))
+            .unwrap_or(literal);
         if inner.contains('\\') {
-            // Decoded once already when read (`decodes`), so this cannot fail.
+            // Every escape was checked when read (surrogate escapes by decoding them), so
+            // decoding cannot fail here.
             Cow::Owned(serde_json::from_str(literal).unwrap_or_default())
         } else {
             Cow::Borrowed(inner)
