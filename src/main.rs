@@ -87,7 +87,9 @@ fn completion(shell: clap_complete::Shell) -> std::io::Result<()> {
 
 /// The man page of `jobgate` on stdout, or every command's page written into `out`.
 fn man(out: Option<&std::path::Path>) -> std::io::Result<()> {
-    let command = Cli::command();
+    let mut command = Cli::command();
+    // As generate_to does, so that the printed page and the written one are the same.
+    command.build();
     match out {
         Some(dir) => {
             std::fs::create_dir_all(dir)?;
