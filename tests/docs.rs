@@ -70,9 +70,15 @@ fn prose_lines(text: &str) -> Vec<String> {
             fence = Some(marker);
             continue;
         }
-        if line.starts_with("    ") && !line.trim().is_empty() && !trimmed.starts_with(['-', '*', '|']) {
+        if line.starts_with("    ")
+            && !line.trim().is_empty()
+            && !trimmed.starts_with(['-', '*', '|'])
+        {
             // An indented code block (four spaces), unless it continues a list item or a table.
-            if lines.last().is_none_or(|l: &String| l.trim().is_empty() || l.starts_with("    ")) {
+            if lines
+                .last()
+                .is_none_or(|l: &String| l.trim().is_empty() || l.starts_with("    "))
+            {
                 lines.push(String::new());
                 continue;
             }
@@ -245,7 +251,10 @@ fn every_relative_link_resolves() {
                 normalize(&file.parent().expect("a directory").join(path))
             };
             if !dest.starts_with(root()) {
-                broken.push(format!("{}: {target} leaves the repository", relative(file)));
+                broken.push(format!(
+                    "{}: {target} leaves the repository",
+                    relative(file)
+                ));
             } else if !dest.exists() {
                 broken.push(format!("{}: {target} does not exist", relative(file)));
             } else if let Some(fragment) = fragment
@@ -262,7 +271,10 @@ fn every_relative_link_resolves() {
             }
         }
     }
-    assert!(checked > 50, "only {checked} links found: is the parser broken?");
+    assert!(
+        checked > 50,
+        "only {checked} links found: is the parser broken?"
+    );
     assert!(
         broken.is_empty(),
         "{} broken link(s):\n{}",
@@ -288,7 +300,11 @@ fn every_page_of_the_book_is_in_its_summary() {
         .collect();
     assert!(orphans.is_empty(), "pages not in SUMMARY.md: {orphans:?}");
     for page in &listed {
-        assert!(page.exists(), "SUMMARY.md lists {} which does not exist", relative(page));
+        assert!(
+            page.exists(),
+            "SUMMARY.md lists {} which does not exist",
+            relative(page)
+        );
     }
 }
 
@@ -309,7 +325,9 @@ fn anchors_are_made_as_github_and_mdbook_make_them() {
     .collect();
     assert_eq!(got, want);
     assert_eq!(
-        links(&prose_lines("see [a](b.md#c) and `[x](nope)` and\n[ref]: d/e.md\n")),
+        links(&prose_lines(
+            "see [a](b.md#c) and `[x](nope)` and\n[ref]: d/e.md\n"
+        )),
         vec!["b.md#c".to_string(), "d/e.md".to_string()]
     );
 }
