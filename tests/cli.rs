@@ -3,7 +3,11 @@
 
 use std::process::{Command, Output};
 
+use support::subcommands;
+
 use jobgate::job::version::KubernetesVersion;
+
+mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
 
@@ -142,19 +146,6 @@ fn version_rejects_an_unknown_output_format() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// The subcommands `jobgate --help` lists, in its order.
-fn subcommands() -> Vec<String> {
-    let help = stdout(&jobgate(&["--help"]));
-    help.lines()
-        .skip_while(|l| *l != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]

@@ -7,9 +7,10 @@
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
+use support::{help, subcommands};
+
+mod support;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -334,29 +335,8 @@ fn anchors_are_made_as_github_and_mdbook_make_them() {
 
 /// `jobgate --help` and `jobgate <command> --help` for every command, as Markdown.
 fn cli_reference() -> String {
-    let help = |args: &[&str]| {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args).arg("--help");
-        // clap prints an environment variable's current value next to its flag.
-        for (key, _) in std::env::vars() {
-            if key.starts_with("JOBGATE_") {
-                cmd.env_remove(key);
-            }
-        }
-        let out = cmd.output().expect("run jobgate --help");
-        assert!(out.status.success(), "jobgate {args:?} --help failed");
-        String::from_utf8(out.stdout).expect("UTF-8 help")
-    };
     let top = help(&[]);
-    let commands: Vec<String> = top
-        .lines()
-        .skip_while(|l| *l != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|c| *c != "help")
-        .map(str::to_string)
-        .collect();
+    let commands = subcommands();
     assert!(commands.len() >= 9, "{commands:?}");
     let mut doc = String::from(
         "# Command-line reference\n\n\
@@ -395,4 +375,26 @@ fn cli_reference_is_what_the_binary_says() {
         "docs/src/reference/cli.md differs from the binary's --help; regenerate it with\n  \
          JOBGATE_UPDATE_DOCS=1 cargo test --locked --test docs\nand commit it"
     );
+}
+
+/// The release workflow refuses a tag whose version has no changelog section; this says so on
+/// every pull request instead of at release time.
+#[test]
+fn changelog_has_a_section_for_the_crate_version() {
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).expect("CHANGELOG.md");
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        changelog
+            .lines()
+            .any(|l| l.starts_with(&format!("## [{version}]"))),
+        "CHANGELOG.md has no `## [{version}]` section"
+    );
+    // Keep a Changelog: every version heading links to its diff or tag at the bottom.
+    for heading in changelog.lines().filter(|l| l.starts_with("## [")) {
+        let name = &heading[4..heading.find(']').expect("closing bracket")];
+        assert!(
+            changelog.contains(&format!("\n[{name}]: https://")),
+            "CHANGELOG.md: no link reference for [{name}]"
+        );
+    }
 }
