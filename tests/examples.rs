@@ -126,3 +126,23 @@ fn the_good_directory_passes_and_the_whole_tree_is_denied() {
     let all = check(&[&dir]);
     assert_eq!(all.status.code(), Some(1));
 }
+
+#[test]
+fn the_book_shows_every_example() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/examples.md"))
+            .expect("docs/src/examples.md");
+    let mut files = Vec::new();
+    manifests(&examples_dir(), &mut files);
+    for path in files {
+        let relative = path
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .expect("inside the repository")
+            .display()
+            .to_string();
+        assert!(
+            page.contains(&format!("{{{{#include ../../{relative}}}}}")),
+            "docs/src/examples.md does not include {relative}"
+        );
+    }
+}
