@@ -4,7 +4,8 @@
 //! paths the server serves, system namespaces never intercepted, no Job mutated twice,
 //! least-privilege RBAC, certificates wired to the webhook configurations.
 //!
-//! Needs `kubectl` (kustomize v5 built in); without it the rendering tests say so and pass.
+//! Needs `kubectl` >= 1.35 (kustomize v5.7 built in; `.ci/run` installs it); without it the
+//! rendering tests fail and say so.
 //! `jobgate certs` output is verified with rustls (webpki) and, when present, `openssl`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,25 +47,38 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `kubectl`, or `None` (after saying why the test does not run) when it is not installed.
-fn kubectl() -> Option<&'static str> {
-    match Command::new("kubectl")
-        .args(["version", "--client"])
+/// The oldest kubectl whose kustomize (v5.7) the install is tested with; `.ci/run` installs it.
+const KUBECTL_MIN_MINOR: u32 = 35;
+
+/// `kubectl` from PATH, at least 1.[`KUBECTL_MIN_MINOR`]. Missing or older, the test fails and
+/// says how to get it: the install is never left untested because a tool is absent.
+fn kubectl() -> &'static str {
+    let out = match Command::new("kubectl")
+        .args(["version", "--client", "-o", "json"])
         .output()
     {
-        Ok(out) if out.status.success() => Some("kubectl"),
-        Ok(out) => panic!(
-            "kubectl is installed but `kubectl version --client` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+        Ok(out) => out,
+        Err(e) => panic!(
+            "cannot run kubectl ({e}): deploy/ is rendered with kubectl >= 1.{KUBECTL_MIN_MINOR}; \
+             run .ci/run (it installs kubectl and helm) or put one first on PATH"
         ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!(
-                "SKIPPED: kubectl not found on PATH; deploy/ rendering is not tested (CI has kubectl)"
-            );
-            None
-        }
-        Err(e) => panic!("cannot run kubectl: {e}"),
-    }
+    };
+    assert!(
+        out.status.success(),
+        "`kubectl version --client` failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version: Value = serde_json::from_slice(&out.stdout).expect("kubectl version JSON");
+    let minor: u32 = str_at(&version, "/clientVersion/minor")
+        .trim_end_matches('+')
+        .parse()
+        .unwrap_or(0);
+    assert!(
+        minor >= KUBECTL_MIN_MINOR,
+        "kubectl 1.{minor} is too old (kustomize differs); need >= 1.{KUBECTL_MIN_MINOR}: run \
+         .ci/run (it installs it under target/tools) or put a newer kubectl first on PATH"
+    );
+    "kubectl"
 }
 
 /// The documents `kubectl kustomize dir` renders, as JSON values.
@@ -109,6 +123,8 @@ fn unwrap_secret_data(mut doc: Value) -> Value {
 /// A rendered overlay whose every document was checked against its type.
 struct Rendered {
     name: String,
+    /// The namespace jobgate was rendered into.
+    namespace: String,
     docs: Vec<Value>,
 }
 
@@ -137,6 +153,10 @@ where
 
 impl Rendered {
     fn new(overlay: &str, docs: Vec<Value>) -> Rendered {
+        Rendered::in_namespace(overlay, NAMESPACE, docs)
+    }
+
+    fn in_namespace(overlay: &str, namespace: &str, docs: Vec<Value>) -> Rendered {
         assert!(!docs.is_empty(), "{overlay} renders nothing");
         for doc in &docs {
             let api_version = str_at(doc, "/apiVersion");
@@ -149,6 +169,13 @@ impl Rendered {
                 ("v1", "ResourceQuota") => round_trip::<ResourceQuota>(overlay, doc),
                 ("apps/v1", "Deployment") => round_trip::<Deployment>(overlay, doc),
                 ("v1", "ConfigMap") => round_trip::<ConfigMap>(overlay, doc),
+                // deploy/monitoring: prometheus-operator CRs, checked in tests/monitoring.rs.
+                ("monitoring.coreos.com/v1", "PodMonitor" | "PrometheusRule") => {
+                    assert!(
+                        doc.pointer("/spec").is_some_and(Value::is_object),
+                        "{overlay}: {kind} without a spec"
+                    );
+                }
                 ("policy/v1", "PodDisruptionBudget") => {
                     round_trip::<PodDisruptionBudget>(overlay, doc)
                 }
@@ -179,7 +206,8 @@ impl Rendered {
             }
         }
         Rendered {
-            name: overlay.to_string(),
+            name: format!("{overlay} in {namespace}"),
+            namespace: namespace.to_string(),
             docs,
         }
     }
@@ -227,33 +255,64 @@ impl Rendered {
     }
 }
 
-/// A copy of `deploy/` in a temporary directory, with `jobgate certs` output where the
-/// self-signed overlay reads it (kustomize reads files only from under the overlay).
+/// A copy of `deploy/` in a temporary directory, with `jobgate certs` output for `namespace`
+/// where the self-signed overlay reads it (kustomize reads files only from under the overlay).
 struct Workspace {
     dir: tempfile::TempDir,
+    namespace: String,
 }
 
 impl Workspace {
     fn new() -> Workspace {
+        Workspace::in_namespace(NAMESPACE)
+    }
+
+    fn in_namespace(namespace: &str) -> Workspace {
         let dir = tempfile::tempdir().expect("tempdir");
         copy_dir(&repo().join("deploy"), &dir.path().join("deploy"));
         let args = CertsArgs {
             service: SERVICE.into(),
-            namespace: NAMESPACE.into(),
+            namespace: namespace.into(),
             out: dir.path().join("deploy/overlays/self-signed/certs"),
             validity_days: 30,
             keep_previous_ca: false,
         };
         certs::write(&args, SystemTime::now()).expect("jobgate certs");
-        Workspace { dir }
+        Workspace {
+            dir,
+            namespace: namespace.to_string(),
+        }
     }
 
+    /// The directory to render for `deploy/<name>`: itself in the default namespace, else a
+    /// user's overlay of it whose only setting is `namespace:` (what the install docs tell a
+    /// platform team to write).
     fn overlay(&self, name: &str) -> PathBuf {
-        self.dir.path().join("deploy").join(name)
+        let install = self.dir.path().join("deploy").join(name);
+        if self.namespace == NAMESPACE {
+            return install;
+        }
+        let user = self
+            .dir
+            .path()
+            .join("user-overlays")
+            .join(name.replace('/', "-"));
+        std::fs::create_dir_all(&user).expect("mkdir user overlay");
+        std::fs::write(
+            user.join("kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+                 namespace: {}\nresources:\n  - ../../deploy/{name}\n",
+                self.namespace
+            ),
+        )
+        .expect("write user overlay");
+        user
     }
 
     fn certs_file(&self, name: &str) -> Vec<u8> {
-        std::fs::read(self.overlay("overlays/self-signed/certs").join(name)).expect("certs file")
+        let certs = self.dir.path().join("deploy/overlays/self-signed/certs");
+        std::fs::read(certs.join(name)).expect("certs file")
     }
 }
 
@@ -277,10 +336,14 @@ fn copy_dir(from: &Path, to: &Path) {
 const OVERLAYS: [&str; 3] = ["base", "overlays/cert-manager", "overlays/self-signed"];
 
 fn render_all(kubectl: &str) -> (Workspace, Vec<Rendered>) {
-    let ws = Workspace::new();
+    render_all_in(kubectl, NAMESPACE)
+}
+
+fn render_all_in(kubectl: &str, namespace: &str) -> (Workspace, Vec<Rendered>) {
+    let ws = Workspace::in_namespace(namespace);
     let rendered = OVERLAYS
         .iter()
-        .map(|o| Rendered::new(o, render(kubectl, &ws.overlay(o))))
+        .map(|o| Rendered::in_namespace(o, namespace, render(kubectl, &ws.overlay(o))))
         .collect();
     (ws, rendered)
 }
@@ -374,8 +437,10 @@ fn pairs(list: &[(&str, &str)]) -> BTreeSet<(String, String)> {
 }
 
 /// Fields every entry shares, mutating or validating.
+#[allow(clippy::too_many_arguments)]
 fn check_common(
     overlay: &str,
+    namespace: &str,
     name: &str,
     versions: &[String],
     side_effects: &str,
@@ -398,7 +463,7 @@ fn check_common(
     assert_eq!(client.url, None, "{overlay} {name}: a Service, not a URL");
     let service = client.service.as_ref().expect("clientConfig.service");
     assert_eq!(service.name, SERVICE, "{overlay} {name}");
-    assert_eq!(service.namespace, NAMESPACE, "{overlay} {name}");
+    assert_eq!(service.namespace, namespace, "{overlay} {name}");
     assert_eq!(service.port, Some(443), "{overlay} {name}");
     let path = service.path.clone().unwrap_or_default();
     assert!(
@@ -438,6 +503,7 @@ fn check_webhook_configurations(r: &Rendered) {
     for w in &mutating {
         let path = check_common(
             overlay,
+            &r.namespace,
             &w.name,
             &w.admission_review_versions,
             &w.side_effects,
@@ -477,6 +543,7 @@ fn check_webhook_configurations(r: &Rendered) {
     for w in &validating {
         let path = check_common(
             overlay,
+            &r.namespace,
             &w.name,
             &w.admission_review_versions,
             &w.side_effects,
@@ -525,6 +592,7 @@ fn check_webhook_configurations(r: &Rendered) {
         selector(&validating[0].namespace_selector),
     );
     let enabled = [(RECOVERY_LABEL, "enabled")];
+    let own = r.namespace.as_str();
     let cases: [(&str, BTreeMap<&str, &str>, [bool; 3]); 7] = [
         (
             "kube-system",
@@ -537,13 +605,13 @@ fn check_webhook_configurations(r: &Rendered) {
             [false, false, false],
         ),
         (
-            "jobgate-system",
-            namespace_labels(NAMESPACE, &[]),
+            "jobgate's own namespace",
+            namespace_labels(own, &[]),
             [false, false, false],
         ),
         (
-            "jobgate-system opted in",
-            namespace_labels(NAMESPACE, &enabled),
+            "jobgate's own namespace opted in",
+            namespace_labels(own, &enabled),
             [false, false, false],
         ),
         (
@@ -655,7 +723,7 @@ fn check_rbac(r: &Rendered) {
     );
     let roles = r.all::<Role>();
     assert_eq!(roles.len(), 1, "{overlay}: one Role");
-    assert_eq!(roles[0].metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(roles[0].metadata.namespace, Some(r.namespace.clone()));
     assert_eq!(
         expand(roles[0].rules.as_deref().unwrap_or_default()),
         permissions().1,
@@ -669,13 +737,13 @@ fn check_rbac(r: &Rendered) {
     }
 
     let sa = r.one::<ServiceAccount>(SERVICE);
-    assert_eq!(sa.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(sa.metadata.namespace, Some(r.namespace.clone()));
     let subject_is_sa = |subjects: &Option<Vec<k8s_openapi::api::rbac::v1::Subject>>| {
         let subjects = subjects.clone().unwrap_or_default();
         subjects.len() == 1
             && subjects[0].kind == "ServiceAccount"
             && subjects[0].name == SERVICE
-            && subjects[0].namespace.as_deref() == Some(NAMESPACE)
+            && subjects[0].namespace.as_deref() == Some(r.namespace.as_str())
     };
     let crb = r.all::<ClusterRoleBinding>();
     assert_eq!(crb.len(), 1, "{overlay}");
@@ -691,7 +759,7 @@ fn check_rbac(r: &Rendered) {
     );
     let rb = r.all::<RoleBinding>();
     assert_eq!(rb.len(), 1, "{overlay}");
-    assert_eq!(rb[0].metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(rb[0].metadata.namespace, Some(r.namespace.clone()));
     assert_eq!(rb[0].role_ref.kind, "Role");
     assert_eq!(Some(&rb[0].role_ref.name), roles[0].metadata.name.as_ref());
     assert!(
@@ -737,7 +805,7 @@ fn port_number(c: &Container, port: &IntOrString) -> i32 {
 
 fn check_workload(r: &Rendered) {
     let overlay = r.name.as_str();
-    let ns = r.one::<Namespace>(NAMESPACE);
+    let ns = r.one::<Namespace>(&r.namespace);
     let ns_labels = ns.metadata.labels.unwrap_or_default();
     assert_eq!(
         ns_labels
@@ -748,7 +816,7 @@ fn check_workload(r: &Rendered) {
     );
 
     let deployment = r.one::<Deployment>(SERVICE);
-    assert_eq!(deployment.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(deployment.metadata.namespace, Some(r.namespace.clone()));
     // k8s-openapi v1_37: `Deployment.spec` is required, no longer an `Option`.
     let spec = deployment.spec;
     assert_eq!(spec.replicas, Some(3), "{overlay}");
@@ -923,7 +991,7 @@ fn check_workload(r: &Rendered) {
     ));
 
     let service = r.one::<Service>(SERVICE);
-    assert_eq!(service.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(service.metadata.namespace, Some(r.namespace.clone()));
     let svc = service.spec.expect("service spec");
     let svc_selector: BTreeMap<&str, &str> = svc
         .selector
@@ -954,18 +1022,19 @@ fn check_workload(r: &Rendered) {
 
 #[test]
 fn every_overlay_renders_into_well_formed_kubernetes_objects() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let (_ws, rendered) = render_all(kubectl);
     for r in &rendered {
         check_webhook_configurations(r);
         check_rbac(r);
         check_workload(r);
+        check_least_privilege(r);
     }
 }
 
 #[test]
 fn base_leaves_the_certificate_to_an_overlay() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let (_ws, rendered) = render_all(kubectl);
     let base = &rendered[0];
     assert!(base.all::<Secret>().is_empty());
@@ -976,12 +1045,19 @@ fn base_leaves_the_certificate_to_an_overlay() {
 
 #[test]
 fn cert_manager_overlay_chains_self_signed_to_ca_to_serving_certificate_and_injects_it() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     let r = Rendered::new(
         "overlays/cert-manager",
         render(kubectl, &ws.overlay("overlays/cert-manager")),
     );
+    check_cert_manager(&r);
+}
+
+/// The cert-manager chain, named for the Service in `r.namespace`, injected into both webhook
+/// configurations.
+fn check_cert_manager(r: &Rendered) {
+    let namespace = r.namespace.as_str();
     let selfsigned = r.cert_manager("Issuer", "jobgate-selfsigned");
     assert!(
         selfsigned
@@ -1007,16 +1083,16 @@ fn cert_manager_overlay_chains_self_signed_to_ca_to_serving_certificate_and_inje
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(dns_names, certs::service_dns_names(SERVICE, NAMESPACE));
+    assert_eq!(dns_names, certs::service_dns_names(SERVICE, namespace));
     for doc in r
         .docs
         .iter()
         .filter(|d| str_at(d, "/apiVersion") == "cert-manager.io/v1")
     {
-        assert_eq!(str_at(doc, "/metadata/namespace"), NAMESPACE, "{doc}");
+        assert_eq!(str_at(doc, "/metadata/namespace"), namespace, "{doc}");
     }
 
-    let inject = format!("{NAMESPACE}/jobgate-serving");
+    let inject = format!("{namespace}/jobgate-serving");
     let annotation = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
         meta.annotations
             .as_ref()
@@ -1031,12 +1107,18 @@ fn cert_manager_overlay_chains_self_signed_to_ca_to_serving_certificate_and_inje
 
 #[test]
 fn self_signed_overlay_carries_jobgate_certs_output_into_the_secret_and_every_ca_bundle() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     let r = Rendered::new(
         "overlays/self-signed",
         render(kubectl, &ws.overlay("overlays/self-signed")),
     );
+    check_self_signed(&ws, &r);
+}
+
+/// `jobgate certs --namespace <ns>` output in the Secret and every caBundle, and the serving
+/// certificate valid for the name kube-apiserver dials, `<service>.<ns>.svc`.
+fn check_self_signed(ws: &Workspace, r: &Rendered) {
     let ca = ws.certs_file(certs::CA_CERT_FILE);
     let mutating = mutating_webhooks(&r);
     let validating = validating_webhooks(&r);
@@ -1058,7 +1140,7 @@ fn self_signed_overlay_carries_jobgate_certs_output_into_the_secret_and_every_ca
         );
     }
     let secret = r.one::<Secret>(TLS_SECRET);
-    assert_eq!(secret.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(secret.metadata.namespace, Some(r.namespace.clone()));
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
     let data = secret.data.unwrap_or_default();
     for file in [
@@ -1072,6 +1154,183 @@ fn self_signed_overlay_carries_jobgate_certs_output_into_the_secret_and_every_ca
             "{file}"
         );
     }
+    let (ca, tls) = (&data[certs::CA_CERT_FILE].0, &data[certs::TLS_CERT_FILE].0);
+    let dialed = format!("{SERVICE}.{}.svc", r.namespace);
+    assert!(
+        verifies_for(ca, tls, &dialed),
+        "{}: the Secret's certificate is not valid for {dialed}",
+        r.name
+    );
+}
+
+/// Namespaces a platform team might choose instead of the default.
+const OTHER_NAMESPACES: [&str; 2] = ["platform-jobs", "team-batch-system"];
+
+/// What an install must never carry once moved: the default namespace, anywhere.
+fn assert_no_default_namespace(r: &Rendered) {
+    for doc in &r.docs {
+        assert!(
+            !doc.to_string().contains(NAMESPACE),
+            "{}: {} {} still names {NAMESPACE}: {doc}",
+            r.name,
+            str_at(doc, "/kind"),
+            str_at(doc, "/metadata/name")
+        );
+        let namespace = str_at(doc, "/metadata/namespace");
+        assert!(
+            namespace.is_empty() || namespace == r.namespace,
+            "{}: {} {} in {namespace}",
+            r.name,
+            str_at(doc, "/kind"),
+            str_at(doc, "/metadata/name")
+        );
+    }
+}
+
+/// A platform team's overlay with one line, `namespace: <theirs>`, over each install moves every
+/// object and every string naming the namespace: the Service kube-apiserver calls and the
+/// certificate's names (cert-manager's dnsNames, `jobgate certs` SANs), inject-ca-from, the
+/// webhooks' own-namespace exclusion, RBAC subjects, the Lease, the monitoring selectors.
+#[test]
+fn every_install_moves_to_any_namespace_with_one_namespace_line() {
+    let kubectl = kubectl();
+    for namespace in OTHER_NAMESPACES {
+        let (ws, rendered) = render_all_in(kubectl, namespace);
+        for r in &rendered {
+            assert_no_default_namespace(r);
+            check_webhook_configurations(r);
+            check_rbac(r);
+            check_workload(r);
+            check_least_privilege(r);
+        }
+        check_cert_manager(&rendered[1]);
+        check_self_signed(&ws, &rendered[2]);
+
+        let monitoring = Rendered::in_namespace(
+            "monitoring",
+            namespace,
+            render(kubectl, &ws.overlay("monitoring")),
+        );
+        assert_no_default_namespace(&monitoring);
+        let rule = monitoring
+            .docs
+            .iter()
+            .find(|d| str_at(d, "/kind") == "PrometheusRule")
+            .expect("a PrometheusRule");
+        assert!(
+            rule.to_string()
+                .contains(&format!(r#"namespace=\"{namespace}\""#)),
+            "{}: the alerts select the namespace: {rule}",
+            monitoring.name
+        );
+    }
+}
+
+/// The webhook server, reachable by anything in the cluster, holds no Kubernetes credential:
+/// the pod does not automount the ServiceAccount token, and the projected token volume (what
+/// kube-apiserver's ServiceAccount admission plugin would add, `TokenVolumeSource`) is mounted
+/// into the reconcile container only, at the path in-cluster clients read.
+fn check_least_privilege(r: &Rendered) {
+    let overlay = r.name.as_str();
+    let pod = r
+        .one::<Deployment>(SERVICE)
+        .spec
+        .template
+        .spec
+        .expect("pod spec");
+    assert_eq!(
+        pod.automount_service_account_token,
+        Some(false),
+        "{overlay}: the pod automounts the ServiceAccount token into every container"
+    );
+    let token_volumes: Vec<&str> = pod
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| {
+            v.projected.as_ref().is_some_and(|p| {
+                p.sources
+                    .iter()
+                    .flatten()
+                    .any(|s| s.service_account_token.is_some())
+            }) || v.secret.as_ref().is_some_and(|s| {
+                s.secret_name
+                    .as_deref()
+                    .is_some_and(|n| n.contains("token"))
+            })
+        })
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(token_volumes, ["kube-api-access"], "{overlay}");
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "kube-api-access")
+        .and_then(|v| v.projected.clone())
+        .expect("projected");
+    let sources = volume.sources.unwrap_or_default();
+    let token = sources
+        .iter()
+        .find_map(|s| s.service_account_token.clone())
+        .expect("a serviceAccountToken source");
+    assert_eq!(token.path, "token");
+    // Bound, short-lived, refreshed by kubelet; no audience: kube-apiserver's own.
+    assert_eq!(token.expiration_seconds, Some(3607));
+    assert_eq!(token.audience, None);
+    let config_map = sources
+        .iter()
+        .find_map(|s| s.config_map.clone())
+        .expect("the cluster CA source");
+    assert_eq!(config_map.name, "kube-root-ca.crt");
+    let items = config_map.items.unwrap_or_default();
+    assert_eq!(
+        (items[0].key.as_str(), items[0].path.as_str()),
+        ("ca.crt", "ca.crt")
+    );
+    let downward = sources
+        .iter()
+        .find_map(|s| s.downward_api.clone())
+        .expect("the namespace source");
+    let items = downward.items.unwrap_or_default();
+    assert_eq!(items[0].path, "namespace");
+    assert_eq!(
+        items[0].field_ref.as_ref().map(|f| f.field_path.as_str()),
+        Some("metadata.namespace")
+    );
+    for c in pod
+        .containers
+        .iter()
+        .chain(pod.init_containers.iter().flatten())
+    {
+        let mounts: Vec<_> = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .filter(|m| m.name == "kube-api-access")
+            .collect();
+        if c.name == "reconcile" {
+            assert_eq!(mounts.len(), 1, "{overlay}: reconcile mounts the token");
+            assert_eq!(
+                mounts[0].mount_path,
+                "/var/run/secrets/kubernetes.io/serviceaccount"
+            );
+            assert_eq!(mounts[0].read_only, Some(true));
+        } else {
+            assert!(mounts.is_empty(), "{overlay}: {} holds the token", c.name);
+        }
+    }
+    // The Lease lives where the pod runs, whatever the namespace.
+    let reconcile = container(&pod.containers, "reconcile");
+    let lease = reconcile
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "JOBGATE_LEASE_NAMESPACE")
+        .and_then(|e| e.value_from.as_ref())
+        .and_then(|v| v.field_ref.as_ref())
+        .map(|f| f.field_path.clone());
+    assert_eq!(lease.as_deref(), Some("metadata.namespace"), "{overlay}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1082,6 +1341,30 @@ fn pem_certs(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
     rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
         .expect("PEM certificates")
+}
+
+/// `cert_pem` chains to `ca_pem` and is valid now for `name` (rustls/webpki, as a TLS client).
+fn verifies_for(ca_pem: &[u8], cert_pem: &[u8], name: &str) -> bool {
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::{ServerName, UnixTime};
+    jobgate::server::tls::install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in pem_certs(ca_pem) {
+        roots.add(ca).expect("CA certificate");
+    }
+    let verifier = rustls::client::WebPkiServerVerifier::builder(roots.into())
+        .build()
+        .expect("verifier");
+    let chain = pem_certs(cert_pem);
+    verifier
+        .verify_server_cert(
+            &chain[0],
+            &chain[1..],
+            &ServerName::try_from(name.to_string()).expect("a DNS name"),
+            &[],
+            UnixTime::now(),
+        )
+        .is_ok()
 }
 
 #[test]
@@ -1280,7 +1563,7 @@ fn jobgate_certs_command_writes_the_four_files() {
 /// subcommand knows: a renamed flag must not surface as a CrashLoopBackOff in a cluster.
 #[test]
 fn deployment_args_and_env_are_known_to_the_cli() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     let r = Rendered::new("base", render(kubectl, &ws.overlay("base")));
     let deployment = r.one::<Deployment>(SERVICE);
@@ -1329,7 +1612,7 @@ fn deployment_args_and_env_are_known_to_the_cli() {
 /// reads with `envFrom`; its keys are flags `serve` reads, and the version is one it supports.
 #[test]
 fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     for overlay in ["base", "overlays/cert-manager", "overlays/self-signed"] {
         let r = Rendered::new(overlay, render(kubectl, &ws.overlay(overlay)));
