@@ -41,26 +41,7 @@ fn prometheus_rule() -> Value {
 
 /// `kubectl kustomize deploy/monitoring`, document by document.
 fn render_monitoring() -> Vec<Value> {
-    let out = match Command::new("kubectl")
-        .arg("kustomize")
-        .arg(monitoring())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => panic!(
-            "cannot run kubectl ({e}): deploy/monitoring is rendered with kubectl's kustomize; \
-             run .ci/run (it installs kubectl) or put kubectl >= 1.35 on PATH"
-        ),
-    };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let yaml = String::from_utf8(out.stdout).expect("UTF-8");
-    serde_yaml_ng::Deserializer::from_str(&yaml)
-        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
-        .collect()
+    support::kustomize::render(support::kustomize::kubectl(), &monitoring())
 }
 
 /// The rules file shipped next to the unit tests, so `promtool test rules alerts.test.yaml`
