@@ -1050,8 +1050,8 @@ fn self_signed_overlay_carries_jobgate_certs_output_into_the_secret_and_every_ca
 /// certificate valid for the name kube-apiserver dials, `<service>.<ns>.svc`.
 fn check_self_signed(ws: &Workspace, r: &Rendered) {
     let ca = ws.certs_file(certs::CA_CERT_FILE);
-    let mutating = mutating_webhooks(&r);
-    let validating = validating_webhooks(&r);
+    let mutating = mutating_webhooks(r);
+    let validating = validating_webhooks(r);
     // The patch merges by name: a name missing from the base would add an entry instead.
     assert_eq!(mutating.len() + validating.len(), 3);
     for (name, bundle) in mutating
