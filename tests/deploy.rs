@@ -240,6 +240,31 @@ impl Workspace {
         user
     }
 
+    /// A user's overlay of `deploy/<name>` in this namespace that also takes `components`
+    /// (directories under deploy/components).
+    fn overlay_with(&self, name: &str, components: &[&str]) -> PathBuf {
+        let user = self.dir.path().join("user-overlays").join(format!(
+            "{}+{}",
+            name.replace('/', "-"),
+            components.join("+")
+        ));
+        std::fs::create_dir_all(&user).expect("mkdir user overlay");
+        let components: String = components
+            .iter()
+            .map(|c| format!("  - ../../deploy/components/{c}\n"))
+            .collect();
+        std::fs::write(
+            user.join("kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+                 namespace: {}\nresources:\n  - ../../deploy/{name}\ncomponents:\n{components}",
+                self.namespace
+            ),
+        )
+        .expect("write user overlay");
+        user
+    }
+
     fn certs_file(&self, name: &str) -> Vec<u8> {
         let certs = self.dir.path().join("deploy/overlays/self-signed/certs");
         std::fs::read(certs.join(name)).expect("certs file")
@@ -829,11 +854,15 @@ fn check_workload(r: &Rendered) {
                 "{} requests.{key}",
                 c.name
             );
-            assert!(
+            // The webhook has no CPU limit: CFS throttling would stall reviews that race a
+            // 5 s timeout under failurePolicy Fail (deployment.yaml says why).
+            let limited = !(c.name == "serve" && key == "cpu");
+            assert_eq!(
                 resources
                     .limits
                     .as_ref()
                     .is_some_and(|r| r.contains_key(key)),
+                limited,
                 "{} limits.{key}",
                 c.name
             );
@@ -1095,6 +1124,13 @@ fn check_self_signed(ws: &Workspace, r: &Rendered) {
 
 /// Namespaces a platform team might choose instead of the default.
 const OTHER_NAMESPACES: [&str; 2] = ["platform-jobs", "team-batch-system"];
+
+/// [`assert_no_default_namespace`] when `namespace` is not the default.
+fn assert_no_default_namespace_unless(r: &Rendered, namespace: &str) {
+    if namespace != NAMESPACE {
+        assert_no_default_namespace(r);
+    }
+}
 
 /// What an install must never carry once moved: the default namespace, anywhere.
 fn assert_no_default_namespace(r: &Rendered) {
@@ -1585,8 +1621,8 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
             .filter_map(|e| e.config_map_ref.as_ref().map(|c| c.name.clone()))
             .collect();
         assert_eq!(
-            refs,
-            vec![name],
+            refs.first(),
+            Some(&name),
             "{overlay}: serve reads the generated ConfigMap"
         );
         let help = Command::new(env!("CARGO_BIN_EXE_jobgate"))
@@ -1601,4 +1637,161 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Components: rollout settings, shared by both containers.
+
+/// The generated `jobgate-settings` ConfigMap's data, which both containers read (envFrom).
+fn settings(r: &Rendered) -> BTreeMap<String, String> {
+    let maps: Vec<ConfigMap> = r
+        .all::<ConfigMap>()
+        .into_iter()
+        .filter(|m| {
+            m.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("jobgate-settings-"))
+        })
+        .collect();
+    assert_eq!(maps.len(), 1, "{}: one jobgate-settings ConfigMap", r.name);
+    let name = maps[0].metadata.name.clone().unwrap_or_default();
+    let pod = r
+        .one::<Deployment>(SERVICE)
+        .spec
+        .template
+        .spec
+        .expect("pod spec");
+    for c in &pod.containers {
+        assert!(
+            c.env_from
+                .iter()
+                .flatten()
+                .any(|e| e.config_map_ref.as_ref().is_some_and(|m| m.name == name)),
+            "{}: {} does not read {name}",
+            r.name,
+            c.name
+        );
+    }
+    maps[0]
+        .data
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
+/// `jobgate check` on a Job whose pod template says `safe-to-forcefully-terminate: "yes"`
+/// (policy recovery-annotation-value, deny by default), with `env` set: (exit code, output).
+fn check_bad_annotation(env: &BTreeMap<String, String>) -> (i32, String) {
+    use std::io::Write as _;
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: train}\nspec:\n  template:\n\
+               \x20   metadata:\n      annotations: {kueue.x-k8s.io/safe-to-forcefully-terminate: \"yes\"}\n\
+               \x20   spec:\n      restartPolicy: Never\n      containers: [{name: main, image: busybox}]\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args(["check", "-"])
+        .envs(env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run jobgate check");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(job.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("jobgate check");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Every settings key is a variable one of the two containers reads.
+fn check_settings_are_read(r: &Rendered, data: &BTreeMap<String, String>) {
+    let help = |sub: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+            .args([sub, "--help"])
+            .output()
+            .expect("jobgate --help");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (serve, reconcile) = (help("serve"), help("reconcile"));
+    for key in data.keys() {
+        let env = format!("[env: {key}=");
+        assert!(
+            serve.contains(&env) || reconcile.contains(&env),
+            "{}: neither serve nor reconcile reads {key}",
+            r.name
+        );
+    }
+}
+
+#[test]
+fn by_default_the_settings_are_jobgates_defaults() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let r = Rendered::new("base", render(kubectl, &ws.overlay("base")));
+    let data = settings(&r);
+    assert!(data.is_empty(), "{data:?}");
+    let (code, out) = check_bad_annotation(&data);
+    assert_eq!(
+        code, 1,
+        "recovery-annotation-value denies by default: {out}"
+    );
+}
+
+/// The README's first rollout step from the deployed install: every policy warns (the same
+/// Job is admitted, with the warning) and the reconciler runs with --dry-run.
+#[test]
+fn rollout_warn_component_makes_every_policy_warn_and_the_reconciler_dry_run() {
+    let kubectl = kubectl();
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0]] {
+        let ws = Workspace::in_namespace(namespace);
+        let dir = ws.overlay_with("overlays/cert-manager", &["rollout-warn"]);
+        let r = Rendered::in_namespace(
+            "cert-manager+rollout-warn",
+            namespace,
+            render(kubectl, &dir),
+        );
+        assert_no_default_namespace_unless(&r, namespace);
+        let data = settings(&r);
+        check_settings_are_read(&r, &data);
+        assert_eq!(
+            data.get("JOBGATE_DRY_RUN").map(String::as_str),
+            Some("true")
+        );
+        let levels: Vec<&str> = data["JOBGATE_POLICY"]
+            .split(',')
+            .map(|p| p.split_once('=').map_or("", |(_, level)| level))
+            .collect();
+        assert!(levels.iter().all(|l| *l == "warn"), "{levels:?}");
+        // Exit 0: every name parsed as one of jobgate's policies, and none denies.
+        let (code, out) = check_bad_annotation(&data);
+        assert_eq!(code, 0, "warned, not denied: {out}");
+        assert!(out.contains("must be \"true\" or \"false\""), "{out}");
+    }
+}
+
+/// With every policy off, /validate could only repeat kube-apiserver, so no Fail webhook is
+/// installed at all; mutation and the reconciler stay.
+#[test]
+fn policies_off_component_installs_no_validating_webhook() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let dir = ws.overlay_with("overlays/cert-manager", &["policies-off"]);
+    let r = Rendered::new("cert-manager+policies-off", render(kubectl, &dir));
+    assert!(r.all::<ValidatingWebhookConfiguration>().is_empty());
+    assert_eq!(mutating_webhooks(&r).len(), 2);
+    let data = settings(&r);
+    check_settings_are_read(&r, &data);
+    let (code, out) = check_bad_annotation(&data);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("jobgate:"), "no policy speaks: {out}");
 }
