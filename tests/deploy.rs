@@ -760,15 +760,18 @@ fn port_number(c: &Container, port: &IntOrString) -> i32 {
 
 fn check_workload(r: &Rendered) {
     let overlay = r.name.as_str();
-    let ns = r.one::<Namespace>(&r.namespace);
-    let ns_labels = ns.metadata.labels.unwrap_or_default();
-    assert_eq!(
-        ns_labels
-            .get("pod-security.kubernetes.io/enforce")
-            .map(String::as_str),
-        Some("restricted"),
-        "{overlay}"
-    );
+    // The chart installs into the release namespace and creates none (`--create-namespace`).
+    if !r.name.starts_with("chart") {
+        let ns = r.one::<Namespace>(&r.namespace);
+        let ns_labels = ns.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            ns_labels
+                .get("pod-security.kubernetes.io/enforce")
+                .map(String::as_str),
+            Some("restricted"),
+            "{overlay}"
+        );
+    }
 
     let deployment = r.one::<Deployment>(SERVICE);
     assert_eq!(deployment.metadata.namespace, Some(r.namespace.clone()));
@@ -1794,4 +1797,334 @@ fn policies_off_component_installs_no_validating_webhook() {
     let (code, out) = check_bad_annotation(&data);
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("jobgate:"), "no policy speaks: {out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Helm chart: the same objects as deploy/ for the same settings, in any namespace.
+
+fn chart_dir() -> PathBuf {
+    repo().join("charts/jobgate")
+}
+
+/// `helm` from PATH, version 4; missing or older, the test fails and says how to get it.
+fn helm() -> &'static str {
+    let out = Command::new("helm")
+        .args(["version", "--short"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run helm ({e}): run .ci/run (it installs helm 4) or put helm 4 on PATH")
+        });
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && version.starts_with("v4."),
+        "helm 4 is needed, found {version:?}: run .ci/run (it installs it under target/tools)"
+    );
+    "helm"
+}
+
+/// `helm template jobgate charts/jobgate -n <namespace> --set ...`, document by document.
+fn helm_template(namespace: &str, sets: &[&str]) -> Vec<Value> {
+    let mut cmd = Command::new(helm());
+    cmd.args(["template", "jobgate"])
+        .arg(chart_dir())
+        .args(["--namespace", namespace]);
+    for set in sets {
+        cmd.args(["--set", set]);
+    }
+    let out = cmd.output().expect("run helm template");
+    assert!(
+        out.status.success(),
+        "helm template {sets:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).expect("UTF-8");
+    serde_yaml_ng::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).expect("a YAML document"))
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+/// The chart as installed into `namespace` with `sets`, checked document by document.
+fn chart(namespace: &str, sets: &[&str]) -> Rendered {
+    let docs = helm_template(namespace, sets)
+        .into_iter()
+        // prometheus-operator CRs are checked against deploy/monitoring in the parity test.
+        .filter(|d| str_at(d, "/apiVersion") != "monitoring.coreos.com/v1")
+        .collect();
+    Rendered::in_namespace(&format!("chart {sets:?}"), namespace, docs)
+}
+
+#[test]
+fn helm_lint_strict_passes_for_every_certificate_source() {
+    let helm = helm();
+    for sets in [
+        vec![],
+        vec!["certificates.source=generated"],
+        vec![
+            "certificates.source=secret",
+            "certificates.secret.name=my-tls",
+            "certificates.secret.caBundle=Zm9v",
+        ],
+        vec![
+            "rollout.warnOnly=true",
+            "monitoring.podMonitor.enabled=true",
+            "monitoring.prometheusRule.enabled=true",
+            "monitoring.dashboard.enabled=true",
+        ],
+    ] {
+        let mut cmd = Command::new(helm);
+        cmd.args(["lint", "--strict"]).arg(chart_dir());
+        for set in &sets {
+            cmd.args(["--set", set]);
+        }
+        let out = cmd.output().expect("helm lint");
+        assert!(
+            out.status.success(),
+            "helm lint --strict {sets:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // values.schema.json refuses what jobgate would refuse at start.
+    for bad in [
+        "webhook.failurePolicy=Maybe",
+        "kubernetes.version=1.32",
+        "policies.no-such-policy=warn",
+        "policies.recovery-needs-failed=strict",
+        "certificates.source=vault",
+    ] {
+        let out = Command::new(helm)
+            .args(["template", "jobgate"])
+            .arg(chart_dir())
+            .args(["--set", bad])
+            .output()
+            .expect("helm template");
+        assert!(!out.status.success(), "{bad} was accepted");
+    }
+}
+
+#[test]
+fn chart_and_cargo_release_the_same_version() {
+    let chart: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("Chart.yaml"),
+    )
+    .expect("Chart.yaml YAML");
+    assert_eq!(chart["apiVersion"], "v2");
+    assert_eq!(chart["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(chart["appVersion"], env!("CARGO_PKG_VERSION"));
+}
+
+/// The chart in the default and in two other namespaces keeps every promise the kustomize
+/// install keeps: webhooks, RBAC, workload, no token in serve, the cert-manager chain named for
+/// `<service>.<ns>.svc`, no trace of jobgate-system elsewhere.
+#[test]
+fn chart_installs_into_any_namespace_with_every_install_check() {
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0], OTHER_NAMESPACES[1]] {
+        let r = chart(namespace, &[]);
+        assert_no_default_namespace_unless(&r, namespace);
+        check_webhook_configurations(&r);
+        check_rbac(&r);
+        check_workload(&r);
+        check_least_privilege(&r);
+        check_cert_manager(&r);
+    }
+}
+
+/// `certificates.source=generated`: the chart's own CA signs a certificate for the Service
+/// kube-apiserver dials, and every caBundle is that CA.
+#[test]
+fn chart_generated_certificates_cover_the_service_in_the_release_namespace() {
+    let namespace = OTHER_NAMESPACES[1];
+    let r = chart(namespace, &["certificates.source=generated"]);
+    assert_no_default_namespace(&r);
+    check_webhook_configurations(&r);
+    let secret = r.one::<Secret>(TLS_SECRET);
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+    let data = secret.data.unwrap_or_default();
+    let (ca, tls) = (&data[certs::CA_CERT_FILE].0, &data[certs::TLS_CERT_FILE].0);
+    assert!(verifies_for(ca, tls, &format!("{SERVICE}.{namespace}.svc")));
+    assert!(!verifies_for(
+        ca,
+        tls,
+        &format!("{SERVICE}.{NAMESPACE}.svc")
+    ));
+    let bundles = mutating_webhooks(&r)
+        .into_iter()
+        .map(|w| w.client_config.ca_bundle)
+        .chain(
+            validating_webhooks(&r)
+                .into_iter()
+                .map(|w| w.client_config.ca_bundle),
+        );
+    for bundle in bundles {
+        assert_eq!(bundle.map(|b| b.0).as_ref(), Some(ca));
+    }
+}
+
+/// Helm deletes webhook configurations first on uninstall (Helm 4 UninstallOrder starts with
+/// ValidatingWebhookConfiguration), but only for release objects: none may be a hook, which
+/// Helm would leave behind or order differently.
+#[test]
+fn chart_webhook_configurations_are_release_objects_not_hooks() {
+    for doc in helm_template(NAMESPACE, &["monitoring.prometheusRule.enabled=true"]) {
+        let annotations = doc.pointer("/metadata/annotations").cloned();
+        assert!(
+            annotations
+                .as_ref()
+                .and_then(|a| a.get("helm.sh/hook"))
+                .is_none(),
+            "{} {} is a hook",
+            str_at(&doc, "/kind"),
+            str_at(&doc, "/metadata/name")
+        );
+    }
+}
+
+#[test]
+fn chart_monitoring_files_are_deploy_monitorings() {
+    for (copy, original) in [
+        ("files/prometheusrule.yaml", "prometheusrule.yaml"),
+        ("files/dashboard.json", "dashboard.json"),
+    ] {
+        assert_eq!(
+            std::fs::read(chart_dir().join(copy)).expect("chart file"),
+            std::fs::read(repo().join("deploy/monitoring").join(original)).expect("deploy file"),
+            "charts/jobgate/{copy} differs from deploy/monitoring/{original}: copy it over"
+        );
+    }
+}
+
+/// Labels and annotations only one of the two tools adds: Helm's bookkeeping (and the release
+/// instance in selectors, which lets two releases share a namespace), the config checksum.
+const TOOL_ONLY_LABELS: [&str; 4] = [
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/version",
+    "helm.sh/chart",
+];
+
+fn strip_tool_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|k, _| {
+                !TOOL_ONLY_LABELS.contains(&k.as_str()) && !k.starts_with("checksum/")
+            });
+            for v in map.values_mut() {
+                strip_tool_keys(v);
+            }
+            // An annotations map left empty by the checksum is no annotations.
+            if map
+                .get("annotations")
+                .is_some_and(|a| a.as_object().is_some_and(|m| m.is_empty()))
+            {
+                map.remove("annotations");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_tool_keys),
+        _ => {}
+    }
+}
+
+/// Replaces every string equal to a key of `names` with its value, anywhere in `value`.
+fn rename(value: &mut Value, names: &BTreeMap<String, String>) {
+    match value {
+        Value::String(s) => {
+            if let Some(to) = names.get(s.as_str()) {
+                *s = to.clone();
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(|v| rename(v, names)),
+        Value::Array(items) => items.iter_mut().for_each(|v| rename(v, names)),
+        _ => {}
+    }
+}
+
+/// Documents keyed by (kind, name), normalized: no Namespace object (Helm's
+/// `--create-namespace` makes it), no tool-only labels, generated ConfigMaps without
+/// kustomize's content-hash suffix.
+fn normalized(docs: Vec<Value>) -> BTreeMap<(String, String), Value> {
+    let hashed: BTreeMap<String, String> = docs
+        .iter()
+        .filter(|d| str_at(d, "/kind") == "ConfigMap")
+        .filter_map(|d| {
+            let name = str_at(d, "/metadata/name");
+            let (base, hash) = name.rsplit_once('-')?;
+            (hash.len() == 10 && ["jobgate-kubernetes", "jobgate-settings"].contains(&base))
+                .then(|| (name.to_string(), base.to_string()))
+        })
+        .collect();
+    docs.into_iter()
+        .filter(|d| str_at(d, "/kind") != "Namespace")
+        .map(|mut d| {
+            strip_tool_keys(&mut d);
+            rename(&mut d, &hashed);
+            (
+                (
+                    str_at(&d, "/kind").to_string(),
+                    str_at(&d, "/metadata/name").to_string(),
+                ),
+                d,
+            )
+        })
+        .collect()
+}
+
+fn assert_same_objects(what: &str, kustomize: Vec<Value>, helm: Vec<Value>) {
+    let (k, h) = (normalized(kustomize), normalized(helm));
+    assert_eq!(
+        k.keys().collect::<Vec<_>>(),
+        h.keys().collect::<Vec<_>>(),
+        "{what}: kustomize and the chart render different objects"
+    );
+    for (key, kdoc) in &k {
+        let hdoc = &h[key];
+        assert!(
+            kdoc == hdoc,
+            "{what}: {key:?} differs\nkustomize:\n{}\nchart:\n{}",
+            serde_yaml_ng::to_string(kdoc).unwrap_or_default(),
+            serde_yaml_ng::to_string(hdoc).unwrap_or_default()
+        );
+    }
+}
+
+/// For the same settings, the chart and the kustomize install render the same objects:
+/// defaults (cert-manager overlay + deploy/monitoring), the rollout step, every policy off.
+#[test]
+fn chart_and_kustomize_render_the_same_objects_for_the_same_settings() {
+    let kubectl = kubectl();
+    let monitoring = [
+        "monitoring.podMonitor.enabled=true",
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.dashboard.enabled=true",
+    ];
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0]] {
+        let ws = Workspace::in_namespace(namespace);
+        let mut kustomize = render(kubectl, &ws.overlay("overlays/cert-manager"));
+        kustomize.extend(render(kubectl, &ws.overlay("monitoring")));
+        assert_same_objects(
+            &format!("defaults in {namespace}"),
+            kustomize,
+            helm_template(namespace, &monitoring),
+        );
+        for (component, sets) in [
+            ("rollout-warn", vec!["rollout.warnOnly=true"]),
+            (
+                "policies-off",
+                vec![
+                    "policies.recovery-annotation-value=off",
+                    "policies.recovery-annotation-on-job=off",
+                    "policies.recovery-needs-failed=off",
+                    "policies.recovery-counts-toward-backoff=off",
+                    "policies.indexed-terminating-or-failed=off",
+                ],
+            ),
+        ] {
+            let dir = ws.overlay_with("overlays/cert-manager", &[component]);
+            assert_same_objects(
+                &format!("{component} in {namespace}"),
+                render(kubectl, &dir),
+                helm_template(namespace, &sets),
+            );
+        }
+    }
 }
