@@ -145,7 +145,7 @@ impl RecoveryMetrics {
         // Every error kind at 0 from the start, so JobgateRecoveryErrors and the dashboard see
         // a series (and its first increase) on a fresh install.
         for error in ERROR_KINDS {
-            metrics.errors.get_or_create(&ErrorLabels { error });
+            metrics.errors.get_or_create_owned(&ErrorLabels { error });
         }
         metrics
     }

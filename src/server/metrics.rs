@@ -134,14 +134,15 @@ impl ServerMetrics {
     /// on `rate(...) > 0` sees its first increase.
     fn start_at_zero(&self) {
         for endpoint in crate::admission::Endpoint::ALL.map(crate::admission::Endpoint::label) {
-            self.duration.get_or_create(&EndpointLabels { endpoint });
+            self.duration
+                .get_or_create_owned(&EndpointLabels { endpoint });
             for code in REJECTION_CODES {
                 self.rejected
-                    .get_or_create(&RejectionLabels { endpoint, code });
+                    .get_or_create_owned(&RejectionLabels { endpoint, code });
             }
             for kind in REVIEWED_KINDS {
                 self.warnings
-                    .get_or_create(&WarningLabels { endpoint, kind });
+                    .get_or_create_owned(&WarningLabels { endpoint, kind });
                 for operation in REVIEWED_OPERATIONS {
                     // Only the mutating endpoints patch.
                     let patched: &[&str] = if endpoint == "validate" {
@@ -151,7 +152,7 @@ impl ServerMetrics {
                     };
                     for (allowed, patched) in [("true", patched), ("false", &["false"][..])] {
                         for &patched in patched {
-                            self.requests.get_or_create(&RequestLabels {
+                            self.requests.get_or_create_owned(&RequestLabels {
                                 endpoint,
                                 kind,
                                 operation,

@@ -70,7 +70,9 @@ impl ReloadMetrics {
         );
         // Both results exist from the start: a fresh install shows 0 reloads, not "No data".
         for result in ["success", "failure"] {
-            metrics.reloads.get_or_create(&ReloadLabels { result });
+            metrics
+                .reloads
+                .get_or_create_owned(&ReloadLabels { result });
         }
         metrics
     }
