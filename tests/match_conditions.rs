@@ -211,12 +211,14 @@ fn edited(old: &Value, edit: impl FnOnce(&mut Value)) -> Value {
     new
 }
 
-/// A Job being deleted (foreground or background): deletionTimestamp set.
+/// An object being deleted: deletionTimestamp set, finalizers left (the GC's by default).
 fn deleting(job: &Value) -> Value {
     edited(job, |j| {
         j["metadata"]["deletionTimestamp"] = json!("2026-11-25T03:00:00Z");
         j["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-        j["metadata"]["finalizers"] = json!(["foregroundDeletion", "orphan"]);
+        if j["metadata"]["finalizers"].is_null() {
+            j["metadata"]["finalizers"] = json!(["foregroundDeletion", "orphan"]);
+        }
     })
 }
 
@@ -288,9 +290,9 @@ fn everyday_calls() -> Vec<Call> {
             false,
         ),
         update(
-            "the Job controller removes its finalizer while the Job is deleted",
+            "a controller removes its own finalizer from a Job being deleted",
             &deleting(&edited(&running, |j| {
-                j["metadata"]["finalizers"] = json!(["batch.kubernetes.io/job-tracking"])
+                j["metadata"]["finalizers"] = json!(["example.com/cleanup"])
             })),
             |j| {
                 j["metadata"]
