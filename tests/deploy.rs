@@ -169,6 +169,37 @@ impl Rendered {
         found.remove(0)
     }
 
+    /// The pod template's spec of the Deployment `jobgate`.
+    fn pod_spec(&self) -> k8s_openapi::api::core::v1::PodSpec {
+        self.one::<Deployment>(SERVICE)
+            .spec
+            .template
+            .spec
+            .expect("pod spec")
+    }
+
+    /// The one ConfigMap kustomize generated from `name` (its name is `name-<content hash>`).
+    fn generated_config_map(&self, name: &str) -> ConfigMap {
+        let prefix = format!("{name}-");
+        let mut maps: Vec<ConfigMap> = self
+            .all::<ConfigMap>()
+            .into_iter()
+            .filter(|m| {
+                m.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .collect();
+        assert_eq!(
+            maps.len(),
+            1,
+            "{}: one generated {name} ConfigMap",
+            self.name
+        );
+        maps.remove(0)
+    }
+
     /// The cert-manager object of `kind` named `name`.
     fn cert_manager(&self, kind: &str, name: &str) -> &Value {
         let found: Vec<&Value> = self
@@ -1201,12 +1232,7 @@ fn every_install_moves_to_any_namespace_with_one_namespace_line() {
 /// into the reconcile container only, at the path in-cluster clients read.
 fn check_least_privilege(r: &Rendered) {
     let overlay = r.name.as_str();
-    let pod = r
-        .one::<Deployment>(SERVICE)
-        .spec
-        .template
-        .spec
-        .expect("pod spec");
+    let pod = r.pod_spec();
     assert_eq!(
         pod.automount_service_account_token,
         Some(false),
@@ -1585,22 +1611,7 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
     let ws = Workspace::new();
     for overlay in ["base", "overlays/cert-manager", "overlays/self-signed"] {
         let r = Rendered::new(overlay, render(kubectl, &ws.overlay(overlay)));
-        let maps: Vec<ConfigMap> = r
-            .all::<ConfigMap>()
-            .into_iter()
-            .filter(|m| {
-                m.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with("jobgate-kubernetes-"))
-            })
-            .collect();
-        assert_eq!(
-            maps.len(),
-            1,
-            "{overlay}: one generated jobgate-kubernetes ConfigMap"
-        );
-        let map = &maps[0];
+        let map = r.generated_config_map("jobgate-kubernetes");
         let name = map.metadata.name.clone().unwrap_or_default();
         let data = map.data.clone().unwrap_or_default();
         let version = data
@@ -1628,11 +1639,7 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
             Some(&name),
             "{overlay}: serve reads the generated ConfigMap"
         );
-        let help = Command::new(env!("CARGO_BIN_EXE_jobgate"))
-            .args(["serve", "--help"])
-            .output()
-            .expect("run jobgate serve --help");
-        let help = String::from_utf8_lossy(&help.stdout);
+        let help = cli_help("serve");
         for key in data.keys() {
             assert!(
                 help.contains(&format!("[env: {key}=")),
@@ -1647,24 +1654,9 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
 
 /// The generated `jobgate-settings` ConfigMap's data, which both containers read (envFrom).
 fn settings(r: &Rendered) -> BTreeMap<String, String> {
-    let maps: Vec<ConfigMap> = r
-        .all::<ConfigMap>()
-        .into_iter()
-        .filter(|m| {
-            m.metadata
-                .name
-                .as_deref()
-                .is_some_and(|n| n.starts_with("jobgate-settings-"))
-        })
-        .collect();
-    assert_eq!(maps.len(), 1, "{}: one jobgate-settings ConfigMap", r.name);
-    let name = maps[0].metadata.name.clone().unwrap_or_default();
-    let pod = r
-        .one::<Deployment>(SERVICE)
-        .spec
-        .template
-        .spec
-        .expect("pod spec");
+    let map = r.generated_config_map("jobgate-settings");
+    let name = map.metadata.name.clone().unwrap_or_default();
+    let pod = r.pod_spec();
     for c in &pod.containers {
         assert!(
             c.env_from
@@ -1676,12 +1668,7 @@ fn settings(r: &Rendered) -> BTreeMap<String, String> {
             c.name
         );
     }
-    maps[0]
-        .data
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
+    map.data.unwrap_or_default().into_iter().collect()
 }
 
 /// `jobgate check` on a Job whose pod template says `safe-to-forcefully-terminate: "yes"`
@@ -1716,16 +1703,19 @@ fn check_bad_annotation(env: &BTreeMap<String, String>) -> (i32, String) {
     )
 }
 
+/// `jobgate <subcommand> --help`.
+fn cli_help(subcommand: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args([subcommand, "--help"])
+        .output()
+        .expect("run jobgate --help");
+    assert!(out.status.success(), "jobgate {subcommand} --help");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Every settings key is a variable one of the two containers reads.
 fn check_settings_are_read(r: &Rendered, data: &BTreeMap<String, String>) {
-    let help = |sub: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_jobgate"))
-            .args([sub, "--help"])
-            .output()
-            .expect("jobgate --help");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let (serve, reconcile) = (help("serve"), help("reconcile"));
+    let (serve, reconcile) = (cli_help("serve"), cli_help("reconcile"));
     for key in data.keys() {
         let env = format!("[env: {key}=");
         assert!(
