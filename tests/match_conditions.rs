@@ -333,6 +333,15 @@ fn everyday_calls() -> Vec<Call> {
             false,
         ),
         update(
+            "change the image in a CronJob's job template",
+            &cron,
+            |c| {
+                c["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] =
+                    json!("etl:2")
+            },
+            false,
+        ),
+        update(
             "suspend a CronJob",
             &cron,
             |c| c["spec"]["suspend"] = json!(true),
@@ -375,7 +384,19 @@ fn everyday_calls() -> Vec<Call> {
             true,
         ),
         update(
-            "write a CronJob's job template",
+            "set podReplacementPolicy in a CronJob's job template",
+            &cron,
+            |c| c["spec"]["jobTemplate"]["spec"]["podReplacementPolicy"] = json!("Failed"),
+            true,
+        ),
+        update(
+            "put the recovery annotation on a CronJob's job template metadata",
+            &cron,
+            |c| c["spec"]["jobTemplate"]["metadata"]["annotations"] = json!({RECOVERY_KEY: "true"}),
+            true,
+        ),
+        update(
+            "change the recovery annotation in a CronJob's pod template",
             &cron,
             |c| {
                 c["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"]
