@@ -2118,3 +2118,32 @@ fn chart_and_kustomize_render_the_same_objects_for_the_same_settings() {
         }
     }
 }
+
+/// `recoveryAnnotationKeys` reaches both containers and the validating webhook's
+/// matchConditions, next to both of Kueue's keys (an UPDATE setting a configured key must be
+/// sent: the policies read it).
+#[test]
+fn chart_recovery_annotation_keys_reach_the_settings_and_the_match_conditions() {
+    let docs = helm_template(
+        NAMESPACE,
+        &["recoveryAnnotationKeys={example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete}"],
+    );
+    let settings = docs
+        .iter()
+        .find(|d| {
+            str_at(d, "/kind") == "ConfigMap" && str_at(d, "/metadata/name") == "jobgate-settings"
+        })
+        .expect("jobgate-settings");
+    assert_eq!(
+        str_at(settings, "/data/JOBGATE_RECOVERY_ANNOTATION_KEY"),
+        "example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete"
+    );
+    let validating = docs
+        .iter()
+        .find(|d| str_at(d, "/kind") == "ValidatingWebhookConfiguration")
+        .expect("validating webhook");
+    let expression = str_at(validating, "/webhooks/0/matchConditions/1/expression");
+    let keys = "['example.com/recover', 'kueue.x-k8s.io/safe-to-forcefully-delete', \
+                'kueue.x-k8s.io/safe-to-forcefully-terminate']";
+    assert_eq!(expression.matches(keys).count(), 3, "{expression}");
+}
