@@ -2147,3 +2147,60 @@ fn chart_recovery_annotation_keys_reach_the_settings_and_the_match_conditions() 
                 'kueue.x-k8s.io/safe-to-forcefully-terminate']";
     assert_eq!(expression.matches(keys).count(), 3, "{expression}");
 }
+
+/// Values that change the workload: no reconciler means no token and no RBAC at all; an
+/// existing Secret is mounted and its CA trusted; a digest pins the image.
+#[test]
+fn chart_values_shape_the_workload() {
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let r = chart(
+        OTHER_NAMESPACES[0],
+        &[
+            "reconciler.enabled=false",
+            "certificates.source=secret",
+            "certificates.secret.name=team-tls",
+            "certificates.secret.caBundle=Zm9vCg==",
+            &format!("image.digest={digest}"),
+            "priorityClassName=",
+        ],
+    );
+    let pod = r.pod_spec();
+    assert_eq!(pod.automount_service_account_token, Some(false));
+    assert_eq!(
+        pod.containers
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["serve"]
+    );
+    assert!(
+        pod.volumes.iter().flatten().all(|v| v.projected.is_none()),
+        "no token volume without a reconciler"
+    );
+    assert!(r.all::<ClusterRole>().is_empty() && r.all::<Role>().is_empty());
+    assert!(r.all::<ResourceQuota>().is_empty(), "no priority, no quota");
+    assert_eq!(pod.priority_class_name, None);
+    let tls = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "tls")
+        .and_then(|v| v.secret.as_ref())
+        .and_then(|s| s.secret_name.clone());
+    assert_eq!(tls.as_deref(), Some("team-tls"));
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some(format!("ghcr.io/jobgate/jobgate@{digest}").as_str())
+    );
+    for bundle in mutating_webhooks(&r)
+        .into_iter()
+        .map(|w| w.client_config.ca_bundle)
+        .chain(
+            validating_webhooks(&r)
+                .into_iter()
+                .map(|w| w.client_config.ca_bundle),
+        )
+    {
+        assert_eq!(bundle.map(|b| b.0), Some(b"foo\n".to_vec()));
+    }
+}
