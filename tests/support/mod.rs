@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod kustomize;
+
 pub struct Jobgate {
     pub child: Child,
     pub port: u16,
