@@ -329,8 +329,12 @@ impl<'de> DeserializeSeed<'de> for Seed {
 struct DigestVisitor(Pos);
 
 impl DigestVisitor {
+    /// A plain `matches!`, not a call: it runs for every scalar of a template.
     fn is_quantity(&self) -> bool {
-        self.0.ty.shape() == Shape::Quantity
+        matches!(
+            self.0.ty,
+            Ty::QuantityInMap | Ty::QuantityPointer | Ty::QuantityValue
+        )
     }
 
     /// A JSON number where Go holds a quantity: `UnmarshalJSON` parses the number's text.
@@ -375,12 +379,10 @@ impl<'de> Visitor<'de> for DigestVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Digest, E> {
-        let plain = || leaf(b'u', &v.to_le_bytes());
-        Ok(if self.is_quantity() {
-            self.number_as_quantity(&v.to_string(), plain)
-        } else {
-            plain()
-        })
+        if self.is_quantity() {
+            return Ok(self.number_as_quantity(&v.to_string(), || leaf(b'u', &v.to_le_bytes())));
+        }
+        Ok(leaf(b'u', &v.to_le_bytes()))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Digest, E> {
@@ -401,12 +403,11 @@ impl<'de> Visitor<'de> for DigestVisitor {
             return self.visit_u64(0); // `-0` and `0.0`: Go's zero
         }
         let plain = || leaf(b'f', &v.to_bits().to_le_bytes());
-        // Rust prints a float's shortest round-trip digits, never in exponent form.
-        Ok(if self.is_quantity() {
-            self.number_as_quantity(&v.to_string(), plain)
-        } else {
-            plain()
-        })
+        if self.is_quantity() {
+            // Rust prints a float's shortest round-trip digits, never in exponent form.
+            return Ok(self.number_as_quantity(&v.to_string(), plain));
+        }
+        Ok(plain())
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Digest, E> {
@@ -422,7 +423,8 @@ impl<'de> Visitor<'de> for DigestVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Digest, A::Error> {
         let mut h = Hasher128::new(b'a');
         let mut n = 0u64;
-        while let Some(item) = seq.next_element_seed(Seed(self.0.item()))? {
+        let item_pos = self.0.item();
+        while let Some(item) = seq.next_element_seed(Seed(item_pos))? {
             h.write_u128(item.hash);
             n += 1;
         }
