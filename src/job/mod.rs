@@ -9,6 +9,7 @@ mod go_values;
 pub(crate) mod model;
 pub(crate) mod patch;
 pub(crate) mod policy;
+mod quantity;
 pub(crate) mod strict;
 pub(crate) mod template;
 pub mod version;
