@@ -137,3 +137,20 @@ impl RequestLabels {
         }
     }
 }
+
+/// One review counted in `jobgate_admission_in_flight_requests` for as long as it lives: the
+/// gauge goes down on every path, a cancelled request or a panic included.
+pub(crate) struct InFlight(Gauge);
+
+impl InFlight {
+    pub(crate) fn enter(gauge: &Gauge) -> InFlight {
+        gauge.inc();
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
