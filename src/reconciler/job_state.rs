@@ -31,6 +31,7 @@ use crate::recovery::episode::{
     LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, episode_note,
     limit_note,
 };
+use crate::recovery::plan::{deactivates_workload, suspend_without_workload};
 
 /// `action` of the episode event (the same action as the pod events).
 pub(crate) const EPISODE_ACTION: &str = "ForcefulTermination";
@@ -100,13 +101,7 @@ pub(crate) async fn begin_episode(
         // then record the state; without a Workload, fall back to suspend.
         let mut decision = decision;
         let mut fallback = false;
-        if let EpisodeDecision::LimitExceeded {
-            new_state: Some(state),
-            suspend,
-        } = &mut decision
-            && state.limit_exceeded.as_ref().map(|l| l.action)
-                == Some(LimitAction::DeactivateWorkload)
-        {
+        if deactivates_workload(&decision) {
             let deactivated = match find_workload(client, job_key).await? {
                 None => false,
                 Some((name, version)) => match writer
@@ -131,11 +126,8 @@ pub(crate) async fn begin_episode(
                 },
             };
             if !deactivated {
+                decision = suspend_without_workload(decision);
                 fallback = true;
-                *suspend = true;
-                if let Some(limit) = state.limit_exceeded.as_mut() {
-                    limit.action = LimitAction::Suspend;
-                }
             }
         }
         let write = match &decision {

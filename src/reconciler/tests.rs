@@ -1503,7 +1503,7 @@ enum Agreed {
 }
 
 fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
-    use crate::recovery::episode::PodGate;
+    use crate::recovery::plan::{AfterEpisode, after_episode};
     use crate::status::verdict::PodVerdict as V;
     match verdict {
         V::WaitingForDeadline(d) => Agreed::Deadline(*d),
@@ -1511,11 +1511,12 @@ fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
         V::WaitingForNode => Agreed::Node,
         V::Recorded | V::DueWithoutJob => Agreed::Recover,
         V::Held(_) => Agreed::Held,
-        V::Job { gate, .. } => match gate {
-            PodGate::NewEpisode { .. } | PodGate::Leftover => Agreed::Recover,
-            PodGate::Backoff(at) => Agreed::Backoff(*at),
-            PodGate::LimitExceeded { .. } => Agreed::Limit,
-            PodGate::NotCovered => panic!("status left a due pod undecided"),
+        // The reconciler maps its own pod's gate with the same function.
+        V::Job { gate, .. } => match after_episode(gate) {
+            AfterEpisode::Recover => Agreed::Recover,
+            AfterEpisode::Backoff(at) => Agreed::Backoff(at),
+            AfterEpisode::LimitReached => Agreed::Limit,
+            AfterEpisode::NotCovered => panic!("status left a due pod undecided"),
         },
     }
 }
