@@ -1,7 +1,9 @@
-//! One pod's reconcile, top to bottom: read the pod, ask [`recovery::decide`], confirm the node,
-//! pass the Job gate ([`job_gate`]: the Job's recovery episode), then recover ([`recover`])
-//! through the writer. The decisions are pure functions in `src/recovery/`; this file only
-//! reads, sequences and remembers.
+//! One pod's reconcile, a thin executor of [`recovery::plan`](crate::recovery::plan): read the
+//! pod (and, when the cache says it is due, its node afresh), plan, then do what the plan says:
+//! requeue, hold (one Warning event), ask the Job's episode ([`job_gate`]), recover
+//! ([`recover`]) through the writer. One retry level: a 409 on any write re-reads the pod and
+//! plans again, up to [`CONFLICT_ATTEMPTS`] times; anything else goes to the error policy
+//! ([`error_backoff`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -208,6 +210,11 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
                 record_decision("not-leader");
                 return Ok(Action::await_change());
             }
+            (Gate::Conflict, _) => {
+                tracing::debug!(attempt, "job state conflict; re-reading");
+                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                continue;
+            }
             (Gate::Hold(waiting), _) => {
                 let action = match &waiting {
                     Waiting::JobBackoff(at) => {
@@ -355,6 +362,8 @@ enum Gate {
     Recover,
     Hold(Waiting),
     NotLeader,
+    /// The Job's state write conflicted: re-read and plan again.
+    Conflict,
 }
 
 /// Between the pod's decision and [`recover`]: a due pod of a Job is recovered only within one
@@ -391,6 +400,7 @@ async fn job_gate(
     let decision = match start {
         EpisodeStart::JobGone => return Ok(Gate::Recover),
         EpisodeStart::NotLeader => return Ok(Gate::NotLeader),
+        EpisodeStart::Conflict => return Ok(Gate::Conflict),
         EpisodeStart::Decided { decision, .. } => decision,
     };
     tracing::debug!(job = %job.name, ?decision, "job episode decided");

@@ -2136,3 +2136,54 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
     driver.abort();
     server.abort();
 }
+
+// One retry level: a Job whose state write always meets a newer resourceVersion is read once per
+// attempt of the reconcile (pod, node and Job read again each time, never a stale decision), and
+// the reconcile ends in the conflicts error for the error policy. It used to be read up to
+// 4 × 5 times.
+#[tokio::test]
+async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
+    let (client, mut handle) = mock();
+    let requests = Arc::new(Mutex::new(Vec::<String>::new()));
+    let server = tokio::spawn({
+        let requests = requests.clone();
+        async move {
+            while let Some((request, send)) = handle.next_request().await {
+                let line = format!("{} {}", request.method(), request.uri().path());
+                lock(&requests).push(line.clone());
+                let (status, body) = match line.as_str() {
+                    l if l == format!("GET {POD_PATH}") => {
+                        (200, owned_by_train(running_pod("100")))
+                    }
+                    l if l == format!("GET {NODE_PATH}") => (200, node_json("node-a", true)),
+                    l if l == format!("GET {JOB_PATH}") => (200, job_json("7", None)),
+                    _ => (409, status_body(409, "Conflict")),
+                };
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .header("content-type", "application/json")
+                        .body(Body::from(serde_json::to_vec(&body).expect("json")))
+                        .expect("response"),
+                );
+            }
+        }
+    });
+    let h = episode_context(client, EpisodeConfig::default());
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        reconcile_pod(&h.ctx, &PodKey::new("ns", "pod")),
+    )
+    .await
+    .expect("reconcile hung")
+    .expect_err("conflicts");
+    server.abort();
+    assert_eq!(err.metric_label(), "reconcile_conflicts");
+    let requests = lock(&requests).clone();
+    let count = |line: String| requests.iter().filter(|r| **r == line).count();
+    let attempts = CONFLICT_ATTEMPTS as usize;
+    assert_eq!(count(format!("GET {JOB_PATH}")), attempts, "{requests:?}");
+    assert_eq!(count(format!("PATCH {JOB_PATH}")), attempts, "{requests:?}");
+    assert_eq!(count(format!("GET {POD_PATH}")), attempts, "{requests:?}");
+    assert_eq!(requests.len(), 4 * attempts, "{requests:?}");
+}
