@@ -120,22 +120,28 @@ async fn measure_filtered(total: usize, eligible: usize) -> Measure {
         Leadership::default(),
         RecoveryMetrics::default(),
     ));
-    let writer: Writer<PodMeta> = Writer::default();
+    let mut writer: Writer<PodMeta> = Writer::default();
     let store = writer.as_reader();
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(false));
     tokio::time::sleep(Duration::from_millis(10)).await;
     let base = ALLOCATOR.current();
     ALLOCATOR.reset_peak();
-    let driver = tokio::spawn(drive_pod_watch(
-        Api::<PodMeta>::all(client),
-        watcher::Config::default(),
-        writer,
-        ctx,
-        tx,
-        synced.clone(),
-        Readiness::default(),
-    ));
+    let driver = tokio::spawn({
+        let synced = synced.clone();
+        async move {
+            drive_pod_watch(
+                Api::<PodMeta>::all(client),
+                watcher::Config::default(),
+                &mut writer,
+                ctx,
+                tx,
+                synced,
+                Readiness::default(),
+            )
+            .await
+        }
+    });
     while !synced.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

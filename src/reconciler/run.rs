@@ -8,14 +8,12 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, store::Writer};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use prometheus_client::registry::Registry;
 
@@ -26,7 +24,7 @@ use super::filter::{PodKey, PodMeta};
 use super::lease::{self, Leadership, LeaseConfig};
 use super::metrics::RecoveryMetrics;
 use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
-use super::watch::{drive_node_watch, drive_pod_watch};
+use super::watch::drive_watches_while_leading;
 use crate::admin::{AdminState, Readiness};
 
 /// Why `jobgate reconcile` could not run.
@@ -127,23 +125,14 @@ pub(crate) async fn run_with_client(
         }),
     );
 
-    let pods_synced = Arc::new(AtomicBool::new(false));
-    let pod_task = tokio::spawn(drive_pod_watch(
+    let watch_task = tokio::spawn(drive_watches_while_leading(
         Api::<PodMeta>::all(client.clone()),
-        watcher::Config::default(),
+        Api::<Node>::all(client.clone()),
         writer,
         ctx.clone(),
         trigger_tx.clone(),
-        pods_synced.clone(),
         admin.readiness.clone(),
-    ));
-    let node_task = tokio::spawn(drive_node_watch(
-        Api::<Node>::all(client.clone()),
-        ctx.clone(),
-        store.clone(),
-        trigger_tx.clone(),
-        pods_synced.clone(),
-        admin.readiness.clone(),
+        leadership.role(),
     ));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -214,8 +203,7 @@ pub(crate) async fn run_with_client(
     let _ = stop_tx.send(true);
     // Give the elector a moment to release the Lease so a standby takes over quickly.
     let _ = tokio::time::timeout(Duration::from_secs(5), elector).await;
-    pod_task.abort();
-    node_task.abort();
+    watch_task.abort();
     admin_task.abort();
     Ok(())
 }

@@ -784,7 +784,7 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
         pages,
         Some("as=PartialObjectMetadata"),
     ));
-    let writer: Writer<PodMeta> = Writer::default();
+    let mut writer: Writer<PodMeta> = Writer::default();
     let store = writer.as_reader();
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(false));
@@ -794,15 +794,21 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
     ctx.update(&vanished, |t| {
         t.waiting = Some(Waiting::Node("node-a".into()))
     });
-    let driver = tokio::spawn(drive_pod_watch(
-        Api::<PodMeta>::all(client),
-        watcher::Config::default().page_size(2),
-        writer,
-        ctx.clone(),
-        tx,
-        synced.clone(),
-        readiness.clone(),
-    ));
+    let driver = tokio::spawn({
+        let (ctx, synced, readiness) = (ctx.clone(), synced.clone(), readiness.clone());
+        async move {
+            drive_pod_watch(
+                Api::<PodMeta>::all(client),
+                watcher::Config::default().page_size(2),
+                &mut writer,
+                ctx,
+                tx,
+                synced,
+                readiness,
+            )
+            .await
+        }
+    });
     wait_until("the pod list", || synced.load(Ordering::SeqCst)).await;
     let mut stored: Vec<String> = store
         .state()
@@ -930,13 +936,14 @@ async fn node_deleted_since_the_cache_is_ignored() {
 async fn fake_apiserver(
     mut handle: Handle<Request<Body>, Response<Body>>,
     log: Arc<Mutex<Vec<String>>>,
+    lease: Option<Value>,
     deletion_timestamp: String,
     mut hold: Option<(
         tokio::sync::oneshot::Sender<()>,
         tokio::sync::oneshot::Receiver<()>,
     )>,
 ) {
-    let mut lease: Option<Value> = None;
+    let mut lease = lease;
     let mut deleted = false;
     let mut held = vec![];
     let eligible_pod = |rv: &str, phase: &str| {
@@ -957,6 +964,7 @@ async fn fake_apiserver(
             .unwrap_or_default();
         let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if query.contains("watch=true") {
+            lock(&log).push(format!("WATCH {path}"));
             held.push(send);
             continue;
         }
@@ -1072,6 +1080,7 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
     let server = tokio::spawn(fake_apiserver(
         handle,
         log.clone(),
+        None,
         recovery::record::rfc3339_seconds(deletion),
         None,
     ));
@@ -1777,6 +1786,7 @@ async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
     let server = tokio::spawn(fake_apiserver(
         handle,
         log.clone(),
+        None,
         recovery::record::rfc3339_seconds(deletion),
         Some((arrived_tx, release_rx)),
     ));
@@ -2186,4 +2196,69 @@ async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
     assert_eq!(count(format!("PATCH {JOB_PATH}")), attempts, "{requests:?}");
     assert_eq!(count(format!("GET {POD_PATH}")), attempts, "{requests:?}");
     assert_eq!(requests.len(), 4 * attempts, "{requests:?}");
+}
+
+// Standbys watch nothing: with another replica holding a live Lease, a replica sends only its
+// election rounds (a Lease read every retry period) and lists or watches no pod and no node, so
+// three replicas hold one copy of the cluster's pods and nodes, not three. It is ready (a
+// follower) and reports itself not leader.
+#[tokio::test]
+async fn a_standby_opens_no_watch_and_lists_nothing() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ReconcileArgs,
+    }
+    let args = Cli::try_parse_from([
+        "jobgate",
+        "--lease-namespace=jobgate",
+        "--leader-election-id=replica-1",
+        "--admin-addr=127.0.0.1:0",
+    ])
+    .expect("args")
+    .args;
+    let (client, handle) = mock();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let server = tokio::spawn(fake_apiserver(
+        handle,
+        log.clone(),
+        Some(lease_json("replica-0", "5", 0)),
+        NOW.to_string(),
+        None,
+    ));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let standby = tokio::spawn(run_with_client(
+        client,
+        args,
+        async move {
+            let _ = stop_rx.await;
+        },
+        move |addr| {
+            let _ = addr_tx.send(addr);
+        },
+    ));
+    let admin = addr_rx.await.expect("admin address");
+    // Two election rounds (retry period 2 s), well within the Lease's 15 s.
+    wait_until("two election rounds", || {
+        lock(&log)
+            .iter()
+            .filter(|l| **l == format!("GET {LEASE_PATH}"))
+            .count()
+            >= 2
+    })
+    .await;
+    let ready = http_get(admin, "/readyz").await;
+    let metrics = http_get(admin, "/metrics").await;
+    stop_tx.send(()).expect("stop");
+    standby.await.expect("join").expect("run");
+    server.abort();
+    let log = lock(&log).clone();
+    assert!(
+        log.iter().all(|l| *l == format!("GET {LEASE_PATH}")),
+        "a standby sent more than Lease reads: {log:?}"
+    );
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    assert!(metrics.contains("jobgate_recovery_leader 0"), "{metrics}");
 }
