@@ -20,7 +20,7 @@ use prometheus_client::registry::Registry;
 use super::args::ReconcileArgs;
 use super::cluster::{self, ClusterError};
 use super::context::{Context, EpisodeGate, Options};
-use super::filter::{PodKey, PodMeta};
+use super::filter::{PodKey, PodMetadata};
 use super::lease::{self, Leadership, LeaseConfig};
 use super::metrics::RecoveryMetrics;
 use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
@@ -101,7 +101,7 @@ pub(crate) async fn run_with_client(
     let admin_task = tokio::spawn(async move { axum::serve(listener, router).await });
 
     let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
-    let writer: Writer<PodMeta> = Writer::default();
+    let writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     let leadership = Leadership::new(metrics.clone());
     let ctx = Arc::new(
@@ -126,7 +126,7 @@ pub(crate) async fn run_with_client(
     );
 
     let watch_task = tokio::spawn(drive_watches_while_leading(
-        Api::<PodMeta>::all(client.clone()),
+        Api::<PodMetadata>::all(client.clone()),
         Api::<Node>::all(client.clone()),
         writer,
         ctx.clone(),
@@ -159,10 +159,10 @@ pub(crate) async fn run_with_client(
 
     let shutdown = shutdown.shared();
     let reconciles = kube::runtime::applier(
-        |obj: Arc<PodMeta>, ctx: Arc<Context>| {
+        |obj: Arc<PodMetadata>, ctx: Arc<Context>| {
             Box::pin(async move { reconcile_pod(&ctx, &PodKey::of(&obj.metadata)).await })
         },
-        |obj: Arc<PodMeta>, err: &ReconcileError, ctx: Arc<Context>| {
+        |obj: Arc<PodMetadata>, err: &ReconcileError, ctx: Arc<Context>| {
             let key = PodKey::of(&obj.metadata);
             let delay = error_backoff(&ctx, &key, err);
             tracing::warn!(pod = %key, error = %err, retry_in = ?delay, "reconcile failed");
@@ -174,7 +174,7 @@ pub(crate) async fn run_with_client(
         // once the running ones are done.
         trigger_rx
             .map(|key| {
-                Ok::<_, Infallible>(ObjectRef::<PodMeta>::new(&key.name).within(&key.namespace))
+                Ok::<_, Infallible>(ObjectRef::<PodMetadata>::new(&key.name).within(&key.namespace))
             })
             .take_until(shutdown.clone()),
         kube::runtime::Config::default().concurrency(8),

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tower_test::mock::Handle;
 
 use super::context::{EpisodeGate, PodState, Waiting, lock};
-use super::filter::{PodKey, PodMeta};
+use super::filter::{PodKey, PodMetadata};
 use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
 use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::reconcile::{
@@ -784,7 +784,7 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
         pages,
         Some("as=PartialObjectMetadata"),
     ));
-    let mut writer: Writer<PodMeta> = Writer::default();
+    let mut writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(false));
@@ -798,7 +798,7 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
         let (ctx, synced, readiness) = (ctx.clone(), synced.clone(), readiness.clone());
         async move {
             drive_pod_watch(
-                Api::<PodMeta>::all(client),
+                Api::<PodMetadata>::all(client),
                 watcher::Config::default().page_size(2),
                 &mut writer,
                 ctx,
@@ -853,9 +853,9 @@ async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
     let on_b = PodKey::new("ns", "on-b");
     ctx.update(&on_a, |t| t.node = Some("node-a".into()));
     ctx.update(&on_b, |t| t.node = Some("node-b".into()));
-    let mut writer: Writer<PodMeta> = Writer::default();
+    let mut writer: Writer<PodMetadata> = Writer::default();
     for name in ["on-a", "on-b"] {
-        let p: PodMeta =
+        let p: PodMetadata =
             serde_json::from_value(meta_item(name, json!({KEY: "true"}), true)).expect("meta");
         writer.apply_watcher_event(&Event::Apply(p));
     }
@@ -1170,12 +1170,12 @@ fn job_json(rv: &str, state: Option<&RecoveryState>) -> Value {
 
 struct EpisodeHarness {
     ctx: Context,
-    writer: Writer<PodMeta>,
+    writer: Writer<PodMetadata>,
     triggers: futures::channel::mpsc::UnboundedReceiver<PodKey>,
 }
 
 fn episode_context(client: Client, config: EpisodeConfig) -> EpisodeHarness {
-    let writer: Writer<PodMeta> = Writer::default();
+    let writer: Writer<PodMetadata> = Writer::default();
     let (tx, rx) = futures::channel::mpsc::unbounded();
     let ctx =
         context(client, Options::default(), Leadership::always(), NOW).with_episodes(EpisodeGate {
@@ -1209,7 +1209,7 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
     let (client, handle) = mock();
     let mut h = episode_context(client, EpisodeConfig::default());
     // A sibling in the store, last seen on node-a, due since 19:58.
-    let sibling: PodMeta = serde_json::from_value(owned_by_train(json!({
+    let sibling: PodMetadata = serde_json::from_value(owned_by_train(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "sibling", "namespace": "ns", "uid": "uid-2",
                      "annotations": {KEY: "true"}, "deletionTimestamp": "2026-11-21T19:57:00Z"}
@@ -1637,7 +1637,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             job.clone(),
                             writes.clone(),
                         ));
-                        let store: Writer<PodMeta> = Writer::default();
+                        let store: Writer<PodMetadata> = Writer::default();
                         let (tx, _rx) = futures::channel::mpsc::unbounded();
                         let options = Options {
                             dry_run,
@@ -2124,7 +2124,7 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
         }
     });
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
-    let writer: Writer<PodMeta> = Writer::default();
+    let writer: Writer<PodMetadata> = Writer::default();
     let driver = tokio::spawn(drive_node_watch(
         Api::<Node>::all(client),
         ctx.clone(),

@@ -15,7 +15,7 @@ use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::context::{Context, lock};
-use super::filter::{self, PodKey, PodMeta};
+use super::filter::{self, PodKey, PodMetadata};
 use super::lease::Role;
 use super::node_cache::{self, NodeCache};
 use crate::admin::Readiness;
@@ -27,9 +27,9 @@ use crate::recovery::brake;
 /// once its first election round ended; a leader once both watches have listed.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive_watches_while_leading(
-    pods: Api<PodMeta>,
+    pods: Api<PodMetadata>,
     nodes: Api<Node>,
-    mut writer: Writer<PodMeta>,
+    mut writer: Writer<PodMetadata>,
     ctx: Arc<Context>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     readiness: Readiness,
@@ -94,9 +94,9 @@ fn update_readiness(ctx: &Context, pods_synced: &AtomicBool, readiness: &Readine
 /// keeps eligible pods in `writer`'s store, forgets the rest, and sends pods to reconcile to
 /// `triggers` (pods of a (re)list only once the list is complete and the store swapped in).
 pub async fn drive_pod_watch(
-    api: Api<PodMeta>,
+    api: Api<PodMetadata>,
     watch_config: watcher::Config,
-    writer: &mut Writer<PodMeta>,
+    writer: &mut Writer<PodMetadata>,
     ctx: Arc<Context>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     pods_synced: Arc<AtomicBool>,
@@ -152,7 +152,7 @@ pub async fn drive_pod_watch(
 pub(crate) async fn drive_node_watch(
     api: Api<Node>,
     ctx: Arc<Context>,
-    store: Store<PodMeta>,
+    store: Store<PodMetadata>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     pods_synced: Arc<AtomicBool>,
     readiness: Readiness,
