@@ -17,7 +17,7 @@ mod tests;
 
 use std::io::Write;
 
-use crate::check::{EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE};
+use crate::job::review::Severity;
 use crate::reconciler::cluster::{ClusterArgs, Prefer};
 use crate::rule_flags::{ConfigError, RuleArgs};
 pub(crate) use evaluate::{Audit, audit};
@@ -126,13 +126,7 @@ pub(crate) fn write(
 }
 
 pub(crate) fn exit_code(audit: &Audit) -> i32 {
-    if !audit.report.unreadable.is_empty() {
-        EXIT_UNREADABLE
-    } else if audit.report.objects.iter().any(|o| !o.allowed) {
-        EXIT_DENIED
-    } else {
-        EXIT_OK
-    }
+    crate::check::exit_code(&audit.report, crate::check::FailOn::Error)
 }
 
 /// `jobgate check`'s lines (`<namespace> Job/name: ...`) and the recovery findings on `out`;
@@ -144,12 +138,12 @@ pub(crate) fn write_text(
 ) -> std::io::Result<()> {
     let report = &audit.report;
     for o in &report.objects {
-        let who = format!("{} {}/{}", o.location, o.kind, o.name);
-        for e in &o.errors {
-            writeln!(out, "{who}: {e}")?;
-        }
-        for w in &o.warnings {
-            writeln!(out, "{who}: Warning: {w}")?;
+        let who = o.who();
+        for f in &o.findings {
+            match f.finding.severity() {
+                Severity::Error => writeln!(out, "{who}: {}", f.finding.message())?,
+                Severity::Warning => writeln!(out, "{who}: Warning: {}", f.finding.message())?,
+            }
         }
     }
     for r in &audit.recovery {
@@ -165,12 +159,14 @@ pub(crate) fn write_text(
         }
     }
     report.write_unreadable(err)?;
-    let (denied, warned) = report.denied_and_warned();
+    let s = report.summary();
     writeln!(
         err,
-        "jobgate audit: {} checked, {denied} would be denied, {warned} with warnings, {} unreadable; {} Job(s) with opted-in pods that cannot benefit from recovery",
-        report.objects.len(),
-        report.unreadable.len(),
+        "jobgate audit: {} checked, {} would be denied, {} with warnings, {} unreadable; {} Job(s) with opted-in pods that cannot benefit from recovery",
+        s.checked,
+        s.denied,
+        s.warned,
+        s.unreadable,
         audit.recovery.len()
     )
 }
