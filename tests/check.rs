@@ -67,9 +67,9 @@ fn files_directories_and_stdin() {
     assert_eq!(
         text(&out.stdout),
         format!(
-            "-:1 Job/train: Warning: jobgate: spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n\
-             -:1 Job/train: Warning: jobgate: spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n\
-             {d}/ml/codes.json:1 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n"
+            "-:5:1 Job/train: Warning: jobgate: spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n\
+             -:5:1 Job/train: Warning: jobgate: spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n\
+             {d}/ml/codes.json:1:155 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n"
         )
     );
     assert_eq!(
@@ -108,10 +108,12 @@ fn policies_from_env_and_config_file_and_json_output() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["objects"][0]["allowed"], false);
     assert_eq!(
-        v["objects"][0]["errors"][0]["field"],
+        v["objects"][0]["findings"][0]["field"],
         "spec.podReplacementPolicy"
     );
-    assert_eq!(v["objects"][0]["warnings"], serde_json::json!([]));
+    assert_eq!(v["objects"][0]["findings"][0]["source"], "recovery-needs-failed");
+    assert_eq!(v["objects"][0]["findings"][0]["severity"], "error");
+    assert_eq!(v["objects"][0]["findings"].as_array().map(Vec::len), Some(1));
 
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("jobgate.yaml");
@@ -155,7 +157,7 @@ fn verdict(version: &str, stdin: &str, extra: &[&str]) -> (Option<i32>, serde_js
         .unwrap_or_else(|e| panic!("{version}: {e}: {}", text(&out.stderr)));
     (
         out.status.code(),
-        v["objects"][0]["errors"][0]["field"].clone(),
+        v["objects"][0]["findings"][0]["field"].clone(),
     )
 }
 
