@@ -111,9 +111,15 @@ fn policies_from_env_and_config_file_and_json_output() {
         v["objects"][0]["findings"][0]["field"],
         "spec.podReplacementPolicy"
     );
-    assert_eq!(v["objects"][0]["findings"][0]["source"], "recovery-needs-failed");
+    assert_eq!(
+        v["objects"][0]["findings"][0]["source"],
+        "recovery-needs-failed"
+    );
     assert_eq!(v["objects"][0]["findings"][0]["severity"], "error");
-    assert_eq!(v["objects"][0]["findings"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        v["objects"][0]["findings"].as_array().map(Vec::len),
+        Some(1)
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("jobgate.yaml");
