@@ -84,12 +84,15 @@ pub(crate) fn positions(text: &str) -> Vec<Positions> {
                 {
                     let mut full = path.clone();
                     full.push(value.to_string());
-                    if current.at.contains_key(&full) {
-                        let mut steps = steps.clone();
-                        steps.push(Step::Key(value.to_string()));
-                        current.duplicates.push((steps, at));
-                    } else {
-                        current.at.insert(full, at);
+                    match current.at.entry(full) {
+                        std::collections::hash_map::Entry::Occupied(_) => {
+                            let mut steps = steps.clone();
+                            steps.push(Step::Key(value.to_string()));
+                            current.duplicates.push((steps, at));
+                        }
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(at);
+                        }
                     }
                     *key = Some(value.into_owned());
                 } else {

@@ -64,14 +64,15 @@ pub struct CheckArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text, env = "JOBGATE_OUTPUT")]
     pub(crate) output: OutputFormat,
 
-    /// What to do with unknown and duplicate fields, as `kubectl apply --validate`: strict (or
-    /// true) refuses them as kube-apiserver does by default, warn reports them as warnings,
-    /// ignore (or false) says nothing.
+    /// What to do with unknown and duplicate fields, as `kubectl apply --validate=...`: strict
+    /// (or true, or `--validate` alone) refuses them as kube-apiserver does by default, warn
+    /// reports them as warnings, ignore (or false) says nothing.
     #[arg(
         long,
         value_name = "strict|warn|ignore",
         default_value = "strict",
         num_args = 0..=1,
+        require_equals = true,
         default_missing_value = "strict",
         value_parser = FieldValidation::parse,
     )]

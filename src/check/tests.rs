@@ -289,3 +289,41 @@ fn admission_reviews_of_deletes_and_other_kinds_are_skipped_with_a_note() {
         "{err}"
     );
 }
+
+/// `jobgate check` alone on a terminal says how to use it instead of waiting on stdin; `-`
+/// still reads a terminal's stdin on purpose.
+#[test]
+fn no_input_on_a_terminal_is_a_usage_error() {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run_with(
+        &args(&[], OutputFormat::Text),
+        &mut GOOD_JOB.as_bytes(),
+        true,
+        &mut out,
+        &mut err,
+    );
+    assert_eq!(code, EXIT_UNREADABLE);
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.starts_with("jobgate check: no input: "), "{err}");
+    assert!(err.contains("usage: jobgate check"), "{err}");
+    let code = run_with(
+        &args(&["-"], OutputFormat::Text),
+        &mut GOOD_JOB.as_bytes(),
+        true,
+        &mut Vec::new(),
+        &mut Vec::new(),
+    );
+    assert_eq!(code, EXIT_OK);
+}
+
+#[test]
+fn globs_match_whole_segments() {
+    let m = |g: &str, p: &str| input::glob_matches(g, std::path::Path::new(p));
+    assert!(m("*.json", "dir/a.json"));
+    assert!(m("vendor/**", "./vendor/x/a.yaml"));
+    assert!(m("**/test-*.yaml", "a/b/test-1.yaml"));
+    assert!(m("a/?.yaml", "a/b.yaml"));
+    assert!(!m("*.json", "dir/a.yaml"));
+    assert!(!m("a/*.yaml", "a/b/c.yaml"));
+    assert!(!m("endor/**", "vendor/x.yaml"));
+}
