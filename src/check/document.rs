@@ -424,7 +424,7 @@ fn check_object(
     checked
         .findings
         .extend(outcome.findings.into_iter().map(|finding| {
-            let at = match &finding.path {
+            let at = match finding.field() {
                 Some(p) => place.at(&segments(p.as_str())),
                 None => place.location(),
             };

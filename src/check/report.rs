@@ -138,7 +138,7 @@ impl Serialize for Located {
         let mut st = s.serialize_struct("Finding", 8)?;
         st.serialize_field("source", f.source.as_str())?;
         st.serialize_field("severity", &f.severity())?;
-        st.serialize_field("field", &f.path.as_ref().map(|p| p.as_str()))?;
+        st.serialize_field("field", &f.field().map(|p| p.as_str()))?;
         if let Said::Error(e) = &f.said {
             st.serialize_field("reason", e.kind.cause())?;
         }

@@ -358,13 +358,14 @@ mod tests {
     }
 
     fn split(found: Vec<review::Finding>) -> Findings {
-        let outcome = review::Outcome {
+        let verdict = review::Outcome {
             findings: found,
             patch: Default::default(),
-        };
+        }
+        .into_verdict();
         Findings {
-            errors: outcome.errors().cloned().collect(),
-            warnings: outcome.warnings().map(str::to_string).collect(),
+            errors: verdict.errors,
+            warnings: verdict.warnings,
         }
     }
 

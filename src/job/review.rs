@@ -60,7 +60,7 @@ pub(crate) enum Said {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Finding {
     pub(crate) source: Source,
-    /// The field it is about, when there is one.
+    /// The field a warning is about, when there is one (an error carries its own).
     pub(crate) path: Option<FieldPath>,
     pub(crate) said: Said,
 }
@@ -69,7 +69,7 @@ impl Finding {
     pub(crate) fn error(source: Source, error: FieldError) -> Finding {
         Finding {
             source,
-            path: Some(error.path.clone()),
+            path: None,
             said: Said::Error(error),
         }
     }
@@ -79,6 +79,14 @@ impl Finding {
             source,
             path,
             said: Said::Warning(text),
+        }
+    }
+
+    /// The field the finding is about, when there is one.
+    pub(crate) fn field(&self) -> Option<&FieldPath> {
+        match &self.said {
+            Said::Error(e) => Some(&e.path),
+            Said::Rejected(_) | Said::Warning(_) => self.path.as_ref(),
         }
     }
 
@@ -107,29 +115,21 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    /// The field errors, in order.
-    pub(crate) fn errors(&self) -> impl Iterator<Item = &FieldError> {
-        self.findings.iter().filter_map(|f| match &f.said {
-            Said::Error(e) => Some(e),
-            Said::Rejected(_) | Said::Warning(_) => None,
-        })
-    }
-
-    /// The warnings' texts, in order.
-    pub(crate) fn warnings(&self) -> impl Iterator<Item = &str> {
-        self.findings.iter().filter_map(|f| match &f.said {
-            Said::Warning(w) => Some(w.as_str()),
-            Said::Error(_) | Said::Rejected(_) => None,
-        })
-    }
-
     /// The AdmissionReview-shaped verdict: errors, warnings, patch.
     pub(crate) fn into_verdict(self) -> Verdict {
-        Verdict {
-            errors: self.errors().cloned().collect(),
-            warnings: self.warnings().map(str::to_string).collect(),
+        let mut verdict = Verdict {
             patch: self.patch,
+            ..Verdict::default()
+        };
+        for finding in self.findings {
+            match finding.said {
+                Said::Error(e) => verdict.errors.push(e),
+                Said::Warning(w) => verdict.warnings.push(w),
+                // Decoding happens before admission; a webhook never gets here.
+                Said::Rejected(_) => {}
+            }
         }
+        verdict
     }
 }
 
