@@ -17,7 +17,9 @@ mod tests;
 
 use std::io::Write;
 
+use crate::job::Config;
 use crate::job::review::Severity;
+use crate::job::version::{Cluster, KubernetesVersion};
 use crate::reconciler::cluster::{ClusterArgs, Prefer};
 use crate::rule_flags::{ConfigError, RuleArgs};
 pub(crate) use evaluate::{Audit, audit};
@@ -69,9 +71,24 @@ pub enum AuditError {
     /// The Kubernetes client cannot be set up (kubeconfig or in-cluster configuration).
     #[error("cannot set up the Kubernetes client: {0}")]
     Client(String),
+    /// The API server's version (`GET /version`) cannot be read.
+    #[error("cannot read the Kubernetes version from {server}: {source}")]
+    Version {
+        /// The API server's URL.
+        server: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
     /// A list call to the Kubernetes API failed.
-    #[error("cannot list from the Kubernetes API: {0}")]
-    Api(#[from] kube::Error),
+    #[error("cannot list from the Kubernetes API at {server}: {source}")]
+    Api {
+        /// The API server's URL.
+        server: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
     /// The PolicyReports cannot be serialized as YAML.
     #[error("cannot render the PolicyReports: {0}")]
     Render(#[from] serde_yaml_ng::Error),
@@ -80,15 +97,47 @@ pub enum AuditError {
     Write(#[from] std::io::Error),
 }
 
+/// What a 403 from the API server is answered with: the ClusterRole that grants the calls.
+pub const RBAC_HINT: &str = "the ClusterRole jobgate-audit (kubectl apply -k deploy/audit) grants \
+     exactly the calls jobgate audit makes; bind it to this user, e.g. kubectl create \
+     clusterrolebinding jobgate-audit-$USER --clusterrole=jobgate-audit --user=<user>";
+
 /// Runs the audit against the cluster; returns the exit status.
 pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
-    let config = args.rules.load()?;
-    let client = args
+    let kube_config = args
         .cluster
-        .client(Prefer::Kubeconfig)
+        .kube_config(Prefer::Kubeconfig)
         .await
         .map_err(|e| AuditError::Client(format!("{e:#}")))?;
-    let inventory = fetch::fetch(&client, args.namespace.as_deref()).await?;
+    let server = kube_config.cluster_url.to_string();
+    let client =
+        kube::Client::try_from(kube_config).map_err(|e| AuditError::Client(format!("{e:#}")))?;
+    // The rules follow the cluster's own release unless --kubernetes-version (or the config
+    // file) says otherwise.
+    let base = match args.rules.kubernetes_version {
+        Some(_) => Config::default(),
+        None => {
+            let info = client
+                .apiserver_version()
+                .await
+                .map_err(|source| AuditError::Version {
+                    server: server.clone(),
+                    source,
+                })?;
+            let (version, note) = release_of(&info.git_version);
+            if let Some(note) = note {
+                eprintln!("jobgate audit: {note}");
+            }
+            Config {
+                cluster: Cluster::new(version),
+                ..Config::default()
+            }
+        }
+    };
+    let config = args.rules.load_over(base)?;
+    let inventory = fetch::fetch(&client, args.namespace.as_deref())
+        .await
+        .map_err(|source| AuditError::Api { server, source })?;
     let found = audit(&inventory, &config);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -103,6 +152,27 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         &mut stderr.lock(),
     )?;
     Ok(exit_code(&found))
+}
+
+/// The release whose rules judge a cluster whose `/version` says `git_version`: that release,
+/// else the nearest supported one, with a note saying so.
+pub(crate) fn release_of(git_version: &str) -> (KubernetesVersion, Option<String>) {
+    if let Ok(v) = KubernetesVersion::parse(git_version) {
+        return (v, None);
+    }
+    let minor = git_version
+        .trim_start_matches('v')
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse::<u32>().ok());
+    let nearest = match minor {
+        Some(m) if m < 33 => KubernetesVersion::OLDEST,
+        _ => KubernetesVersion::NEWEST,
+    };
+    let note = format!(
+        "the cluster reports version {git_version:?}, which jobgate has no rules for; judging with {nearest}'s (set --kubernetes-version to choose)"
+    );
+    (nearest, Some(note))
 }
 
 /// Renders `audit` in `format`; `now` is the PolicyReports' timestamp (Unix seconds).
