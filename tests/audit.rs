@@ -73,14 +73,22 @@ fn an_unreachable_api_server_is_a_clear_error() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
-/// A plain-HTTP stand-in for kube-apiserver: answers each request with `answer(path)` (status
-/// line code and JSON body), one request per connection. Returns its kubeconfig's directory.
+/// A plain-HTTP stand-in for kube-apiserver: answers each request with `answer(method, path)`
+/// (status code and JSON body), one request per connection, and records `METHOD path` of each.
+/// Returns its kubeconfig (and the directory holding it) and the record.
+#[allow(clippy::type_complexity)]
 fn fake_api_server(
-    answer: impl Fn(&str) -> (u16, String) + Send + 'static,
-) -> (tempfile::TempDir, PathBuf) {
-    use std::io::{BufRead, BufReader, Write};
+    answer: impl Fn(&str, &str) -> (u16, String) + Send + 'static,
+) -> (
+    tempfile::TempDir,
+    PathBuf,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
@@ -89,16 +97,30 @@ fn fake_api_server(
             if reader.read_line(&mut request_line).is_err() {
                 continue;
             }
+            let mut length = 0usize;
             loop {
                 let mut header = String::new();
                 match reader.read_line(&mut header) {
                     Ok(0) | Err(_) => break,
                     Ok(_) if header == "\r\n" => break,
-                    Ok(_) => {}
+                    Ok(_) => {
+                        if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:")
+                        {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
                 }
             }
-            let path = request_line.split_whitespace().nth(1).unwrap_or("/");
-            let (code, body) = answer(path);
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let mut words = request_line.split_whitespace();
+            let method = words.next().unwrap_or("GET");
+            let path = words.next().unwrap_or("/");
+            record
+                .lock()
+                .expect("record")
+                .push(format!("{method} {path}"));
+            let (code, body) = answer(method, path);
             let _ = write!(
                 stream,
                 "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -117,7 +139,7 @@ fn fake_api_server(
         ),
     )
     .expect("kubeconfig");
-    (dir, kubeconfig)
+    (dir, kubeconfig, seen)
 }
 
 fn version(git_version: &str) -> String {
@@ -136,7 +158,7 @@ fn a_forbidden_list_is_said_as_kubectl_says_it_with_the_rbac_that_grants_it() {
         "status": "Failure", "message": message, "reason": "Forbidden",
         "details": {"group": "batch", "kind": "jobs"}, "code": 403})
     .to_string();
-    let (_dir, kubeconfig) = fake_api_server(move |path| {
+    let (_dir, kubeconfig, _) = fake_api_server(move |_, path| {
         if path == "/version" {
             (200, version("v1.35.2"))
         } else {
@@ -181,7 +203,7 @@ fn the_rules_follow_the_version_the_cluster_reports() {
             "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}}});
     let run = |git_version: &'static str, extra: &[&str]| {
         let cron_job = cron_job.clone();
-        let (_dir, kubeconfig) = fake_api_server(move |path| {
+        let (_dir, kubeconfig, _) = fake_api_server(move |_, path| {
             let list = |kind: &str, items: Vec<Value>| {
                 serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": items})
                     .to_string()
@@ -221,51 +243,204 @@ fn the_rules_follow_the_version_the_cluster_reports() {
     );
 }
 
-#[test]
-fn the_audit_cluster_role_grants_exactly_the_calls_audit_makes() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/audit");
-    let out = match Command::new("kubectl").arg("kustomize").arg(&dir).output() {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED: kubectl not found on PATH; deploy/audit is not rendered");
-            return;
-        }
-        Err(e) => panic!("cannot run kubectl: {e}"),
-    };
+/// `kubectl kustomize` of a directory under deploy/, as YAML documents.
+fn render(dir: &str) -> Vec<Value> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run kubectl (.ci/run installs it): {e}"));
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let docs: Vec<Value> =
-        serde_yaml_ng::Deserializer::from_str(std::str::from_utf8(&out.stdout).expect("UTF-8"))
-            .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
-            .collect();
-    assert_eq!(docs.len(), 1, "only the ClusterRole: {docs:?}");
-    let role = &docs[0];
-    assert_eq!(role["kind"], "ClusterRole");
-    assert_eq!(role["metadata"]["name"], "jobgate-audit");
+    serde_yaml_ng::Deserializer::from_str(std::str::from_utf8(&out.stdout).expect("UTF-8"))
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .collect()
+}
+
+/// (group, resource, verb) granted by the ClusterRoles among `docs`.
+fn granted(docs: &[&Value]) -> BTreeSet<(String, String, String)> {
     let mut granted = BTreeSet::new();
-    for rule in role["rules"].as_array().expect("rules") {
-        for group in rule["apiGroups"].as_array().expect("apiGroups") {
-            for resource in rule["resources"].as_array().expect("resources") {
-                for verb in rule["verbs"].as_array().expect("verbs") {
-                    granted.insert((
-                        group.as_str().expect("group").to_string(),
-                        resource.as_str().expect("resource").to_string(),
-                        verb.as_str().expect("verb").to_string(),
-                    ));
+    for role in docs {
+        for rule in role["rules"].as_array().expect("rules") {
+            for group in rule["apiGroups"].as_array().expect("apiGroups") {
+                for resource in rule["resources"].as_array().expect("resources") {
+                    for verb in rule["verbs"].as_array().expect("verbs") {
+                        granted.insert((
+                            group.as_str().expect("group").to_string(),
+                            resource.as_str().expect("resource").to_string(),
+                            verb.as_str().expect("verb").to_string(),
+                        ));
+                    }
                 }
             }
         }
     }
-    let needed: BTreeSet<(String, String, String)> = jobgate::audit::RBAC
+    granted
+}
+
+fn needed(calls: &[&[(&str, &str, &[&str])]]) -> BTreeSet<(String, String, String)> {
+    calls
         .iter()
+        .flat_map(|c| c.iter())
         .flat_map(|(g, r, verbs)| {
             verbs
                 .iter()
                 .map(move |v| (g.to_string(), r.to_string(), v.to_string()))
         })
+        .collect()
+}
+
+#[test]
+fn the_audit_cluster_role_grants_exactly_the_calls_audit_makes() {
+    let docs = render("deploy/audit");
+    assert_eq!(docs.len(), 1, "only the ClusterRole: {docs:?}");
+    let role = &docs[0];
+    assert_eq!(role["kind"], "ClusterRole");
+    assert_eq!(role["metadata"]["name"], "jobgate-audit");
+    assert_eq!(granted(&[role]), needed(&[jobgate::audit::RBAC]));
+}
+
+/// deploy/audit/cronjob: `jobgate audit --apply --prune` on a schedule, as a ServiceAccount
+/// bound to exactly the calls it makes (list, and the reports' apply and prune).
+#[test]
+fn the_audit_cron_job_runs_apply_and_prune_with_exactly_its_rbac() {
+    let docs = render("deploy/audit/cronjob");
+    let of = |kind: &str| -> Vec<&Value> { docs.iter().filter(|d| d["kind"] == kind).collect() };
+    let cron_job = of("CronJob");
+    assert_eq!(cron_job.len(), 1);
+    let cron_job = cron_job[0];
+    let namespace = cron_job["metadata"]["namespace"]
+        .as_str()
+        .expect("namespace");
+    let pod = &cron_job["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    let account = pod["serviceAccountName"]
+        .as_str()
+        .expect("serviceAccountName");
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
         .collect();
-    assert_eq!(granted, needed);
+    assert_eq!(&args[..3], ["audit", "--apply", "--prune"]);
+    // The image is the release's, as deploy/base names it.
+    assert_eq!(
+        container["image"],
+        format!("ghcr.io/jobgate/jobgate:{}", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        of("ServiceAccount")
+            .iter()
+            .map(|a| (
+                a["metadata"]["name"].as_str(),
+                a["metadata"]["namespace"].as_str()
+            ))
+            .collect::<Vec<_>>(),
+        [(Some(account), Some(namespace))]
+    );
+    let roles = of("ClusterRole");
+    for binding in of("ClusterRoleBinding") {
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": account, "namespace": namespace}])
+        );
+        assert!(
+            roles
+                .iter()
+                .any(|r| r["metadata"]["name"] == binding["roleRef"]["name"]),
+            "{binding}"
+        );
+    }
+    assert_eq!(of("ClusterRoleBinding").len(), roles.len());
+    assert_eq!(
+        granted(&roles),
+        needed(&[jobgate::audit::RBAC, jobgate::audit::APPLY_RBAC])
+    );
+}
+
+/// `--apply --prune`: each namespace's report server-side applied with jobgate's field manager,
+/// the stale report of a namespace without Jobs deleted, and findings leave the exit status 0
+/// (they are in the reports).
+#[test]
+fn apply_writes_each_namespaces_report_and_prune_deletes_stale_ones() {
+    let job = serde_json::json!({"metadata": {"name": "bad", "namespace": "ml", "uid": "u1"},
+        "spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}}});
+    let (_dir, kubeconfig, seen) = fake_api_server(move |method, path| {
+        let list = |kind: &str, items: Vec<Value>| {
+            serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": items})
+                .to_string()
+        };
+        let report = |ns: &str| {
+            serde_json::json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+                "metadata": {"name": "jobgate-audit", "namespace": ns}})
+        };
+        match (method, path.split('?').next().unwrap_or("")) {
+            ("GET", "/version") => (200, version("v1.35.2")),
+            ("GET", "/apis/batch/v1/jobs") => (200, list("JobList", vec![job.clone()])),
+            ("GET", "/apis/batch/v1/cronjobs") => (200, list("CronJobList", vec![])),
+            ("GET", "/api/v1/pods") => (200, list("PartialObjectMetadataList", vec![])),
+            (
+                "PATCH",
+                "/apis/wgpolicyk8s.io/v1alpha2/namespaces/ml/policyreports/jobgate-audit",
+            ) => (200, report("ml").to_string()),
+            ("GET", "/apis/wgpolicyk8s.io/v1alpha2/policyreports") => (
+                200,
+                list("PolicyReportList", vec![report("ml"), report("gone")]),
+            ),
+            (
+                "DELETE",
+                "/apis/wgpolicyk8s.io/v1alpha2/namespaces/gone/policyreports/jobgate-audit",
+            ) => (
+                200,
+                serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})
+                    .to_string(),
+            ),
+            _ => (404, "{}".to_string()),
+        }
+    });
+    let out = jobgate(&[
+        "audit",
+        "--apply",
+        "--prune",
+        "--kubeconfig",
+        kubeconfig.to_str().expect("UTF-8"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("jobgate audit: applied 1 PolicyReport(s) (ml), pruned 1 (gone)"),
+        "{stderr}"
+    );
+    // The Job is reported (restartPolicy is required).
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("ml Job/bad: spec.template.spec.restartPolicy"),
+        "{out:?}"
+    );
+    let seen = seen.lock().expect("record").clone();
+    let writes: Vec<&String> = seen.iter().filter(|r| !r.starts_with("GET")).collect();
+    assert_eq!(writes.len(), 2, "{seen:?}");
+    assert!(
+        writes[0].starts_with(
+            "PATCH /apis/wgpolicyk8s.io/v1alpha2/namespaces/ml/policyreports/jobgate-audit?"
+        ) && writes[0].contains("fieldManager=jobgate-audit")
+            && writes[0].contains("force=true"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(
+            |r| r.starts_with("GET /apis/wgpolicyk8s.io/v1alpha2/policyreports?")
+                && r.contains("labelSelector=app.kubernetes.io%2Fmanaged-by%3Djobgate")
+        ),
+        "{seen:?}"
+    );
+    assert_eq!(
+        writes[1].split('?').next(),
+        Some("DELETE /apis/wgpolicyk8s.io/v1alpha2/namespaces/gone/policyreports/jobgate-audit")
+    );
 }

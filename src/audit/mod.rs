@@ -8,6 +8,7 @@
 //! would be denied (warnings allowed), 1 when something would be, 2 when the cluster or an object
 //! could not be read.
 
+pub(crate) mod apply;
 pub(crate) mod evaluate;
 pub(crate) mod fetch;
 pub(crate) mod policyreport;
@@ -17,6 +18,7 @@ mod tests;
 
 use std::io::Write;
 
+use crate::check::EXIT_UNREADABLE;
 use crate::job::Config;
 use crate::job::review::Severity;
 use crate::job::version::{Cluster, KubernetesVersion};
@@ -33,6 +35,14 @@ pub const RBAC: &[(&str, &str, &[&str])] = &[
     // metadata only (PartialObjectMetadataList): opt-in annotations and the controlling Job
     ("", "pods", &["list"]),
 ];
+
+/// What `--apply --prune` adds to [`RBAC`]: server-side apply of the reports (`create` for a new
+/// one, `patch`), and listing and deleting stale ones. deploy/audit/cronjob grants exactly this.
+pub const APPLY_RBAC: &[(&str, &str, &[&str])] = &[(
+    "wgpolicyk8s.io",
+    "policyreports",
+    &["list", "create", "patch", "delete"],
+)];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub(crate) enum AuditOutput {
@@ -57,6 +67,16 @@ pub struct AuditArgs {
     /// `kubectl apply -f -`).
     #[arg(long, short = 'o', value_enum, default_value_t = AuditOutput::Text, env = "JOBGATE_OUTPUT")]
     pub(crate) output: AuditOutput,
+    /// Write the PolicyReports to the cluster (server-side apply, field manager
+    /// `jobgate-audit`) instead of leaving that to `kubectl apply`; findings then do not change
+    /// the exit status (they are in the reports): 0, or 2 when the cluster cannot be read or
+    /// written.
+    #[arg(long)]
+    pub(crate) apply: bool,
+    /// With --apply: delete jobgate's PolicyReports in namespaces that no longer have a Job or
+    /// CronJob.
+    #[arg(long, requires = "apply")]
+    pub(crate) prune: bool,
     /// Rule settings, as for `serve` and `check`: --config, --policy, --recovery-annotation-key.
     #[command(flatten)]
     pub(crate) rules: RuleArgs,
@@ -89,6 +109,15 @@ pub enum AuditError {
         #[source]
         source: kube::Error,
     },
+    /// The PolicyReports cannot be written (`--apply`) or stale ones deleted (`--prune`).
+    #[error("cannot write the PolicyReports at {server}: {source}")]
+    Apply {
+        /// The API server's URL.
+        server: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
     /// The PolicyReports cannot be serialized as YAML.
     #[error("cannot render the PolicyReports: {0}")]
     Render(#[from] serde_yaml_ng::Error),
@@ -99,7 +128,8 @@ pub enum AuditError {
 
 /// What a 403 from the API server is answered with: the ClusterRole that grants the calls.
 pub const RBAC_HINT: &str = "the ClusterRole jobgate-audit (kubectl apply -k deploy/audit) grants \
-     exactly the calls jobgate audit makes; bind it to this user, e.g. kubectl create \
+     exactly the calls jobgate audit makes (--apply --prune: also jobgate-audit-reports, \
+     deploy/audit/cronjob); bind it to this user, e.g. kubectl create \
      clusterrolebinding jobgate-audit-$USER --clusterrole=jobgate-audit --user=<user>";
 
 /// Runs the audit against the cluster; returns the exit status.
@@ -137,7 +167,10 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
     let config = args.rules.load_over(base)?;
     let inventory = fetch::fetch(&client, args.namespace.as_deref())
         .await
-        .map_err(|source| AuditError::Api { server, source })?;
+        .map_err(|source| AuditError::Api {
+            server: server.clone(),
+            source,
+        })?;
     let found = audit(&inventory, &config);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -151,7 +184,26 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         &mut std::io::BufWriter::new(stdout.lock()),
         &mut stderr.lock(),
     )?;
-    Ok(exit_code(&found))
+    if !args.apply {
+        return Ok(exit_code(&found));
+    }
+    let reports = policyreport::reports(&found, now);
+    let applied = apply::apply(&client, &reports, args.namespace.as_deref(), args.prune)
+        .await
+        .map_err(|source| AuditError::Apply { server, source })?;
+    writeln!(
+        stderr.lock(),
+        "jobgate audit: applied {} PolicyReport(s) ({}), pruned {} ({})",
+        applied.written.len(),
+        applied.written.join(", "),
+        applied.pruned.len(),
+        applied.pruned.join(", ")
+    )?;
+    // The findings are in the reports; a CronJob's Job fails only when the audit could not run.
+    match exit_code(&found) {
+        EXIT_UNREADABLE => Ok(EXIT_UNREADABLE),
+        _ => Ok(crate::check::EXIT_OK),
+    }
 }
 
 /// The release whose rules judge a cluster whose `/version` says `git_version`: that release,
