@@ -38,21 +38,11 @@ fn help_documents_the_three_outputs_and_the_namespace() {
 
 #[test]
 fn an_unreachable_api_server_is_a_clear_error() {
-    let dir = tempfile::tempdir().expect("tempdir");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: down\n  cluster:\n    server: http://127.0.0.1:{port}\n\
-             contexts:\n- name: down\n  context:\n    cluster: down\n    user: nobody\n\
-             current-context: down\nusers:\n- name: nobody\n  user: {{}}\n"
-        ),
-    )
-    .expect("kubeconfig");
+    let (_dir, kubeconfig) = kubeconfig_for(port);
     let started = Instant::now();
     let out = jobgate(&[
         "audit",
@@ -128,18 +118,24 @@ fn fake_api_server(
             );
         }
     });
+    let (dir, kubeconfig) = kubeconfig_for(port);
+    (dir, kubeconfig, seen)
+}
+
+/// A kubeconfig (in a temporary directory) whose current context is `http://127.0.0.1:<port>`.
+fn kubeconfig_for(port: u16) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
         &kubeconfig,
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:{port}\n\
-             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: alice\n\
-             current-context: fake\nusers:\n- name: alice\n  user: {{}}\n"
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+             contexts:\n- name: local\n  context:\n    cluster: local\n    user: alice\n\
+             current-context: local\nusers:\n- name: alice\n  user: {{}}\n"
         ),
     )
     .expect("kubeconfig");
-    (dir, kubeconfig, seen)
+    (dir, kubeconfig)
 }
 
 fn version(git_version: &str) -> String {

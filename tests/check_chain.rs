@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use base64::Engine;
@@ -160,19 +160,6 @@ fn check(file: &Path, extra: &[&str]) -> Verdict {
     }
 }
 
-fn requests(dir: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(dir);
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".request.json"))
-        .collect();
-    out.sort();
-    out
-}
-
 #[test]
 fn check_equals_mutate_then_validate_for_every_fixture() {
     let jg = Jobgate::start(&[]);
@@ -184,7 +171,7 @@ fn check_equals_mutate_then_validate_for_every_fixture() {
         ("validate", "/mutate"),
         ("validate-by-version", "/mutate"),
     ] {
-        let files = requests(dir);
+        let files = support::fixture_requests(dir);
         assert!(!files.is_empty(), "no fixtures in {dir}");
         for file in files {
             let review: Value =

@@ -20,7 +20,6 @@ use std::io::Write;
 
 use crate::check::EXIT_UNREADABLE;
 use crate::job::Config;
-use crate::job::review::Severity;
 use crate::job::version::{Cluster, KubernetesVersion};
 use crate::reconciler::cluster::{ClusterArgs, Prefer};
 use crate::rule_flags::{ConfigError, RuleArgs};
@@ -261,12 +260,7 @@ pub(crate) fn write_text(
     let report = &audit.report;
     for o in &report.objects {
         let who = o.who();
-        for f in &o.findings {
-            match f.finding.severity() {
-                Severity::Error => writeln!(out, "{who}: {}", f.finding.message())?,
-                Severity::Warning => writeln!(out, "{who}: Warning: {}", f.finding.message())?,
-            }
-        }
+        o.write_lines(out, |_| who.clone())?;
     }
     for r in &audit.recovery {
         for f in &r.findings {

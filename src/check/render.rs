@@ -44,13 +44,7 @@ pub(crate) fn write_text(
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
     for o in &report.objects {
-        for f in &o.findings {
-            let who = format!("{} {}/{}", f.at, o.kind, o.name);
-            match f.finding.severity() {
-                Severity::Error => writeln!(out, "{who}: {}", f.finding.message())?,
-                Severity::Warning => writeln!(out, "{who}: Warning: {}", f.finding.message())?,
-            }
-        }
+        o.write_lines(out, |f| format!("{} {}/{}", f.at, o.kind, o.name))?;
         for op in o.patch.0.iter().filter(|_| o.mutation_changes) {
             writeln!(
                 err,

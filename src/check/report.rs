@@ -80,6 +80,23 @@ impl Checked {
     pub(crate) fn who(&self) -> String {
         format!("{} {}/{}", self.location, self.kind, self.name)
     }
+
+    /// One line per finding, as kubectl prints errors and warnings: `<who>: <message>`,
+    /// `<who>: Warning: <message>`; `who` says where each finding is.
+    pub(crate) fn write_lines(
+        &self,
+        out: &mut dyn std::io::Write,
+        who: impl Fn(&Located) -> String,
+    ) -> std::io::Result<()> {
+        for f in &self.findings {
+            let warning = match f.finding.severity() {
+                Severity::Error => "",
+                Severity::Warning => "Warning: ",
+            };
+            writeln!(out, "{}: {warning}{}", who(f), f.finding.message())?;
+        }
+        Ok(())
+    }
 }
 
 /// A document skipped: not a batch/v1 Job or CronJob.
