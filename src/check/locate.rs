@@ -57,8 +57,12 @@ enum Frame {
     Skipped,
 }
 
+/// Collections nested deeper than this are not located inside (serde_yaml_ng refuses past 128
+/// levels anyway); it bounds the work per node, which copies its path.
+const MAX_DEPTH: usize = 256;
+
 /// The positions of every document in `text`, in order; parsing stops at the first error (the
-/// documents before it keep their positions).
+/// documents before it, and the part of that one before it, keep their positions).
 pub(crate) fn positions(text: &str) -> Vec<Positions> {
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -113,6 +117,7 @@ pub(crate) fn positions(text: &str) -> Vec<Positions> {
                     }
                     Some(Frame::Skipped) => Frame::Skipped,
                     _ => match node(&mut stack, &mut current, at) {
+                        _ if stack.len() >= MAX_DEPTH => Frame::Skipped,
                         Some((path, steps)) if is_map => Frame::Map {
                             path,
                             steps,
@@ -133,6 +138,10 @@ pub(crate) fn positions(text: &str) -> Vec<Positions> {
             }
             _ => {}
         }
+    }
+    // A document the parser gave up in keeps what was located before the error.
+    if current.root.is_some() {
+        docs.push(current);
     }
     docs
 }
@@ -267,6 +276,35 @@ mod tests {
     fn json_is_located_too() {
         let docs = positions("{\"kind\": \"Job\",\n \"spec\": {\"backoffLimit\": -1}}\n");
         assert_eq!(docs[0].find(&path("spec.backoffLimit")), p(2, 11));
+    }
+
+    proptest::proptest! {
+        /// Any text: positions or none, never a panic.
+        #[test]
+        fn any_text_is_located_without_panicking(text in "[ -~\n\t]{0,200}") {
+            let _ = positions(&text);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_located_down_to_the_bound_only() {
+        let depth = MAX_DEPTH + 50;
+        let mut text = String::new();
+        for i in 0..depth {
+            text.push_str(&" ".repeat(i));
+            text.push_str("a:\n");
+        }
+        text.push_str(&" ".repeat(depth));
+        text.push_str("b: 1\n");
+        let docs = positions(&text);
+        let deep = vec!["a".to_string(); depth];
+        // Keys are located down to (about) the bound, deeper than serde_yaml_ng reads; below
+        // it, the nearest located parent answers.
+        let found = docs[0].find(&deep).expect("a parent");
+        assert!(
+            (128..=MAX_DEPTH + 1).contains(&found.line) && found.column == found.line,
+            "{found:?}"
+        );
     }
 
     #[test]
