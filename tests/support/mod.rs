@@ -163,3 +163,17 @@ pub fn post_file(jg: &Jobgate, path: &str, file: &Path, http: &str) -> Reply {
         &jg.url(path),
     ])
 }
+
+/// The `*.request.json` AdmissionReviews under `tests/fixtures/<dir>`, in name order.
+pub fn fixture_requests(dir: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".request.json"))
+        .collect();
+    paths.sort();
+    paths
+}
