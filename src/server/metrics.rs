@@ -43,7 +43,7 @@ pub struct WarningLabels {
     pub kind: &'static str,
 }
 
-/// The `code` values of `jobgate_admission_rejected_requests_total` (webhook.rs `status_label`).
+/// The `code` values of `jobgate_admission_rejected_requests_total` (`rejection::status_label`).
 pub(crate) const REJECTION_CODES: [&str; 9] = [
     "400", "404", "405", "408", "413", "415", "429", "500", "other",
 ];
@@ -186,6 +186,23 @@ impl RequestLabels {
     }
 }
 
+/// One review counted in `jobgate_admission_in_flight_requests` for as long as it lives: the
+/// gauge goes down on every path, a cancelled request or a panic included.
+pub(crate) struct InFlight(Gauge);
+
+impl InFlight {
+    pub(crate) fn enter(gauge: &Gauge) -> InFlight {
+        gauge.inc();
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,5 +238,19 @@ mod tests {
                 .count(),
             27
         );
+    }
+
+    #[test]
+    fn every_rejection_code_is_one_status_label_gives() {
+        for code in REJECTION_CODES.iter().filter(|c| **c != "other") {
+            let status = code
+                .parse()
+                .ok()
+                .and_then(|n| axum::http::StatusCode::from_u16(n).ok());
+            assert_eq!(
+                status.map(super::super::rejection::status_label),
+                Some(*code)
+            );
+        }
     }
 }

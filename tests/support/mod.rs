@@ -191,3 +191,17 @@ pub fn subcommands() -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The `*.request.json` AdmissionReviews under `tests/fixtures/<dir>`, in name order.
+pub fn fixture_requests(dir: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".request.json"))
+        .collect();
+    paths.sort();
+    paths
+}
