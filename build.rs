@@ -76,10 +76,23 @@ fn watch_head() {
     }
 }
 
-/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`: Howard Hinnant's `civil_from_days`
+/// (the proleptic Gregorian calendar, as Go's and chrono's), so that build.rs needs no crate.
 fn rfc3339(secs: i64) -> String {
-    match chrono::DateTime::from_timestamp(secs, 0) {
-        Some(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        None => panic!("{secs} seconds since the Unix epoch is not a date"),
-    }
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
