@@ -35,13 +35,13 @@ pub enum ConfigError {
     Cluster(String),
 }
 
-/// Reads a config file on top of the defaults.
-pub(crate) fn config_from_file(path: &Path) -> Result<Config, ConfigError> {
+/// Reads a config file on top of `base`.
+pub(crate) fn config_from_file(path: &Path, base: Config) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut config = Config::default();
+    let mut config = base;
     config
         .merge_yaml(&text)
         .map_err(|source| ConfigError::Parse {
@@ -130,9 +130,15 @@ pub struct RuleArgs {
 impl RuleArgs {
     /// Defaults, then `--config`, then the flags.
     pub fn load(&self) -> Result<Config, ConfigError> {
+        self.load_over(Config::default())
+    }
+
+    /// `base` (`audit`: the defaults for the cluster's own release), then `--config`, then the
+    /// flags.
+    pub(crate) fn load_over(&self, base: Config) -> Result<Config, ConfigError> {
         let mut config = match &self.config {
-            Some(path) => config_from_file(path)?,
-            None => Config::default(),
+            Some(path) => config_from_file(path, base)?,
+            None => base,
         };
         for (policy, level) in &self.policies {
             config.policies.set(*policy, *level);
@@ -235,7 +241,8 @@ mod tests {
 
     #[test]
     fn a_missing_config_file_says_which() {
-        let e = config_from_file(Path::new("/nonexistent/jobgate.yaml")).unwrap_err();
+        let e = config_from_file(Path::new("/nonexistent/jobgate.yaml"), Config::default())
+            .unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("cannot read config file /nonexistent/jobgate.yaml")

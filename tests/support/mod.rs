@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod kustomize;
+
 pub struct Jobgate {
     pub child: Child,
     pub port: u16,
@@ -177,4 +179,18 @@ pub fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConfig {
         .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
     config
+}
+
+/// The `*.request.json` AdmissionReviews under `tests/fixtures/<dir>`, in name order.
+pub fn fixture_requests(dir: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".request.json"))
+        .collect();
+    paths.sort();
+    paths
 }
