@@ -23,21 +23,6 @@ use support::Jobgate;
 const MIB: u64 = 1024 * 1024;
 const BODY_LEN: usize = 7_000_000;
 
-fn client_config(jg: &Jobgate) -> Arc<rustls::ClientConfig> {
-    jobgate::server::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    let pem = std::fs::read(&jg.ca).unwrap();
-    use rustls::pki_types::pem::PemObject;
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
-}
-
 fn connect(
     port: u16,
     config: &Arc<rustls::ClientConfig>,
@@ -142,7 +127,7 @@ fn run(clients: usize, rate: usize) -> Figures {
     let jg = Jobgate::start(&[]);
     let pid = jg.child.id();
     let port = jg.port;
-    let config = client_config(&jg);
+    let config = Arc::new(support::tls_client_config(&jg, b"http/1.1"));
     let legit = std::fs::read(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/validate/job-allowed.request.json"),
@@ -310,7 +295,7 @@ fn forty_slow_7mb_bodies_stay_within_the_memory_bound() {
 #[test]
 fn early_answers_reach_an_http1_client_still_sending_a_large_body() {
     let jg = Jobgate::start(&[]);
-    let config = client_config(&jg);
+    let config = Arc::new(support::tls_client_config(&jg, b"http/1.1"));
     let body = vec![b' '; BODY_LEN];
     for (method, path, content_type, expected) in [
         ("POST", "/nope", "application/json", 404),
