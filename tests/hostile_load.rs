@@ -30,7 +30,9 @@ fn connect(
     let conn =
         rustls::ClientConnection::new(config.clone(), "localhost".try_into().unwrap()).unwrap();
     let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(30)))
+    // Only a guard against a hang: a 7 MB UPDATE's review reads both dense templates in full,
+    // which in a debug build on two busy cores has taken close to 30 s.
+    sock.set_read_timeout(Some(Duration::from_secs(120)))
         .unwrap();
     sock.set_nodelay(true).unwrap();
     rustls::StreamOwned::new(conn, sock)
