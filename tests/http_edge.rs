@@ -11,26 +11,14 @@ use std::time::{Duration, Instant};
 
 use support::{Jobgate, curl};
 
-fn client_config(jg: &Jobgate) -> Arc<rustls::ClientConfig> {
-    jobgate::server::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    let pem = std::fs::read(&jg.ca).unwrap();
-    use rustls::pki_types::pem::PemObject;
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
-}
-
 type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
 fn connect(jg: &Jobgate) -> Tls {
-    let conn =
-        rustls::ClientConnection::new(client_config(jg), "localhost".try_into().unwrap()).unwrap();
+    let conn = rustls::ClientConnection::new(
+        Arc::new(support::tls_client_config(jg, b"http/1.1")),
+        "localhost".try_into().unwrap(),
+    )
+    .unwrap();
     let sock = TcpStream::connect(("127.0.0.1", jg.port)).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();

@@ -422,6 +422,53 @@ mod tests {
         assert!(same("1e4294967299", "1e3"));
     }
 
+    mod properties {
+        use super::super::Quantity;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Anything shaped like a quantity parses or is refused, never panics; what parses
+            /// is in canonical form.
+            #[test]
+            fn parse_never_panics_and_is_canonical(
+                s in "[-+]?[0-9]{0,25}(\\.[0-9]{0,25})?([eEinumkKMGTP]{0,2}[-+]?[0-9]{0,12})?",
+            ) {
+                if let Some(q) = Quantity::parse(&s) {
+                    let (negative, _, digits) = q.canonical();
+                    prop_assert!(digits.first() != Some(&0), "{s}: leading zero");
+                    prop_assert!(digits.last() != Some(&0), "{s}: trailing zero");
+                    prop_assert!(!(negative && digits.is_empty()), "{s}: negative zero");
+                }
+            }
+
+            /// A binary suffix is its power of two: `nKi` is `n × 1024` written out.
+            #[test]
+            fn binary_suffixes_equal_their_decimal_expansion(
+                n in 0u64..1_000_000_000_000,
+                k in 1u32..=5,
+            ) {
+                let suffix = ["Ki", "Mi", "Gi", "Ti", "Pi"][k as usize - 1];
+                let expanded = u128::from(n) << (10 * k);
+                let capped = expanded.min(u128::from(i64::MAX as u64));
+                prop_assert_eq!(
+                    Quantity::parse(&format!("{n}{suffix}")),
+                    Quantity::parse(&capped.to_string())
+                );
+            }
+
+            /// A decimal suffix moves the point: `nm` is `n / 1000`.
+            #[test]
+            fn decimal_suffixes_move_the_point(n in 0u64..1_000_000_000_000_000) {
+                let milli = format!("{}.{:03}", n / 1000, n % 1000);
+                prop_assert_eq!(Quantity::parse(&format!("{n}m")), Quantity::parse(&milli));
+                prop_assert_eq!(
+                    Quantity::parse(&format!("{n}k")),
+                    Quantity::parse(&format!("{n}e3"))
+                );
+            }
+        }
+    }
+
     #[test]
     fn huge_and_tiny_exponents_stay_bounded() {
         assert!(same("1e2000000000", "10e1999999999"));

@@ -85,7 +85,9 @@ pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<Fi
 /// (`defaults.rs`), which keeps what it dropped: the new Job is validated with it restored.
 fn kept_pod_replacement_policy(review: &Review<'_>, cluster: &Cluster) -> Option<JobObject> {
     let old = review.old_object?;
+    // A Job's strategy; a CronJob's job template is left as dropped (never stricter).
     if review.operation != Operation::Update
+        || review.object.kind != Kind::Job
         || cluster.enabled(super::version::FeatureGate::JobPodReplacementPolicy)
     {
         return None;

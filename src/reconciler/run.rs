@@ -97,8 +97,7 @@ pub(crate) async fn run_with_client(
     let admin_addr = listener.local_addr().map_err(listen_error)?;
     on_listening(admin_addr);
     tracing::info!(admin = %admin_addr, identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
-    let router = crate::admin::router(admin.clone());
-    let admin_task = tokio::spawn(async move { axum::serve(listener, router).await });
+    let admin_server = crate::admin::AdminServer::spawn(listener, admin.clone());
 
     let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
     let writer: Writer<PodMetadata> = Writer::default();
@@ -204,6 +203,6 @@ pub(crate) async fn run_with_client(
     // Give the elector a moment to release the Lease so a standby takes over quickly.
     let _ = tokio::time::timeout(Duration::from_secs(5), elector).await;
     watch_task.abort();
-    admin_task.abort();
+    admin_server.stop().await;
     Ok(())
 }

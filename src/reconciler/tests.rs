@@ -1056,22 +1056,49 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     out
 }
 
-#[tokio::test]
-async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
+/// `jobgate reconcile` as replica-1 (Lease namespace `jobgate`, admin port on a free port, plus
+/// `extra` flags) over `client`, until the returned sender fires; with its admin address.
+async fn start_replica(
+    client: Client,
+    extra: &[&str],
+) -> (
+    tokio::task::JoinHandle<Result<(), RunError>>,
+    tokio::sync::oneshot::Sender<()>,
+    std::net::SocketAddr,
+) {
     use clap::Parser;
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
         args: ReconcileArgs,
     }
-    let args = Cli::try_parse_from([
+    let flags = [
         "jobgate",
         "--lease-namespace=jobgate",
         "--leader-election-id=replica-1",
         "--admin-addr=127.0.0.1:0",
-    ])
-    .expect("args")
-    .args;
+    ];
+    let args = Cli::try_parse_from(flags.iter().chain(extra))
+        .expect("args")
+        .args;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let replica = tokio::spawn(run_with_client(
+        client,
+        args,
+        async move {
+            let _ = stop_rx.await;
+        },
+        move |addr| {
+            let _ = addr_tx.send(addr);
+        },
+    ));
+    let admin = addr_rx.await.expect("admin address");
+    (replica, stop_tx, admin)
+}
+
+#[tokio::test]
+async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
     let (client, handle) = mock();
     let log = Arc::new(Mutex::new(Vec::new()));
     let deletion = Timestamp::now()
@@ -1084,19 +1111,7 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
         recovery::record::rfc3339_seconds(deletion),
         None,
     ));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let sidecar = tokio::spawn(run_with_client(
-        client,
-        args,
-        async move {
-            let _ = stop_rx.await;
-        },
-        move |addr| {
-            let _ = addr_tx.send(addr);
-        },
-    ));
-    let admin = addr_rx.await.expect("admin address");
+    let (sidecar, stop_tx, admin) = start_replica(client, &[]).await;
     wait_until("the pod deleted", || {
         lock(&log)
             .iter()
@@ -1761,21 +1776,6 @@ async fn status_and_reconciler_agree_over_the_state_table() {
 // delete before the Lease is released and `run` returns.
 #[tokio::test]
 async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ReconcileArgs,
-    }
-    let args = Cli::try_parse_from([
-        "jobgate",
-        "--lease-namespace=jobgate",
-        "--leader-election-id=replica-1",
-        "--admin-addr=127.0.0.1:0",
-        "--shutdown-timeout=5s",
-    ])
-    .expect("args")
-    .args;
     let (client, handle) = mock();
     let log = Arc::new(Mutex::new(Vec::new()));
     let deletion = Timestamp::now()
@@ -1790,15 +1790,7 @@ async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
         recovery::record::rfc3339_seconds(deletion),
         Some((arrived_tx, release_rx)),
     ));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let sidecar = tokio::spawn(run_with_client(
-        client,
-        args,
-        async move {
-            let _ = stop_rx.await;
-        },
-        |_| {},
-    ));
+    let (sidecar, stop_tx, _) = start_replica(client, &["--shutdown-timeout=5s"]).await;
     arrived_rx.await.expect("the status patch is sent");
     stop_tx.send(()).expect("stop");
     // SIGTERM is in; the patch answer comes only now.
@@ -2204,20 +2196,6 @@ async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
 // follower) and reports itself not leader.
 #[tokio::test]
 async fn a_standby_opens_no_watch_and_lists_nothing() {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ReconcileArgs,
-    }
-    let args = Cli::try_parse_from([
-        "jobgate",
-        "--lease-namespace=jobgate",
-        "--leader-election-id=replica-1",
-        "--admin-addr=127.0.0.1:0",
-    ])
-    .expect("args")
-    .args;
     let (client, handle) = mock();
     let log = Arc::new(Mutex::new(Vec::new()));
     let server = tokio::spawn(fake_apiserver(
@@ -2227,19 +2205,7 @@ async fn a_standby_opens_no_watch_and_lists_nothing() {
         NOW.to_string(),
         None,
     ));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let standby = tokio::spawn(run_with_client(
-        client,
-        args,
-        async move {
-            let _ = stop_rx.await;
-        },
-        move |addr| {
-            let _ = addr_tx.send(addr);
-        },
-    ));
-    let admin = addr_rx.await.expect("admin address");
+    let (standby, stop_tx, admin) = start_replica(client, &[]).await;
     // Two election rounds (retry period 2 s), well within the Lease's 15 s.
     wait_until("two election rounds", || {
         lock(&log)

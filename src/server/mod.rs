@@ -195,17 +195,9 @@ pub async fn serve(
         registry: Arc::new(registry),
     };
 
-    let (admin_stop_tx, admin_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let admin_listener =
         tokio::net::TcpListener::from_std(admin_listener).map_err(ServeError::Serve)?;
-    let admin_task = tokio::spawn(async move {
-        let app = crate::admin::router(admin_state);
-        axum::serve(admin_listener, app)
-            .with_graceful_shutdown(async {
-                let _ = admin_stop_rx.await;
-            })
-            .await
-    });
+    let admin = crate::admin::AdminServer::spawn(admin_listener, admin_state);
 
     let app = webhook::router(webhook::WebhookState {
         config: Arc::new(options.rules.clone()),
@@ -254,7 +246,7 @@ pub async fn serve(
         result = wait(server_task) => {
             // The server stopped on its own: an accept-loop failure.
             readiness.set(false);
-            let _ = admin_stop_tx.send(());
+            admin.stop().await;
             return result;
         }
     }
@@ -278,8 +270,7 @@ pub async fn serve(
             "connections still open after the shutdown timeout"
         );
     }
-    let _ = admin_stop_tx.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(1), admin_task).await;
+    admin.stop().await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -23,7 +23,8 @@
 //!
 //! Scalars keep their JSON meaning: `""`, `0` and `false` differ from absent. Go's value fields
 //! (`image`, `workingDir`, ...) would equal absent, its pointer fields (`runAsUser`,
-//! `activeDeadlineSeconds`, ...) would not; this table does not tell the ~330 scalar fields apart.
+//! `activeDeadlineSeconds`, ...) would not; this table does not tell the ~700 scalar positions
+//! of a PodSpec (~200 of them pointers) apart.
 //! Objects kube-apiserver sends a webhook come from Go's encoder, which omits a zero value field
 //! tagged `omitempty` and writes the others, the same way in `oldObject` and `object`, so the
 //! difference can only show in hand-written `jobgate check` input.

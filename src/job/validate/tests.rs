@@ -1026,6 +1026,34 @@ fn kep_5440_only_container_resources_change_and_the_error_is_on_the_pod_spec() {
     );
 }
 
+/// `ValidateJobSpecUpdate` compares templates with `apiequality.Semantic.DeepEqual`, which
+/// compares quantities by value: a running Job re-applied with its quantities spelled in another
+/// format (kube-apiserver keeps each quantity's format) plus an allowed change is accepted on
+/// every release; a changed value is not.
+#[test]
+fn update_template_quantities_compare_by_value_on_every_release() {
+    let running = json!({"startTime": "2026-11-01T00:00:00Z", "active": 2});
+    let with = |memory: &str, cpu: Value, size: &str| {
+        json!({"parallelism": 1, "template": {"spec": {
+            "containers": [{"name": "main", "image": "busybox",
+                "resources": {"limits": {"memory": memory}, "requests": {"cpu": cpu}}}],
+            "overhead": {"memory": memory},
+            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": size}}]}}})
+    };
+    let old = stored_with_status(with("1Gi", json!("500m"), "512Mi"), running);
+    let mut respelled = with("1073741824", json!(0.5), "536870912");
+    respelled["parallelism"] = json!(2);
+    assert_eq!(
+        on_every_release(&stored(respelled), &old),
+        vec![Vec::<String>::new(); 5]
+    );
+    let changed = with("1G", json!("500m"), "512Mi");
+    assert_eq!(
+        on_every_release(&stored(changed), &old),
+        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 5]
+    );
+}
+
 /// KEP-5440 with MutableSchedulingDirectivesForSuspendedJobs: a Job that ran and was suspended
 /// (the Job controller set `Suspended=True` and its pods are gone) may be moved and resized
 /// before it resumes; while pods are still active it may not.
