@@ -1,6 +1,7 @@
 //! In-process cost of one review (parse + decide + render), the number the ≤ 10 µs target is about.
 //! Run: `cargo bench --bench review`. Inputs: a minimal Job, a realistic ~4 KB ML training Job as
-//! kube-apiserver sends it (managedFields, last-applied-configuration), and a ~100 KB Job.
+//! kube-apiserver sends it (managedFields, last-applied-configuration), and a ~100 KB Job; and
+//! an UPDATE of each of the last two (both templates read for the immutability check).
 
 use std::hint::black_box;
 
@@ -88,6 +89,52 @@ fn bench_reviews(c: &mut Criterion) {
         });
     }
     parts.finish();
+    bench_updates(c, &config);
+}
+
+/// An UPDATE of a started Job: `oldObject` as stored, `object` with one mutable change
+/// (parallelism) and, when `respelled`, the memory and CPU limits spelled in other formats of
+/// the same values (what kube-apiserver sends after a re-apply). The template immutability check
+/// reads both templates.
+fn update(mut object: Value, respelled: bool) -> Vec<u8> {
+    let limits = &mut object["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
+    limits["memory"] = json!("1Gi");
+    limits["cpu"] = json!("500m");
+    let mut old = object.clone();
+    old["status"] = json!({"startTime": "2026-11-21T10:00:00Z", "active": 4});
+    let mut new = object;
+    new["spec"]["parallelism"] = json!(2);
+    if respelled {
+        let limits = &mut new["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
+        limits["memory"] = json!("1073741824");
+        limits["cpu"] = json!("0.5");
+    }
+    let mut review: Value = serde_json::from_str(FIXTURE).expect("fixture");
+    review["request"]["operation"] = json!("UPDATE");
+    review["request"]["object"] = new;
+    review["request"]["oldObject"] = old;
+    serde_json::to_vec(&review).expect("serialize")
+}
+
+fn bench_updates(c: &mut Criterion, config: &Config) {
+    let object = |body: &[u8]| {
+        let review: Value = serde_json::from_slice(body).expect("json");
+        review["request"]["object"].clone()
+    };
+    let inputs = [
+        ("ml-4k", update(object(&ml_job()), false)),
+        ("ml-4k-respelled", update(object(&ml_job()), true)),
+        ("large-100k-respelled", update(object(&large_job()), true)),
+    ];
+    let mut group = c.benchmark_group("update");
+    for (name, body) in &inputs {
+        eprintln!("update {name}: {} bytes", body.len());
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_function(format!("{}/{name}", Endpoint::Validate.label()), |b| {
+            b.iter(|| review(black_box(Endpoint::Validate), black_box(body), config))
+        });
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench_reviews);

@@ -78,7 +78,7 @@ pub struct ServeArgs {
     /// Where dev mode writes ca.crt, tls.crt and tls.key.
     #[arg(long, env = "JOBGATE_DEV_CERTS_DIR", default_value = "certs/dev")]
     pub dev_certs_dir: PathBuf,
-    /// Rule settings: --config, --policy, --recovery-annotation-key.
+    /// Rule settings: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub rules: jobgate::rule_flags::RuleArgs,
     /// Time allowed for a TLS handshake.

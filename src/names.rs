@@ -36,11 +36,37 @@ pub(crate) fn is_dns1123_label(value: &str) -> Vec<String> {
     errs
 }
 
-/// `validation.IsQualifiedName`, message for message.
-pub(crate) fn is_qualified_name(value: &str) -> Vec<String> {
+/// Which apimachinery wording a message takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameMessages {
+    /// Up to v0.34 (Kubernetes 1.34): `validation.IsQualifiedName`, `MaxLenError` "must be no
+    /// more than N characters".
+    Characters,
+    /// From v0.35 (Kubernetes 1.35): `IsQualifiedName` is `content.IsLabelKey`
+    /// (`pkg/api/validate/content/kube.go`): "a valid label key ..." and `MaxLenError` "must be
+    /// no more than N bytes" (`content/errors.go`).
+    LabelKeyBytes,
+}
+
+impl NameMessages {
+    /// `MaxLenError(length)`.
+    fn max_len(self, length: usize) -> String {
+        match self {
+            NameMessages::Characters => format!("must be no more than {length} characters"),
+            NameMessages::LabelKeyBytes => format!("must be no more than {length} bytes"),
+        }
+    }
+}
+
+/// `validation.IsQualifiedName` (`content.IsLabelKey` from 1.35), message for message.
+pub(crate) fn is_qualified_name(value: &str, messages: NameMessages) -> Vec<String> {
     const QNAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
     const QNAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
     let qname_regex_error = || regex_error(QNAME_MSG, QNAME_FMT, &["MyName", "my.name", "123-abc"]);
+    let what = match messages {
+        NameMessages::Characters => "a qualified name",
+        NameMessages::LabelKeyBytes => "a valid label key",
+    };
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
     let name = match parts.as_slice() {
@@ -50,7 +76,7 @@ pub(crate) fn is_qualified_name(value: &str) -> Vec<String> {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
                 errs.extend(
-                    is_dns1123_subdomain(prefix)
+                    dns1123_subdomain_errors(prefix, messages)
                         .into_iter()
                         .map(|m| format!("prefix part {m}")),
                 );
@@ -59,7 +85,7 @@ pub(crate) fn is_qualified_name(value: &str) -> Vec<String> {
         }
         _ => {
             errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "{what} {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 qname_regex_error()
             ));
             return errs;
@@ -68,7 +94,7 @@ pub(crate) fn is_qualified_name(value: &str) -> Vec<String> {
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_string());
+        errs.push(format!("name part {}", messages.max_len(63)));
     }
     if !is_qualified_name_part(name) {
         errs.push(format!("name part {}", qname_regex_error()));
@@ -89,11 +115,16 @@ fn is_qualified_name_part(name: &str) -> bool {
 
 /// `validation.IsDNS1123Subdomain`.
 pub(crate) fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+    dns1123_subdomain_errors(value, NameMessages::Characters)
+}
+
+/// `IsDNS1123Subdomain` in `messages`' wording (the regex message did not change in 1.35).
+fn dns1123_subdomain_errors(value: &str, messages: NameMessages) -> Vec<String> {
     const FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
     const MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
     let mut errs = Vec::new();
     if value.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
+        errs.push(messages.max_len(253));
     }
     if !value.split('.').all(matches_dns1123_label) {
         errs.push(regex_error(MSG, FMT, &["example.com"]));

@@ -86,12 +86,23 @@ pub struct RuleArgs {
     /// Kueue >= 0.15.6 reads kueue.x-k8s.io/safe-to-forcefully-delete). Both Kueue keys are
     /// always checked by the policies and respected as an opt-out when "false".
     #[arg(
-        long = "recovery-annotation-key",
-        env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        long = "inject-recovery-annotation-key",
+        env = "JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY",
         value_name = "KEY",
         value_delimiter = ','
     )]
     pub(crate) recovery_annotation_keys: Vec<String>,
+
+    /// The deprecated name of --inject-recovery-annotation-key (`reconcile` has a flag of the
+    /// same old name meaning the keys it reads).
+    #[arg(
+        long = "recovery-annotation-key",
+        env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        value_name = "KEY",
+        value_delimiter = ',',
+        hide = true
+    )]
+    pub(crate) deprecated_recovery_annotation_keys: Vec<String>,
 
     /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.37; default 1.37): the
     /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
@@ -134,6 +145,12 @@ impl RuleArgs {
         }
         if !self.recovery_annotation_keys.is_empty() {
             config.recovery_annotation_keys = self.recovery_annotation_keys.clone();
+        } else if !self.deprecated_recovery_annotation_keys.is_empty() {
+            tracing::warn!(
+                "--recovery-annotation-key (JOBGATE_RECOVERY_ANNOTATION_KEY) is deprecated: use \
+                 --inject-recovery-annotation-key (JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY)"
+            );
+            config.recovery_annotation_keys = self.deprecated_recovery_annotation_keys.clone();
         }
         if self.kubernetes_version.is_some() || self.feature_gates.is_some() {
             // A version on the command line starts from that release's defaults; gates on the
@@ -177,7 +194,7 @@ mod tests {
             file.to_str().unwrap(),
             "--policy",
             "recovery-needs-failed=deny",
-            "--recovery-annotation-key",
+            "--inject-recovery-annotation-key",
             "a/b,c/d",
         ])
         .unwrap();
@@ -191,6 +208,28 @@ mod tests {
             Level::Off
         );
         assert_eq!(c.recovery_annotation_keys, vec!["a/b", "c/d"]);
+    }
+
+    /// The old name still works (hidden from --help); the new one wins when both are given.
+    #[test]
+    fn the_deprecated_flag_name_still_sets_the_keys_injected() {
+        let old = Cli::try_parse_from(["x", "--recovery-annotation-key", "a/old"]).unwrap();
+        assert_eq!(
+            old.rules.load().unwrap().recovery_annotation_keys,
+            vec!["a/old"]
+        );
+        let both = Cli::try_parse_from([
+            "x",
+            "--recovery-annotation-key",
+            "a/old",
+            "--inject-recovery-annotation-key",
+            "a/new",
+        ])
+        .unwrap();
+        assert_eq!(
+            both.rules.load().unwrap().recovery_annotation_keys,
+            vec!["a/new"]
+        );
     }
 
     #[test]

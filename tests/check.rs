@@ -168,7 +168,8 @@ fn verdict(version: &str, stdin: &str, extra: &[&str]) -> (Option<i32>, serde_js
 }
 
 /// KEP-5440: a queue controller resizing a suspended Job that never started is denied by a
-/// 1.33-1.35 apiserver (default gates) and accepted from 1.36.
+/// 1.33-1.36 apiserver (default gates; 1.35 and 1.36 need the `Suspended=True` condition) and
+/// accepted from 1.37.
 #[test]
 fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
     let review =
@@ -177,16 +178,24 @@ fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
         ("1.33", (Some(1), serde_json::json!("spec.template"))),
         ("1.34", (Some(1), serde_json::json!("spec.template"))),
         ("1.35", (Some(1), serde_json::json!("spec.template"))),
-        ("1.36", (Some(0), serde_json::Value::Null)),
+        ("1.36", (Some(1), serde_json::json!("spec.template"))),
         ("1.37", (Some(0), serde_json::Value::Null)),
     ] {
         assert_eq!(verdict(version, &review, &[]), expected, "{version}");
     }
-    // A 1.35 cluster with the alpha gate on accepts it; the env variable works like the flag.
+    // A 1.35 cluster with the alpha gate on accepts the resize of a fully suspended Job; the
+    // env variable works like the flag.
+    let suspended_after_start = fixture(
+        "validate-by-version/job-update-kep-5440-resources-suspended-after-start.request.json",
+    );
+    assert_eq!(
+        verdict("1.35", &suspended_after_start, &[]),
+        (Some(1), serde_json::json!("spec.template"))
+    );
     assert_eq!(
         verdict(
             "1.35",
-            &review,
+            &suspended_after_start,
             &[
                 "--feature-gates",
                 "MutablePodResourcesForSuspendedJobs=true"
@@ -202,6 +211,28 @@ fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     // No flag: the newest release.
     assert_eq!(check(&["-"], &review, &[]).status.code(), Some(0));
+}
+
+/// `apiequality.Semantic.DeepEqual` compares quantities by value: a running Job re-applied with
+/// its memory spelled `1073741824` instead of `1Gi` (and another allowed change) is accepted on
+/// every release; a real change of a quantity is not.
+#[test]
+fn template_quantities_compare_by_value_on_every_release() {
+    let respelled =
+        fixture("validate-by-version/job-update-running-quantities-respelled.request.json");
+    let changed = fixture("validate-by-version/job-update-running-quantity-changed.request.json");
+    for version in ["1.33", "1.34", "1.35", "1.36", "1.37"] {
+        assert_eq!(
+            verdict(version, &respelled, &[]),
+            (Some(0), serde_json::Value::Null),
+            "{version}"
+        );
+        assert_eq!(
+            verdict(version, &changed, &[]),
+            (Some(1), serde_json::json!("spec.template")),
+            "{version}"
+        );
+    }
 }
 
 /// kubernetes#131525: a CronJob's onPodConditions[].status defaults to True from 1.34; a 1.33

@@ -76,7 +76,7 @@ pub struct AuditArgs {
     /// CronJob.
     #[arg(long, requires = "apply")]
     pub(crate) prune: bool,
-    /// Rule settings, as for `serve` and `check`: --config, --policy, --recovery-annotation-key.
+    /// Rule settings, as for `serve` and `check`: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub(crate) rules: RuleArgs,
 }
@@ -84,7 +84,7 @@ pub struct AuditArgs {
 /// Why `jobgate audit` could not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    /// The rule settings (--config, --policy, --recovery-annotation-key) cannot be loaded.
+    /// The rule settings (--config, --policy, --inject-recovery-annotation-key) cannot be loaded.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The Kubernetes client cannot be set up (kubeconfig or in-cluster configuration).

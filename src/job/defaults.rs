@@ -47,7 +47,12 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
     }
     let spec = &mut object.spec;
     if !cluster.enabled(FeatureGate::JobPodReplacementPolicy) {
-        spec.pod_replacement_policy = Field::Absent;
+        // Kept aside: on UPDATE the apiserver keeps the field when the old Job had one
+        // (`dropDisabledFields`), which `validate` restores.
+        let dropped = std::mem::replace(&mut spec.pod_replacement_policy, Field::Absent);
+        if dropped.is_set() {
+            spec.dropped_pod_replacement_policy = Some(dropped);
+        }
     } else if !spec.pod_replacement_policy.is_set() {
         spec.pod_replacement_policy =
             Field::Value(pod_replacement_policy_default(spec).to_string());

@@ -173,6 +173,10 @@ pub(crate) struct JobSpec {
     pub(crate) pod_failure_policy: Field<PodFailurePolicy>,
     #[serde(default, deserialize_with = "field")]
     pub(crate) pod_replacement_policy: Field<String>,
+    /// What `defaults::apply_apiserver_defaults` dropped from `podReplacementPolicy` with the
+    /// 1.33 gate `JobPodReplacementPolicy` off; an UPDATE may keep it (`dropDisabledFields`).
+    #[serde(skip)]
+    pub(crate) dropped_pod_replacement_policy: Option<Field<String>>,
     #[serde(default)]
     pub(crate) success_policy: Option<SuccessPolicy>,
     #[serde(default)]

@@ -12,6 +12,8 @@
 //! directives, and its pod spec without the containers' `resources`, with and without the
 //! scheduling directives) whose equality is that comparison's:
 //! - absent, `null` and `[]` members are the same (Go's nil pointer and nil slice);
+//! - `{}` is absent where Go holds a map or a struct value, and every `resource.Quantity` is
+//!   hashed by its value (`1Gi` is `1073741824`), as `schema.rs` and `quantity.rs` say;
 //! - objects compare as sets of members (key order does not matter), arrays in order;
 //! - `-0` is `0` (Go reads `-0` into an integer field as 0).
 //!
@@ -20,6 +22,10 @@
 //!
 //! A template that cannot be read (a number out of range such as `1e400`, an unpaired surrogate,
 //! nesting past 128 levels, a repeated key) is `Unreadable`: the rule must not pass silently.
+//! A quantity kube-apiserver could not parse (`1x`) never reaches a webhook (the object fails to
+//! decode); here it is compared by its text, which is never stricter than the apiserver.
+
+mod schema;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -27,6 +33,9 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::OnceLock;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::quantity::Quantity;
+use schema::{Shape, Ty};
 
 /// A template as the immutability check sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +55,7 @@ impl WholeTemplate {
     pub(crate) fn from_json(text: &str) -> WholeTemplate {
         let digest = |mode| {
             let mut de = serde_json::Deserializer::from_str(text);
-            let d = Seed(mode).deserialize(&mut de)?;
+            let d = Seed(Pos::root(mode)).deserialize(&mut de)?;
             de.end()?;
             Ok::<_, serde_json::Error>(d.hash)
         };
@@ -56,7 +65,7 @@ impl WholeTemplate {
 
     /// From an already parsed template (`jobgate check`).
     pub(crate) fn from_value(value: &serde_json::Value) -> WholeTemplate {
-        let digest = |mode| Seed(mode).deserialize(value).map(|d| d.hash);
+        let digest = |mode| Seed(Pos::root(mode)).deserialize(value).map(|d| d.hash);
         WholeTemplate::from_digests(digest)
             .unwrap_or_else(|e| WholeTemplate::Unreadable(e.to_string()))
     }
@@ -198,6 +207,42 @@ impl Mode {
     }
 }
 
+/// Where a value sits: what the comparison leaves out there, and which Go type it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pos {
+    mode: Mode,
+    ty: Ty,
+}
+
+impl Pos {
+    fn root(mode: Mode) -> Pos {
+        Pos {
+            mode,
+            ty: Ty::PodTemplateSpec,
+        }
+    }
+
+    /// Member `key`, or `None` when the comparison leaves it out.
+    fn child(self, key: &str) -> Option<Pos> {
+        Some(Pos {
+            mode: self.mode.child(key)?,
+            ty: self.ty.child(key),
+        })
+    }
+
+    fn item(self) -> Pos {
+        Pos {
+            mode: self.mode.item(),
+            ty: self.ty.item(),
+        }
+    }
+
+    /// Whether an object here whose members are all absent is itself absent.
+    fn absent_when_empty(self) -> bool {
+        self.mode.dropped_when_empty() || self.ty.shape() == Shape::ZeroWhenEmpty
+    }
+}
+
 /// A value's digest, and whether a member holding it counts as absent (`null`, `[]`, or an
 /// object that stripping emptied).
 #[derive(Debug, Clone, Copy)]
@@ -236,6 +281,31 @@ impl Hasher128 {
     }
 }
 
+/// `null`, and whatever Go holds as nil or a zero struct value.
+fn absent() -> Digest {
+    Digest {
+        hash: Hasher128::new(b'n').finish(),
+        absent: true,
+    }
+}
+
+/// A quantity by value. A struct-valued quantity (`divisor`) that is zero is Go's zero value.
+fn quantity(q: &Quantity, ty: Ty) -> Digest {
+    if ty == Ty::QuantityValue && q.is_zero() {
+        return absent();
+    }
+    let (negative, exponent, digits) = q.canonical();
+    let mut h = Hasher128::new(b'q');
+    h.write(&[u8::from(negative)]);
+    h.write(&exponent.to_le_bytes());
+    h.write(&(digits.len() as u64).to_le_bytes());
+    h.write(digits);
+    Digest {
+        hash: h.finish(),
+        absent: false,
+    }
+}
+
 fn leaf(tag: u8, bytes: &[u8]) -> Digest {
     let mut h = Hasher128::new(tag);
     h.write(&(bytes.len() as u64).to_le_bytes());
@@ -246,7 +316,7 @@ fn leaf(tag: u8, bytes: &[u8]) -> Digest {
     }
 }
 
-struct Seed(Mode);
+struct Seed(Pos);
 
 impl<'de> DeserializeSeed<'de> for Seed {
     type Value = Digest;
@@ -256,7 +326,29 @@ impl<'de> DeserializeSeed<'de> for Seed {
     }
 }
 
-struct DigestVisitor(Mode);
+struct DigestVisitor(Pos);
+
+impl DigestVisitor {
+    /// A plain `matches!`, not a call: it runs for every scalar of a template.
+    fn is_quantity(&self) -> bool {
+        matches!(
+            self.0.ty,
+            Ty::QuantityInMap | Ty::QuantityPointer | Ty::QuantityValue
+        )
+    }
+
+    /// A JSON number where Go holds a quantity: `UnmarshalJSON` parses the number's text.
+    /// serde_json has already read it; an integer's text is exact, and a float's shortest
+    /// round-trip text is the text it came from whenever that had at most 15 significant digits
+    /// (beyond, two texts of one float compare equal: more permissive than the apiserver, never
+    /// stricter).
+    fn number_as_quantity(&self, text: &str, otherwise: impl FnOnce() -> Digest) -> Digest {
+        match Quantity::parse(text) {
+            Some(q) => quantity(&q, self.0.ty),
+            None => otherwise(),
+        }
+    }
+}
 
 impl<'de> Visitor<'de> for DigestVisitor {
     type Value = Digest;
@@ -266,9 +358,11 @@ impl<'de> Visitor<'de> for DigestVisitor {
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Digest, E> {
-        Ok(Digest {
-            hash: Hasher128::new(b'n').finish(),
-            absent: true,
+        Ok(match self.0.ty {
+            // Go decodes `null` into a map's value and keeps the key: the zero quantity, `""`.
+            Ty::QuantityInMap => quantity(&Quantity::ZERO, self.0.ty),
+            Ty::StringInMap => leaf(b's', b""),
+            _ => absent(),
         })
     }
 
@@ -285,12 +379,18 @@ impl<'de> Visitor<'de> for DigestVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Digest, E> {
+        if self.is_quantity() {
+            return Ok(self.number_as_quantity(&v.to_string(), || leaf(b'u', &v.to_le_bytes())));
+        }
         Ok(leaf(b'u', &v.to_le_bytes()))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Digest, E> {
         match u64::try_from(v) {
             Ok(u) => self.visit_u64(u),
+            Err(_) if self.is_quantity() => {
+                Ok(self.number_as_quantity(&v.to_string(), || leaf(b'i', &v.to_le_bytes())))
+            }
             Err(_) => Ok(leaf(b'i', &v.to_le_bytes())),
         }
     }
@@ -302,17 +402,29 @@ impl<'de> Visitor<'de> for DigestVisitor {
         if v == 0.0 {
             return self.visit_u64(0); // `-0` and `0.0`: Go's zero
         }
-        Ok(leaf(b'f', &v.to_bits().to_le_bytes()))
+        let plain = || leaf(b'f', &v.to_bits().to_le_bytes());
+        if self.is_quantity() {
+            // Rust prints a float's shortest round-trip digits, never in exponent form.
+            return Ok(self.number_as_quantity(&v.to_string(), plain));
+        }
+        Ok(plain())
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Digest, E> {
+        if self.is_quantity() {
+            // `Quantity.UnmarshalJSON`: `ParseQuantity(strings.TrimSpace(...))`.
+            if let Some(q) = Quantity::parse(v.trim()) {
+                return Ok(quantity(&q, self.0.ty));
+            }
+        }
         Ok(leaf(b's', v.as_bytes()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Digest, A::Error> {
         let mut h = Hasher128::new(b'a');
         let mut n = 0u64;
-        while let Some(item) = seq.next_element_seed(Seed(self.0.item()))? {
+        let item_pos = self.0.item();
+        while let Some(item) = seq.next_element_seed(Seed(item_pos))? {
             h.write_u128(item.hash);
             n += 1;
         }
@@ -332,11 +444,11 @@ impl<'de> Visitor<'de> for DigestVisitor {
             if !seen.insert(key_hash) {
                 return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
             }
-            let Some(mode) = self.0.child(&key) else {
+            let Some(pos) = self.0.child(&key) else {
                 map.next_value::<de::IgnoredAny>()?;
                 continue;
             };
-            let value = map.next_value_seed(Seed(mode))?;
+            let value = map.next_value_seed(Seed(pos))?;
             if value.absent {
                 continue;
             }
@@ -347,12 +459,15 @@ impl<'de> Visitor<'de> for DigestVisitor {
             sum = sum.wrapping_add(h.finish());
             kept += 1;
         }
+        if kept == 0 && self.0.absent_when_empty() {
+            return Ok(absent());
+        }
         let mut h = Hasher128::new(b'o');
         h.write_u128(sum);
         h.write(&kept.to_le_bytes());
         Ok(Digest {
             hash: h.finish(),
-            absent: kept == 0 && self.0.dropped_when_empty(),
+            absent: false,
         })
     }
 }
@@ -421,15 +536,246 @@ mod tests {
         assert_eq!(differs(new, old, false), Ok(true));
         let image = r#"{"spec":{"containers":[{"name":"d"}]}}"#;
         assert_eq!(differs(image, old, true), Ok(true));
-        // `metadata: {}` is emptied like a missing one when stripping, as a tree compare would.
+        // `metadata: {}` is Go's zero `ObjectMeta` (a struct value), stripped or not.
         assert_eq!(
             differs(r#"{"metadata":{},"spec":{}}"#, r#"{"spec":{}}"#, true),
             Ok(false)
         );
         assert_eq!(
             differs(r#"{"metadata":{},"spec":{}}"#, r#"{"spec":{}}"#, false),
+            Ok(false)
+        );
+    }
+
+    /// Every `resource.Quantity` position of a PodTemplateSpec (`schema.rs`), with `Q` where
+    /// the quantity goes.
+    const QUANTITY_FIELDS: [(&str, &str); 13] = [
+        (
+            "containers[].resources.limits",
+            r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"memory":Q}}}]}}"#,
+        ),
+        (
+            "containers[].resources.requests",
+            r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":Q}}}]}}"#,
+        ),
+        (
+            "initContainers[].resources.requests",
+            r#"{"spec":{"initContainers":[{"name":"i","resources":{"requests":{"memory":Q}}}],"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "ephemeralContainers[].resources.limits",
+            r#"{"spec":{"ephemeralContainers":[{"name":"e","resources":{"limits":{"memory":Q}}}],"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "resources.limits (pod-level)",
+            r#"{"spec":{"resources":{"limits":{"memory":Q}},"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "resources.requests (pod-level)",
+            r#"{"spec":{"resources":{"requests":{"cpu":Q}},"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "overhead",
+            r#"{"spec":{"overhead":{"memory":Q},"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "volumes[].emptyDir.sizeLimit",
+            r#"{"spec":{"volumes":[{"name":"v","emptyDir":{"medium":"Memory","sizeLimit":Q}}],"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "volumes[].ephemeral.volumeClaimTemplate.spec.resources.requests",
+            r#"{"spec":{"volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":Q}}}}}}],"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "volumes[].ephemeral.volumeClaimTemplate.spec.resources.limits",
+            r#"{"spec":{"volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{"spec":{"resources":{"limits":{"storage":Q}}}}}}],"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "containers[].env[].valueFrom.resourceFieldRef.divisor",
+            r#"{"spec":{"containers":[{"name":"c","env":[{"name":"M","valueFrom":{"resourceFieldRef":{"resource":"limits.memory","divisor":Q}}}]}]}}"#,
+        ),
+        (
+            "volumes[].downwardAPI.items[].resourceFieldRef.divisor",
+            r#"{"spec":{"volumes":[{"name":"v","downwardAPI":{"items":[{"path":"m","resourceFieldRef":{"containerName":"c","resource":"limits.memory","divisor":Q}}]}}],"containers":[{"name":"c"}]}}"#,
+        ),
+        (
+            "volumes[].projected.sources[].downwardAPI.items[].resourceFieldRef.divisor",
+            r#"{"spec":{"volumes":[{"name":"v","projected":{"sources":[{"downwardAPI":{"items":[{"path":"m","resourceFieldRef":{"containerName":"c","resource":"limits.memory","divisor":Q}}]}}]}}],"containers":[{"name":"c"}]}}"#,
+        ),
+    ];
+
+    /// Both ways in: the AdmissionReview's text (`/validate`) and a parsed document (`check`).
+    fn quantity_fields_differ(field: &str, new: &str, old: &str, compare: Compare) -> bool {
+        let (new, old) = (field.replace('Q', new), field.replace('Q', old));
+        let by_text =
+            WholeTemplate::from_json(&new).differs(&WholeTemplate::from_json(&old), compare);
+        let value = |t: &str| WholeTemplate::from_value(&serde_json::from_str(t).unwrap());
+        let by_value = value(&new).differs(&value(&old), compare);
+        assert_eq!(by_text, by_value, "{new} / {old}");
+        by_text.unwrap()
+    }
+
+    /// `apiequality.Semantic`: `func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }`.
+    /// kube-apiserver re-encodes each quantity in its own format (`1Gi` stays BinarySI,
+    /// `1073741824` DecimalSI, `1e9` DecimalExponent), so a re-applied Job's `object` and
+    /// `oldObject` can spell one value two ways.
+    #[test]
+    fn quantities_compare_by_value_in_every_quantity_field_of_the_template() {
+        let same = [
+            (r#""1Gi""#, r#""1073741824""#),
+            (r#""1Gi""#, r#""1024Mi""#),
+            (r#""1Gi""#, "1073741824"),
+            (r#""1G""#, r#""1e9""#),
+            (r#""1G""#, "1e9"),
+            (r#""1G""#, r#""1000M""#),
+            (r#""500m""#, r#""0.5""#),
+            (r#""500m""#, "0.5"),
+            (r#""1""#, r#""1.0""#),
+            (r#""1""#, "1"),
+            (r#""2""#, r#"" 2 ""#),
+        ];
+        let different = [
+            (r#""1Gi""#, r#""1G""#),
+            (r#""500m""#, r#""0.6""#),
+            (r#""1""#, r#""2""#),
+            (r#""1Gi""#, "1000000000"),
+        ];
+        for (name, field) in QUANTITY_FIELDS {
+            for without_scheduling in [false, true] {
+                let compare = Compare::Template { without_scheduling };
+                for (a, b) in same {
+                    assert!(
+                        !quantity_fields_differ(field, a, b, compare),
+                        "{name}: {a} == {b}"
+                    );
+                }
+                for (a, b) in different {
+                    assert!(
+                        quantity_fields_differ(field, a, b, compare),
+                        "{name}: {a} != {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// `validatePodResourceUpdatesOnly` ignores container resources, but compares the rest of
+    /// the pod spec, quantities included, with Semantic.DeepEqual.
+    #[test]
+    fn pod_specs_without_resources_compare_the_other_quantities_by_value() {
+        for (name, field) in QUANTITY_FIELDS {
+            // Ephemeral containers' resources are not copied over: they stay compared.
+            let container_resources = name.starts_with("containers[].resources")
+                || name.starts_with("initContainers[].resources");
+            for without_scheduling in [false, true] {
+                let compare = Compare::PodSpecWithoutResources { without_scheduling };
+                assert!(!quantity_fields_differ(
+                    field,
+                    r#""1Gi""#,
+                    r#""1073741824""#,
+                    compare
+                ));
+                assert_eq!(
+                    quantity_fields_differ(field, r#""1Gi""#, r#""1G""#, compare),
+                    !container_resources,
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    /// A quantity kube-apiserver cannot parse never reaches a webhook; compared by its text.
+    #[test]
+    fn a_value_that_is_not_a_quantity_compares_as_text() {
+        let compare = Compare::Template {
+            without_scheduling: false,
+        };
+        let field = QUANTITY_FIELDS[0].1;
+        assert!(!quantity_fields_differ(
+            field, r#""1x""#, r#""1x""#, compare
+        ));
+        assert!(quantity_fields_differ(field, r#""1x""#, r#""1""#, compare));
+        assert!(quantity_fields_differ(field, r#""1x""#, r#""1y""#, compare));
+    }
+
+    /// Go's zero values where the type says so: a `null` map value is kept (the zero quantity,
+    /// `""`), a nil `*Quantity` is absent, a zero `Quantity` value is its zero value.
+    #[test]
+    fn null_and_absent_quantities_as_go_decodes_them() {
+        let t = Compare::Template {
+            without_scheduling: false,
+        };
+        let limits = QUANTITY_FIELDS[0].1;
+        assert!(!quantity_fields_differ(limits, "null", r#""0""#, t));
+        assert!(quantity_fields_differ(limits, "null", r#""1""#, t));
+        let no_limits = r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{}}}]}}"#;
+        assert_eq!(
+            differs(&limits.replace('Q', "null"), no_limits, false),
             Ok(true)
         );
+        let size_limit = QUANTITY_FIELDS[7].1;
+        assert!(!quantity_fields_differ(size_limit, "null", "[]", t));
+        assert!(quantity_fields_differ(size_limit, "null", r#""0""#, t));
+        let divisor = QUANTITY_FIELDS[10].1;
+        assert!(!quantity_fields_differ(divisor, "null", r#""0""#, t));
+        assert!(!quantity_fields_differ(divisor, "null", r#""0Mi""#, t));
+        assert!(quantity_fields_differ(divisor, "null", r#""1Mi""#, t));
+        let no_divisor = r#"{"spec":{"containers":[{"name":"c","env":[{"name":"M","valueFrom":{"resourceFieldRef":{"resource":"limits.memory"}}}]}]}}"#;
+        assert_eq!(
+            differs(&divisor.replace('Q', r#""0""#), no_divisor, false),
+            Ok(false)
+        );
+    }
+
+    /// `Equalities.DeepEqual`: nil and empty maps are equal, and so are a struct value and its
+    /// zero value; a nil pointer and a pointer to an empty struct are not.
+    #[test]
+    fn empty_maps_and_struct_values_are_absent_and_pointers_to_empty_structs_are_not() {
+        let bare = r#"{"spec":{"containers":[{"name":"c"}]}}"#;
+        for equal in [
+            r#"{"metadata":{},"spec":{"containers":[{"name":"c"}]}}"#,
+            r#"{"metadata":{"labels":{},"annotations":{}},"spec":{"containers":[{"name":"c"}]}}"#,
+            r#"{"metadata":{"creationTimestamp":null},"spec":{"containers":[{"name":"c"}]}}"#,
+            r#"{"spec":{"nodeSelector":{},"overhead":{},"containers":[{"name":"c"}]}}"#,
+            r#"{"spec":{"containers":[{"name":"c","resources":{}}]}}"#,
+            r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{},"requests":{}}}]}}"#,
+            r#"{"spec":{"containers":[{"name":"c","env":[]}],"volumes":[]}}"#,
+        ] {
+            assert_eq!(differs(equal, bare, false), Ok(false), "{equal}");
+        }
+        for different in [
+            r#"{"spec":{"securityContext":{},"containers":[{"name":"c"}]}}"#,
+            r#"{"spec":{"resources":{},"containers":[{"name":"c"}]}}"#,
+            r#"{"spec":{"affinity":{},"containers":[{"name":"c"}]}}"#,
+            r#"{"spec":{"containers":[{"name":"c","securityContext":{}}]}}"#,
+            r#"{"metadata":{"labels":{"a":null}},"spec":{"containers":[{"name":"c"}]}}"#,
+        ] {
+            assert_eq!(differs(different, bare, false), Ok(true), "{different}");
+        }
+        let empty_volume =
+            r#"{"spec":{"volumes":[{"name":"v","emptyDir":{}}],"containers":[{"name":"c"}]}}"#;
+        let no_source = r#"{"spec":{"volumes":[{"name":"v"}],"containers":[{"name":"c"}]}}"#;
+        assert_eq!(differs(empty_volume, no_source, false), Ok(true));
+        // A `null` label value is Go's `""`, and the key stays.
+        assert_eq!(
+            differs(
+                r#"{"metadata":{"labels":{"a":null}}}"#,
+                r#"{"metadata":{"labels":{"a":""}}}"#,
+                false
+            ),
+            Ok(false)
+        );
+        // Matched labels of a selector are a map too.
+        assert_eq!(
+            differs(
+                r#"{"spec":{"topologySpreadConstraints":[{"maxSkew":1,"labelSelector":{"matchLabels":{}}}]}}"#,
+                r#"{"spec":{"topologySpreadConstraints":[{"maxSkew":1,"labelSelector":{}}]}}"#,
+                false
+            ),
+            Ok(false)
+        );
+        // `null` and `{}` for the whole template: Go's zero `PodTemplateSpec`.
+        assert_eq!(differs("{}", "null", false), Ok(false));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use super::version::{Cluster, OldJobState, TemplateUpdateOptions};
 use super::{BadValue, FieldError, Kind, Operation, Review};
 #[cfg(test)]
 use super::{Config, Verdict};
-use crate::names::is_qualified_name;
+use crate::names::{NameMessages, is_qualified_name};
 
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
 const MAX_PARALLELISM_FOR_INDEXED_JOB: i32 = 100_000;
@@ -55,9 +55,17 @@ pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Verdict {
 }
 
 /// kube-apiserver's errors for `review`: `validateJobSpec`, then on a Job's UPDATE
-/// `ValidateJobSpecUpdate`, with values printed as the cluster's release prints them.
+/// `ValidateJobSpecUpdate`, with values and messages as the cluster's release prints them.
 pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<FieldError> {
-    let mut errors = validate_object(review.object);
+    let kept;
+    let object = match kept_pod_replacement_policy(review, cluster) {
+        Some(object) => {
+            kept = object;
+            &kept
+        }
+        None => review.object,
+    };
+    let mut errors = validate_object(object, cluster);
     if let (Operation::Update, Some(old), Kind::Job) =
         (review.operation, review.old_object, review.object.kind)
     {
@@ -70,10 +78,36 @@ pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<Fi
     errors
 }
 
-/// kube-apiserver's `validateJobSpec`, restricted to the fields jobgate models.
-pub(crate) fn validate_object(object: &JobObject) -> Vec<FieldError> {
+/// `dropDisabledFields` (pkg/registry/batch/job/strategy.go, 1.33) on UPDATE: with the gate
+/// `JobPodReplacementPolicy` off the apiserver drops `spec.podReplacementPolicy` unless the old
+/// Job already had one (`podReplacementPolicyInUse`), and then validates it. A review from the
+/// apiserver carries the kept field; `jobgate check` dropped it while defaulting each object
+/// (`defaults.rs`), which keeps what it dropped: the new Job is validated with it restored.
+fn kept_pod_replacement_policy(review: &Review<'_>, cluster: &Cluster) -> Option<JobObject> {
+    let old = review.old_object?;
+    // A Job's strategy; a CronJob's job template is left as dropped (never stricter).
+    if review.operation != Operation::Update
+        || review.object.kind != Kind::Job
+        || cluster.enabled(super::version::FeatureGate::JobPodReplacementPolicy)
+    {
+        return None;
+    }
+    let old_in_use = old.spec.pod_replacement_policy.is_set()
+        || old.spec.dropped_pod_replacement_policy.is_some();
+    let dropped = review.object.spec.dropped_pod_replacement_policy.as_ref()?;
+    if !old_in_use {
+        return None;
+    }
+    let mut object = review.object.clone();
+    object.spec.pod_replacement_policy = dropped.clone();
+    Some(object)
+}
+
+/// kube-apiserver's `validateJobSpec`, restricted to the fields jobgate models, with the
+/// messages of `cluster`'s release.
+pub(crate) fn validate_object(object: &JobObject, cluster: &Cluster) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_job_spec(&object.spec, &object.kind.spec_path(), &mut errs);
+    validate_job_spec(&object.spec, &object.kind.spec_path(), cluster, &mut errs);
     errs
 }
 
@@ -83,7 +117,12 @@ fn nonnegative(errs: &mut Vec<FieldError>, value: Option<i64>, path: FieldPath) 
     }
 }
 
-fn validate_job_spec(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
+fn validate_job_spec(
+    spec: &JobSpec,
+    fld_path: &FieldPath,
+    cluster: &Cluster,
+    errs: &mut Vec<FieldError>,
+) {
     let p = |child: &str| fld_path.child(child);
     nonnegative(errs, spec.parallelism.map(i64::from), p("parallelism"));
     nonnegative(errs, spec.completions.map(i64::from), p("completions"));
@@ -141,7 +180,7 @@ fn validate_job_spec(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldE
         }
     }
     if let Field::Value(policy) = &spec.pod_failure_policy {
-        validate_pod_failure_policy(spec, policy, &p("podFailurePolicy"), errs);
+        validate_pod_failure_policy(spec, policy, &p("podFailurePolicy"), cluster, errs);
     }
     if let Some(success) = &spec.success_policy {
         if spec.completion_mode.as_deref() != Some(INDEXED) {
@@ -246,6 +285,7 @@ fn validate_pod_failure_policy(
     spec: &JobSpec,
     policy: &PodFailurePolicy,
     fld_path: &FieldPath,
+    cluster: &Cluster,
     errs: &mut Vec<FieldError>,
 ) {
     let rules_path = fld_path.child("rules");
@@ -267,7 +307,14 @@ fn validate_pod_failure_policy(
         if errs.len() >= MAX_ERRORS {
             break; // a bounded answer: `field::MAX_ERRORS`
         }
-        validate_rule(spec, rule, &rules_path.index(i), &container_names, errs);
+        validate_rule(
+            spec,
+            rule,
+            &rules_path.index(i),
+            &container_names,
+            cluster.name_messages(),
+            errs,
+        );
     }
 }
 
@@ -276,6 +323,7 @@ fn validate_rule(
     rule: &PodFailurePolicyRule,
     rule_path: &FieldPath,
     container_names: &[&str],
+    name_messages: NameMessages,
     errs: &mut Vec<FieldError>,
 ) {
     let action_path = rule_path.child("action");
@@ -305,6 +353,7 @@ fn validate_rule(
         validate_on_pod_conditions(
             &rule.on_pod_conditions,
             &rule_path.child("onPodConditions"),
+            name_messages,
             errs,
         );
     }
@@ -329,6 +378,7 @@ fn validate_rule(
 fn validate_on_pod_conditions(
     patterns: &[OnPodConditionsPattern],
     path: &FieldPath,
+    name_messages: NameMessages,
     errs: &mut Vec<FieldError>,
 ) {
     if patterns.len() > MAX_ON_POD_CONDITIONS_PATTERNS {
@@ -343,9 +393,10 @@ fn validate_on_pod_conditions(
             break; // a bounded answer: `field::MAX_ERRORS`
         }
         let pattern_path = path.index(j);
-        // `ValidateQualifiedName(string(pattern.Type))`: a plain string, printed with `%q`.
+        // `ValidateQualifiedName(string(pattern.Type))`: a plain string, printed with `%q`;
+        // apimachinery's wording changed in 1.35 (`content.IsLabelKey`).
         let type_ = pattern.type_.as_deref().unwrap_or("");
-        for msg in is_qualified_name(type_) {
+        for msg in is_qualified_name(type_, name_messages) {
             errs.push(FieldError::invalid(
                 pattern_path.child("type"),
                 BadValue::str(type_),

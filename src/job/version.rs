@@ -196,23 +196,28 @@ impl fmt::Display for FeatureGate {
     }
 }
 
-/// `Name=true|false,...` as kube-apiserver's `--feature-gates` takes it.
+/// `Name=true|false,...` as kube-apiserver's `--feature-gates` takes it (`featureGate.Set`,
+/// k8s.io/component-base `featuregate/feature_gate.go`): values as `strconv.ParseBool` reads
+/// them, and the same error messages.
 pub(crate) fn parse_feature_gates(s: &str) -> Result<BTreeMap<FeatureGate, bool>, String> {
     let mut gates = BTreeMap::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (name, value) = item
             .split_once('=')
             .ok_or_else(|| format!("missing bool value for {item}"))?;
-        let gate = parse_gate_name(name.trim())?;
+        let name = name.trim();
+        // `strconv.ParseBool`, as `featureGate.Set` reads each value.
         let value = match value.trim() {
-            "true" => true,
-            "false" => false,
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => true,
+            "0" | "f" | "F" | "FALSE" | "false" | "False" => false,
             other => {
                 return Err(format!(
-                    "invalid value of {name}={other}, err: expected true or false"
+                    "invalid value of {name}={other}, err: strconv.ParseBool: parsing {}: invalid syntax",
+                    super::field::go_quote(other)
                 ));
             }
         };
+        let gate = parse_gate_name(name)?;
         gates.insert(gate, value);
     }
     Ok(gates)
@@ -359,22 +364,33 @@ impl Cluster {
     ///
     /// - 1.27-1.34, and with `MutableSchedulingDirectivesForSuspendedJobs` off:
     ///   scheduling directives while `suspended && notStarted`.
-    /// - `MutableSchedulingDirectivesForSuspendedJobs` on (1.35 alpha, 1.36+ beta): also once a
+    /// - `MutableSchedulingDirectivesForSuspendedJobs` on (1.35 alpha, 1.36 beta): also once a
     ///   started Job is fully suspended, `suspended && (notStarted || (JobSuspended condition &&
-    ///   active == 0))` — the 1.36 patch-release form (kubernetes#139287, cherry-picked as
-    ///   #139329). 1.36.0 and 1.36.1 dropped `notStarted ||` (kubernetes#136077, regression
-    ///   kubernetes#139281); those apiservers are stricter and deny such updates themselves.
-    /// - `MutablePodResourcesForSuspendedJobs` on (1.35 alpha, 1.36+ beta): container resources
-    ///   under the same condition. kubernetes#132441 and #136077 require the `JobSuspended`
-    ///   condition; the KEP-5440 documentation (and #139287's reasoning) also admits a suspended
-    ///   Job that never started. jobgate takes the more permissive reading, so that it never
-    ///   denies what the apiserver accepted.
+    ///   active == 0))`. In 1.36 that is the patch-release form (kubernetes#139287,
+    ///   cherry-picked as #139329): 1.36.0 and 1.36.1 dropped `notStarted ||`
+    ///   (kubernetes#136077, regression kubernetes#139281). jobgate cannot tell patch releases
+    ///   apart and takes the permissive form, at `/validate` and in `check` alike: an apiserver
+    ///   at 1.36.0/1.36.1 refuses such updates itself.
+    /// - `MutablePodResourcesForSuspendedJobs` on (1.35 alpha, 1.36 beta): container resources
+    ///   only once the Job is fully suspended, `suspended && JobSuspended condition && active ==
+    ///   0` (kubernetes#132441, #136077): a suspended Job that never started has no condition.
+    /// - 1.37: both relaxations require `active == 0`, for a Job that never started too:
+    ///   `suspended && active == 0 && (notStarted || JobSuspended condition)`.
     pub(crate) fn template_update_options(&self, old: &OldJobState) -> TemplateUpdateOptions {
         let not_started = !old.started;
-        let fully_suspended = old.suspended_condition && old.active == 0;
-        let relaxed = old.suspended && (not_started || fully_suspended);
+        let no_active = old.active == 0;
+        let fully_suspended = old.suspended_condition && no_active;
+        let (scheduling_relaxed, resources_relaxed) = if self.version >= KubernetesVersion::V1_37 {
+            let relaxed = old.suspended && no_active && (not_started || old.suspended_condition);
+            (relaxed, relaxed)
+        } else {
+            (
+                old.suspended && (not_started || fully_suspended),
+                old.suspended && fully_suspended,
+            )
+        };
         let scheduling = if self.enabled(FeatureGate::MutableSchedulingDirectivesForSuspendedJobs) {
-            relaxed
+            scheduling_relaxed
         } else {
             old.suspended && not_started
         };
@@ -382,7 +398,18 @@ impl Cluster {
             allow_mutable_scheduling_directives: scheduling,
             allow_mutable_pod_resources: self
                 .enabled(FeatureGate::MutablePodResourcesForSuspendedJobs)
-                && relaxed,
+                && resources_relaxed,
+        }
+    }
+
+    /// How apimachinery words the qualified-name errors of `onPodConditions[].type`: from
+    /// v0.35 (Kubernetes 1.35) `IsQualifiedName` is `content.IsLabelKey` ("a valid label key",
+    /// lengths in bytes).
+    pub(crate) fn name_messages(&self) -> crate::names::NameMessages {
+        if self.version < KubernetesVersion::V1_35 {
+            crate::names::NameMessages::Characters
+        } else {
+            crate::names::NameMessages::LabelKeyBytes
         }
     }
 }

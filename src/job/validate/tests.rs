@@ -28,11 +28,16 @@ fn merge(into: &mut Value, from: Value) {
     }
 }
 
+/// `validateJobSpec` as Kubernetes 1.34 words it (the release these cases were written for).
 fn errors(extra: Value) -> Vec<String> {
-    validate_object(&job_with(extra))
+    validate_object(&job_with(extra), &on_1_34())
         .iter()
         .map(ToString::to_string)
         .collect()
+}
+
+fn on_1_34() -> Cluster {
+    Cluster::new(KubernetesVersion::V1_34)
 }
 
 fn pfp(rules: Value) -> Value {
@@ -303,6 +308,55 @@ fn on_pod_conditions_type_prefix_is_a_dns_subdomain() {
     );
 }
 
+/// apimachinery v0.35 (Kubernetes 1.35) made `IsQualifiedName` an alias of
+/// `content.IsLabelKey` (`pkg/api/validate/content/kube.go`): "a valid label key" for a value
+/// with more than one `/`, and `MaxLenError` counts "bytes" (`content/errors.go`).
+#[test]
+fn on_pod_conditions_type_messages_use_label_key_wording_from_1_35() {
+    let t = format!("{P}.onPodConditions[0].type");
+    let long = "a".repeat(64);
+    let prefix = format!("{}.com", "a".repeat(250));
+    for version in KubernetesVersion::all() {
+        let (what, unit) = if version < KubernetesVersion::V1_35 {
+            ("a qualified name", "characters")
+        } else {
+            ("a valid label key", "bytes")
+        };
+        let spec = |type_: &str| {
+            pfp(
+                json!([{"action": "Ignore", "onPodConditions": [{"type": type_, "status": "True"}]}]),
+            )
+        };
+        let got = |type_: &str| -> Vec<String> {
+            validate_object(&job_with(spec(type_)), &Cluster::new(version))
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            got(&long),
+            vec![format!(
+                r#"{t}: Invalid value: "{long}": name part must be no more than 63 {unit}"#
+            )],
+            "{version}"
+        );
+        assert_eq!(
+            got(&format!("{prefix}/Ready")),
+            vec![format!(
+                r#"{t}: Invalid value: "{prefix}/Ready": prefix part must be no more than 253 {unit}"#
+            )],
+            "{version}"
+        );
+        assert_eq!(
+            got("a/b/c"),
+            vec![format!(
+                r#"{t}: Invalid value: "a/b/c": {what} {QNAME_ERR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"#
+            )],
+            "{version}"
+        );
+    }
+}
+
 #[test]
 fn pod_replacement_policy_with_pod_failure_policy_only_failed_even_empty_policy() {
     for policy in [json!({}), json!({"rules": []})] {
@@ -558,7 +612,7 @@ fn cron_job_paths_are_prefixed_spec_job_template() {
             "template": {"spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c"}]}}}}}}),
     )
     .unwrap();
-    let got: Vec<String> = validate_object(&cj)
+    let got: Vec<String> = validate_object(&cj, &on_1_34())
         .iter()
         .map(ToString::to_string)
         .collect();
@@ -710,6 +764,62 @@ fn update_pod_replacement_policy_is_mutable_but_still_validated() {
     assert_eq!(update_errors(&new, &old), Vec::<String>::new());
 }
 
+/// Upstream `TestJobStrategy_PrepareForUpdate` ("update job with a new field; updated when
+/// JobPodReplacementPolicy enabled" and the disabled case): with the 1.33 gate off,
+/// `dropDisabledFields` drops `podReplacementPolicy` from the new Job unless the old one already
+/// had it (`podReplacementPolicyInUse`); a kept value is validated. `check` drops it while
+/// defaulting each object, and `validate` restores it on such an UPDATE.
+#[test]
+fn test_job_strategy_prepare_for_update_keeps_pod_replacement_policy_in_use_with_the_gate_off() {
+    let off = Config {
+        cluster: Cluster::with_gates(
+            KubernetesVersion::V1_33,
+            &[(FeatureGate::JobPodReplacementPolicy, false)].into(),
+        )
+        .unwrap(),
+        ..Config::default()
+    };
+    let defaulted = |spec: Value| {
+        let mut o = job_with(spec);
+        crate::job::defaults::apply_apiserver_defaults(&mut o, &off.cluster);
+        o
+    };
+    let bogus = json!({"podReplacementPolicy": "Bogus"});
+    let review_errors = |new: &JobObject, old: &JobObject| -> Vec<String> {
+        let review = Review {
+            operation: Operation::Update,
+            object: new,
+            old_object: Some(old),
+        };
+        validate(&review, &off)
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    // The old Job had one: kept, and validated.
+    let old_in_use = defaulted(json!({"podReplacementPolicy": "Failed"}));
+    assert_eq!(
+        review_errors(&defaulted(bogus.clone()), &old_in_use),
+        vec![
+            r#"spec.podReplacementPolicy: Unsupported value: "Bogus": supported values: "Failed", "TerminatingOrFailed""#
+        ]
+    );
+    // It had none: dropped, so nothing to validate.
+    let old_without = defaulted(json!({}));
+    assert_eq!(
+        review_errors(&defaulted(bogus.clone()), &old_without),
+        Vec::<String>::new()
+    );
+    // A CREATE drops it too.
+    let create = Review {
+        operation: Operation::Create,
+        object: &defaulted(bogus),
+        old_object: None,
+    };
+    assert!(validate(&create, &off).errors.is_empty());
+}
+
 #[test]
 fn update_elastic_indexed_job_completions_in_tandem_with_parallelism() {
     let old = stored(json!({"completionMode": "Indexed", "completions": 4, "parallelism": 4}));
@@ -805,11 +915,12 @@ fn on_every_release(new: &JobObject, old: &JobObject) -> Vec<Vec<String>> {
 
 const TEMPLATE_IMMUTABLE: &str = "spec.template: Invalid value: field is immutable";
 
-/// KEP-5440 (MutablePodResourcesForSuspendedJobs, beta and on by default from 1.36): a queue
-/// controller may resize a suspended Job's containers before it starts. Before 1.36 (alpha and
-/// off in 1.35) the template is immutable.
+/// KEP-5440 (MutablePodResourcesForSuspendedJobs, alpha in 1.35, beta and on from 1.36): a queue
+/// controller may resize a suspended Job's containers before it starts. 1.35 and 1.36 admit
+/// that only with the `JobSuspended` condition (kubernetes#132441, #136077), which a Job that
+/// never started does not have; 1.37 admits it once no pod is active.
 #[test]
-fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_36() {
+fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
     let old = stored(json!({"suspend": true}));
     let new = stored(resized());
     let immutable = vec![TEMPLATE_IMMUTABLE.to_string()];
@@ -818,21 +929,33 @@ fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_36() {
         [
             immutable.clone(),
             immutable.clone(),
-            immutable,
-            vec![],
+            immutable.clone(),
+            immutable.clone(),
             vec![]
         ]
     );
-    // A 1.35 cluster with the alpha gate on accepts it too.
+    // A 1.35 cluster with the alpha gate on accepts it once the Job is fully suspended.
     let alpha = Cluster::with_gates(
         KubernetesVersion::V1_35,
         &[(FeatureGate::MutablePodResourcesForSuspendedJobs, true)].into(),
     )
     .unwrap();
-    assert_eq!(validate_job_update(&new, &old, &alpha), vec![]);
-    // A 1.36 cluster that turned the beta gate off does not.
+    assert_eq!(
+        validate_job_update(&new, &old, &alpha)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        immutable
+    );
+    let fully_suspended = stored_with_status(
+        json!({"suspend": true}),
+        json!({"startTime": "2026-11-01T00:00:00Z", "active": 0,
+            "conditions": [{"type": "Suspended", "status": "True"}]}),
+    );
+    assert_eq!(validate_job_update(&new, &fully_suspended, &alpha), vec![]);
+    // A 1.37 cluster that turned the beta gate off does not.
     let off = Cluster::with_gates(
-        KubernetesVersion::V1_36,
+        KubernetesVersion::V1_37,
         &[(FeatureGate::MutablePodResourcesForSuspendedJobs, false)].into(),
     )
     .unwrap();
@@ -843,6 +966,18 @@ fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_36() {
             .collect::<Vec<_>>(),
         vec![TEMPLATE_IMMUTABLE]
     );
+}
+
+/// 1.37: both KEP-5440 relaxations need `status.active == 0`, also for a Job that never
+/// started; before, such a Job could always change its scheduling directives.
+#[test]
+fn kep_5440_from_1_37_no_active_pods_also_before_the_job_started() {
+    let old = stored_with_status(json!({"suspend": true}), json!({"active": 1}));
+    let moved =
+        stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
+    let mut expected = vec![Vec::<String>::new(); 4];
+    expected.push(vec![TEMPLATE_IMMUTABLE.to_string()]);
+    assert_eq!(on_every_release(&moved, &old), expected);
 }
 
 /// `validatePodResourceUpdatesOnly` compares the pod specs, so anything but resources (here the
@@ -888,6 +1023,34 @@ fn kep_5440_only_container_resources_change_and_the_error_is_on_the_pod_spec() {
     assert_eq!(
         update_errors_on(KubernetesVersion::V1_37, &stored(running_resized), &running),
         vec![TEMPLATE_IMMUTABLE]
+    );
+}
+
+/// `ValidateJobSpecUpdate` compares templates with `apiequality.Semantic.DeepEqual`, which
+/// compares quantities by value: a running Job re-applied with its quantities spelled in another
+/// format (kube-apiserver keeps each quantity's format) plus an allowed change is accepted on
+/// every release; a changed value is not.
+#[test]
+fn update_template_quantities_compare_by_value_on_every_release() {
+    let running = json!({"startTime": "2026-11-01T00:00:00Z", "active": 2});
+    let with = |memory: &str, cpu: Value, size: &str| {
+        json!({"parallelism": 1, "template": {"spec": {
+            "containers": [{"name": "main", "image": "busybox",
+                "resources": {"limits": {"memory": memory}, "requests": {"cpu": cpu}}}],
+            "overhead": {"memory": memory},
+            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": size}}]}}})
+    };
+    let old = stored_with_status(with("1Gi", json!("500m"), "512Mi"), running);
+    let mut respelled = with("1073741824", json!(0.5), "536870912");
+    respelled["parallelism"] = json!(2);
+    assert_eq!(
+        on_every_release(&stored(respelled), &old),
+        vec![Vec::<String>::new(); 5]
+    );
+    let changed = with("1G", json!("500m"), "512Mi");
+    assert_eq!(
+        on_every_release(&stored(changed), &old),
+        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 5]
     );
 }
 
@@ -952,10 +1115,15 @@ fn upstream_job_resuming_but_job_suspended_condition_still_true_resource_updates
 }
 
 /// KEP-5440 "controllers make a single API call for both updating resources and unsuspending":
-/// the stored Job is suspended, so resizing and resuming in one UPDATE is accepted from 1.36.
+/// the stored Job is fully suspended, so resizing and resuming in one UPDATE is accepted from
+/// 1.36.
 #[test]
 fn kep_5440_resize_and_resume_in_one_update() {
-    let old = stored(json!({"suspend": true}));
+    let old = stored_with_status(
+        json!({"suspend": true}),
+        json!({"startTime": "2026-11-01T00:00:00Z", "active": 0,
+            "conditions": [{"type": "Suspended", "status": "True"}]}),
+    );
     let mut resize_and_resume = resized();
     merge(&mut resize_and_resume, json!({"suspend": false}));
     let new = stored(resize_and_resume);
@@ -1282,7 +1450,7 @@ fn test_validate_job_upstream_success_cases() {
         ),
     ];
     for (name, extra) in cases {
-        let got: Vec<String> = validate_object(&job(extra))
+        let got: Vec<String> = validate_object(&job(extra), &on_1_34())
             .iter()
             .map(ToString::to_string)
             .collect();
@@ -1670,7 +1838,7 @@ mod never_panics {
                 spec["successPolicy"] = json!({"rules": rules.iter().map(|(i, c)|
                     json!({"succeededIndexes": i, "succeededCount": c})).collect::<Vec<_>>()});
             }
-            for e in validate_object(&job_with(spec)) {
+            for e in validate_object(&job_with(spec), &Cluster::default()) {
                 prop_assert!(e.path.as_str().starts_with("spec."), "{}", e);
             }
         }

@@ -136,13 +136,18 @@ fn gates_a_release_does_not_have_or_has_locked_are_rejected() {
         e,
         "cannot set feature gate JobPodReplacementPolicy to false, feature is locked to true (Kubernetes 1.34)"
     );
-    assert!(
-        Cluster::with_gates(
-            KubernetesVersion::V1_37,
-            &gates(&[(JobPodReplacementPolicy, true)])
-        )
-        .is_err()
-    );
+    // Gates removed in 1.37 (kubernetes#138759) are unknown to a 1.37 apiserver, which refuses
+    // them (`unrecognized feature gate: %s`, component-base `featuregate`), whatever the value.
+    for removed in [JobPodReplacementPolicy, JobBackoffLimitPerIndex] {
+        for value in [true, false] {
+            let e = Cluster::with_gates(KubernetesVersion::V1_37, &gates(&[(removed, value)]))
+                .unwrap_err();
+            assert_eq!(
+                e,
+                format!("unrecognized feature gate: {removed} (not a gate of Kubernetes 1.37)")
+            );
+        }
+    }
     // Setting a GA gate to true is allowed, as kube-apiserver allows it.
     assert!(
         Cluster::with_gates(
@@ -170,8 +175,22 @@ fn feature_gate_lists_parse_like_kube_apiserver_flags() {
         e.starts_with("unrecognized feature gate: JobSuccesPolicy"),
         "{e}"
     );
-    assert!(parse_feature_gates("JobManagedBy").is_err());
-    assert!(parse_feature_gates("JobManagedBy=yes").is_err());
+    assert_eq!(
+        parse_feature_gates("JobManagedBy").unwrap_err(),
+        "missing bool value for JobManagedBy"
+    );
+    assert_eq!(
+        parse_feature_gates("JobManagedBy=yes").unwrap_err(),
+        r#"invalid value of JobManagedBy=yes, err: strconv.ParseBool: parsing "yes": invalid syntax"#
+    );
+    // `strconv.ParseBool`'s spellings.
+    assert_eq!(
+        parse_feature_gates("JobManagedBy=T,MutablePodResourcesForSuspendedJobs=0").unwrap(),
+        gates(&[
+            (JobManagedBy, true),
+            (MutablePodResourcesForSuspendedJobs, false)
+        ])
+    );
 }
 
 #[test]
@@ -199,18 +218,24 @@ fn expected(cluster: &Cluster, old: &OldJobState) -> TemplateUpdateOptions {
     let (c, a0) = (old.suspended_condition, old.active == 0);
     // 1.27-1.34; with MutableSchedulingDirectivesForSuspendedJobs off in 1.35+.
     let classic = s && ns;
-    // kubernetes#139287: suspended && (notStarted || (JobSuspended && active == 0)).
-    let kep_5440 = s && (ns || (c && a0));
+    let (scheduling, resources) = if cluster.version() >= KubernetesVersion::V1_37 {
+        // 1.37: `active == 0` for both relaxations, never-started Jobs included.
+        (s && a0 && (ns || c), s && a0 && (ns || c))
+    } else {
+        // Scheduling: kubernetes#135104 and #139287 (1.36.2+, the permissive patch form).
+        // Resources: kubernetes#132441, #136077 (the JobSuspended condition, no active pods).
+        (s && (ns || (c && a0)), s && c && a0)
+    };
     TemplateUpdateOptions {
         allow_mutable_scheduling_directives: if cluster
             .enabled(MutableSchedulingDirectivesForSuspendedJobs)
         {
-            kep_5440
+            scheduling
         } else {
             classic
         },
         allow_mutable_pod_resources: cluster.enabled(MutablePodResourcesForSuspendedJobs)
-            && kep_5440,
+            && resources,
     }
 }
 
@@ -261,8 +286,10 @@ fn template_update_options_over_every_release_gate_and_old_job_state() {
     assert_eq!(states, (2 + 3 * 9) * 24);
 }
 
+/// 1.35/1.36 read the `JobSuspended` condition for resources (kubernetes#132441, #136077), which a
+/// Job that never started does not have; 1.37 admits it once no pod is active.
 #[test]
-fn a_never_started_suspended_job_may_change_resources_from_1_36_only() {
+fn a_never_started_suspended_job_may_change_resources_from_1_37_only() {
     let old = OldJobState {
         suspended: true,
         ..OldJobState::default()
@@ -274,7 +301,38 @@ fn a_never_started_suspended_job_may_change_resources_from_1_36_only() {
                 .allow_mutable_pod_resources
         })
         .collect();
-    assert_eq!(allowed, [false, false, false, true, true]);
+    assert_eq!(allowed, [false, false, false, false, true]);
+}
+
+/// 1.37 requires `status.active == 0` for both KEP-5440 relaxations, also before the Job
+/// started; before 1.37 a suspended Job that never started could change its scheduling
+/// directives whatever `status.active` said.
+#[test]
+fn from_1_37_both_relaxations_require_no_active_pods_even_before_the_job_started() {
+    let old = OldJobState {
+        suspended: true,
+        active: 1,
+        ..OldJobState::default()
+    };
+    let options: Vec<(bool, bool)> = KubernetesVersion::all()
+        .map(|v| {
+            let o = Cluster::new(v).template_update_options(&old);
+            (
+                o.allow_mutable_scheduling_directives,
+                o.allow_mutable_pod_resources,
+            )
+        })
+        .collect();
+    assert_eq!(
+        options,
+        [
+            (true, false),
+            (true, false),
+            (true, false),
+            (true, false),
+            (false, false)
+        ]
+    );
 }
 
 #[test]
