@@ -9,6 +9,12 @@
 # jobgate.
 ARG RUST_VERSION=1.95
 FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS build
+# The context has no .git (.dockerignore): `jobgate version` gets the commit and the build date
+# from these (the release workflow passes the tag's commit and its date); without them it says
+# "unknown".
+ARG JOBGATE_GIT_COMMIT=
+ARG SOURCE_DATE_EPOCH=
+ENV JOBGATE_GIT_COMMIT=${JOBGATE_GIT_COMMIT} SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH}
 WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -11,6 +11,7 @@ use jobgate::duration::parse_duration;
 #[command(
     name = "jobgate",
     version,
+    long_version = crate::version::LONG_VERSION,
     about = "Admission webhook and failure-recovery reconciler for Kubernetes batch Jobs"
 )]
 pub struct Cli {
@@ -54,6 +55,35 @@ pub enum Command {
     /// policyreport (wgpolicyk8s.io/v1alpha2 PolicyReport YAML, one per namespace). Exit 1 when
     /// something would be denied, 2 when the cluster or an object could not be read.
     Audit(jobgate::audit::AuditArgs),
+    /// Print the version, the git commit and build date of this binary, and the Kubernetes
+    /// releases whose kube-apiserver rules it follows (--kubernetes-version).
+    Version(VersionArgs),
+    /// Print a shell completion script to stdout, e.g. `source <(jobgate completion bash)`.
+    Completion(CompletionArgs),
+    /// Print jobgate's man page (roff) to stdout, or write one page per command into --out.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = crate::version::VersionFormat::Text)]
+    pub output: crate::version::VersionFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write jobgate.1 and one page per command (jobgate-serve.1, ...) into this directory
+    /// instead of printing jobgate.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,11 +1,12 @@
 //! The `jobgate` binary: parse the command line, set up logging, run a subcommand.
 
 mod cli;
+mod version;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, LogFormat, ServeArgs};
 use jobgate::server::{self, Listening, ServeOptions, TlsSource};
 
@@ -20,9 +21,26 @@ fn main() -> ExitCode {
         _ => cli.log_level.clone(),
     };
     init_tracing(cli.log_format, &level);
-    if let Command::Check(args) = &cli.command {
-        // Offline and synchronous: no runtime, no TLS.
-        return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
+    // Offline and synchronous: no runtime, no TLS.
+    let about = match &cli.command {
+        Command::Check(args) => {
+            return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
+        }
+        Command::Version(args) => Some(version::write(args.output, &mut std::io::stdout())),
+        Command::Completion(args) => Some(completion(args.shell)),
+        Command::Man(args) => Some(man(args.out.as_deref())),
+        _ => None,
+    };
+    if let Some(result) = about {
+        return match result {
+            Ok(()) => ExitCode::SUCCESS,
+            // `jobgate completion bash | head` closes the pipe early: not an error.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("jobgate: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     jobgate::server::tls::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -37,7 +55,9 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
-        Command::Check(_) => Ok(()),
+        Command::Check(_) | Command::Version(_) | Command::Completion(_) | Command::Man(_) => {
+            Ok(())
+        }
         Command::Certs(args) => jobgate::certs::run(&args).map_err(anyhow::Error::from),
         Command::Reconcile(args) => runtime
             .block_on(jobgate::reconciler::run(args))
@@ -67,6 +87,28 @@ fn main() -> ExitCode {
             );
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The completion script of `shell`, from the same command definition the parser uses.
+fn completion(shell: clap_complete::Shell) -> std::io::Result<()> {
+    // Rendered into memory first: clap_complete panics when its writer fails (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "jobgate", &mut script);
+    std::io::Write::write_all(&mut std::io::stdout(), &script)
+}
+
+/// The man page of `jobgate` on stdout, or every command's page written into `out`.
+fn man(out: Option<&std::path::Path>) -> std::io::Result<()> {
+    let mut command = Cli::command();
+    // As generate_to does, so that the printed page and the written one are the same.
+    command.build();
+    match out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            clap_mangen::generate_to(command, dir)
+        }
+        None => clap_mangen::Man::new(command).render(&mut std::io::stdout()),
     }
 }
 

@@ -194,8 +194,9 @@ fn github_anchor(heading: &str) -> String {
 }
 
 fn readme_anchors() -> BTreeSet<String> {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    readme
+    let runbook =
+        std::fs::read_to_string(repo().join("docs/src/runbook.md")).expect("docs/src/runbook.md");
+    runbook
         .lines()
         .filter_map(|l| l.strip_prefix('#'))
         .map(|l| github_anchor(l.trim_start_matches('#')))
@@ -311,11 +312,11 @@ fn every_alert_has_a_severity_a_summary_and_a_runbook_section_in_the_readme() {
             let (page, anchor) = url
                 .split_once('#')
                 .unwrap_or_else(|| panic!("{name}: {url} has no #anchor"));
-            assert!(page.ends_with("/README.md"), "{name}: {url}");
+            assert!(page.ends_with("/docs/src/runbook.md"), "{name}: {url}");
             assert_eq!(anchor, name.to_lowercase(), "{name}: anchor is the alert");
             assert!(
                 anchors.contains(anchor),
-                "{name}: README.md has no heading for #{anchor}"
+                "{name}: docs/src/runbook.md has no heading for #{anchor}"
             );
         }
     }
@@ -358,8 +359,9 @@ fn every_jobgate_metric_the_alerts_and_the_dashboard_use_is_one_jobgate_exports(
         "metrics used but not exported by jobgate: {unknown:?}\nexported: {exported:?}"
     );
     // The other metrics are kube-apiserver's, kube-state-metrics' and Prometheus' own, listed in
-    // README "Monitoring" as external.
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    // docs/src/monitoring.md as external.
+    let readme = std::fs::read_to_string(repo().join("docs/src/monitoring.md"))
+        .expect("docs/src/monitoring.md");
     for (who, expr) in alerts()
         .into_iter()
         .map(|(n, e, _)| (n, e))
@@ -374,7 +376,7 @@ fn every_jobgate_metric_the_alerts_and_the_dashboard_use_is_one_jobgate_exports(
                 );
                 assert!(
                     readme.contains(&format!("`{base}")),
-                    "README does not list {base}"
+                    "docs/src/monitoring.md does not list {base}"
                 );
             }
         }

@@ -164,6 +164,34 @@ pub fn post_file(jg: &Jobgate, path: &str, file: &Path, http: &str) -> Reply {
     ])
 }
 
+/// `jobgate ARGS --help`, with no JOBGATE_* variable set (clap prints a variable's current
+/// value next to its flag).
+pub fn help(args: &[&str]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobgate"));
+    cmd.args(args).arg("--help");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("JOBGATE_") {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd.output().expect("run jobgate --help");
+    assert!(out.status.success(), "jobgate {args:?} --help failed");
+    String::from_utf8(out.stdout).expect("UTF-8 help")
+}
+
+/// The commands `jobgate --help` lists, in its order (clap's own `help` left out).
+pub fn subcommands() -> Vec<String> {
+    help(&[])
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
 /// A rustls client configuration that trusts `jg`'s dev CA and offers `alpn` (`b"h2"`,
 /// `b"http/1.1"`), for tests that drive TLS themselves.
 pub fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConfig {
