@@ -39,9 +39,9 @@ pub enum Command {
     /// Write a CA, a serving certificate and key for the webhook Service, and the kustomize
     /// caBundle patch, for deploy/overlays/self-signed.
     Certs(jobgate::certs::CertsArgs),
-    /// Check Job and CronJob manifests (files, directories, `-` for stdin) against kube-apiserver's
-    /// rules and jobgate's policies, as `POST /validate` would; exit 1 when any is denied, 2 on
-    /// unreadable input.
+    /// Check Job and CronJob manifests (files, directories, `-` for stdin) as the cluster would:
+    /// kube-apiserver's strict decoding, jobgate's /mutate, the apiserver's defaulting, then
+    /// /validate; exit 1 when any is denied, 2 on unreadable input or nothing to check.
     Check(jobgate::check::CheckArgs),
     /// Recover pods stuck terminating on unreachable nodes (Kueue KEP-6757): the sidecar
     /// reconciler, leader-elected, with its own admin port.

@@ -20,6 +20,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, Namespace, ResourceQuota, Secret, Service, ServiceAccount,
 };
@@ -99,6 +100,8 @@ impl Rendered {
                 ("v1", "ResourceQuota") => round_trip::<ResourceQuota>(overlay, doc),
                 ("apps/v1", "Deployment") => round_trip::<Deployment>(overlay, doc),
                 ("v1", "ConfigMap") => round_trip::<ConfigMap>(overlay, doc),
+                // deploy/audit/cronjob and the chart's audit.enabled.
+                ("batch/v1", "CronJob") => round_trip::<CronJob>(overlay, doc),
                 // deploy/monitoring: prometheus-operator CRs, checked in tests/monitoring.rs.
                 ("monitoring.coreos.com/v1", "PodMonitor" | "PrometheusRule") => {
                     assert!(
@@ -1861,6 +1864,12 @@ fn helm_lint_strict_passes_for_every_certificate_source() {
             "monitoring.prometheusRule.enabled=true",
             "monitoring.dashboard.enabled=true",
         ],
+        vec!["audit.enabled=true"],
+        vec![
+            "audit.enabled=true",
+            "audit.schedule=*/30 * * * *",
+            "certificates.source=generated",
+        ],
     ] {
         let mut cmd = Command::new(helm);
         cmd.args(["lint", "--strict"]).arg(chart_dir());
@@ -1882,6 +1891,9 @@ fn helm_lint_strict_passes_for_every_certificate_source() {
         "policies.no-such-policy=warn",
         "policies.recovery-needs-failed=strict",
         "certificates.source=vault",
+        "audit.enabled=yes",
+        "audit.schedule=",
+        "audit.suspend=true",
     ] {
         let out = Command::new(helm)
             .args(["template", "jobgate"])
@@ -2203,4 +2215,150 @@ fn chart_values_shape_the_workload() {
     {
         assert_eq!(bundle.map(|b| b.0), Some(b"foo\n".to_vec()));
     }
+}
+
+/// `audit.enabled=true` adds deploy/audit/cronjob's objects and nothing else, in the release
+/// namespace: the same objects as the cert-manager overlay plus `deploy/audit/cronjob` moved by
+/// one `namespace:` line. The normalization is the one above (Helm's labels; the pod template's
+/// `app.kubernetes.io/instance`, which lets two releases' audit pods be told apart).
+#[test]
+fn chart_audit_enabled_renders_deploy_audit_cronjob_in_the_release_namespace() {
+    let kubectl = kubectl();
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0], OTHER_NAMESPACES[1]] {
+        let ws = Workspace::in_namespace(namespace);
+        let audit = render(kubectl, &ws.overlay("audit/cronjob"));
+        let moved = Rendered::in_namespace("audit/cronjob", namespace, audit.clone());
+        assert_no_default_namespace_unless(&moved, namespace);
+        check_audit(&moved, "jobgate-audit");
+        let mut kustomize = render(kubectl, &ws.overlay("overlays/cert-manager"));
+        kustomize.extend(audit);
+        assert_same_objects(
+            &format!("audit in {namespace}"),
+            kustomize,
+            helm_template(namespace, &["audit.enabled=true"]),
+        );
+
+        let r = chart(namespace, &["audit.enabled=true"]);
+        assert_no_default_namespace_unless(&r, namespace);
+        check_webhook_configurations(&r);
+        check_workload(&r);
+        check_least_privilege(&r);
+        check_audit(&r, "jobgate-audit");
+    }
+}
+
+/// The audit CronJob runs `jobgate audit --apply --prune` as its own ServiceAccount in the
+/// release namespace, bound to ClusterRoles granting exactly the calls it makes
+/// (`jobgate::audit::RBAC` and `APPLY_RBAC`), no more.
+fn check_audit(r: &Rendered, name: &str) -> CronJob {
+    let what = r.name.as_str();
+    let cron_job = r.one::<CronJob>(name);
+    assert_eq!(cron_job.metadata.namespace, Some(r.namespace.clone()));
+    let pod = cron_job
+        .spec
+        .job_template
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .expect("the CronJob's pod spec");
+    assert_eq!(pod.service_account_name.as_deref(), Some(name));
+    let account = r.one::<ServiceAccount>(name);
+    assert_eq!(account.metadata.namespace, Some(r.namespace.clone()));
+    let args = pod.containers[0].args.clone().unwrap_or_default();
+    assert_eq!(args[..3], ["audit", "--apply", "--prune"], "{what}");
+
+    let reports = format!("{name}-reports");
+    let roles = [r.one::<ClusterRole>(name), r.one::<ClusterRole>(&reports)];
+    let needed: BTreeSet<(String, String, String)> =
+        [jobgate::audit::RBAC, jobgate::audit::APPLY_RBAC]
+            .iter()
+            .flat_map(|calls| calls.iter())
+            .flat_map(|(group, resource, verbs)| {
+                verbs
+                    .iter()
+                    .map(move |v| (group.to_string(), resource.to_string(), v.to_string()))
+            })
+            .collect();
+    assert_eq!(
+        roles
+            .iter()
+            .flat_map(|role| expand(role.rules.as_deref().unwrap_or_default()))
+            .collect::<BTreeSet<_>>(),
+        needed,
+        "{what}: the audit's ClusterRoles grant exactly what `jobgate audit --apply --prune` calls"
+    );
+    for role in [name, reports.as_str()] {
+        let binding = r.one::<ClusterRoleBinding>(role);
+        assert_eq!(
+            (
+                binding.role_ref.kind.as_str(),
+                binding.role_ref.name.as_str()
+            ),
+            ("ClusterRole", role)
+        );
+        let subjects = binding.subjects.unwrap_or_default();
+        assert_eq!(subjects.len(), 1, "{what}: {role}");
+        assert_eq!(
+            (
+                subjects[0].kind.as_str(),
+                subjects[0].name.as_str(),
+                subjects[0].namespace.as_deref()
+            ),
+            ("ServiceAccount", name, Some(r.namespace.as_str())),
+            "{what}: {role}"
+        );
+    }
+    cron_job
+}
+
+/// The audit's values reach the CronJob: the schedule, the resources, and the chart's image
+/// (a digest pins it) and pull secrets.
+#[test]
+fn chart_audit_values_shape_the_cron_job() {
+    let digest = format!("sha256:{}", "b".repeat(64));
+    let r = chart(
+        OTHER_NAMESPACES[1],
+        &[
+            "audit.enabled=true",
+            "audit.schedule=*/10 * * * *",
+            "audit.resources.limits.memory=512Mi",
+            &format!("image.digest={digest}"),
+            "image.pullPolicy=Always",
+            "imagePullSecrets[0].name=registry",
+        ],
+    );
+    assert_no_default_namespace(&r);
+    let cron_job = check_audit(&r, "jobgate-audit");
+    let spec = cron_job.spec;
+    assert_eq!(spec.schedule, "*/10 * * * *");
+    let pod = spec
+        .job_template
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("pod spec");
+    let container = container(&pod.containers, "audit");
+    assert_eq!(
+        container.image.as_deref(),
+        Some(format!("ghcr.io/jobgate/jobgate@{digest}").as_str())
+    );
+    assert_eq!(container.image_pull_policy.as_deref(), Some("Always"));
+    let resources = container.resources.clone().expect("resources");
+    assert_eq!(
+        resources.limits.unwrap_or_default()["memory"].0,
+        "512Mi",
+        "the set limit"
+    );
+    assert_eq!(
+        resources.requests.unwrap_or_default()["cpu"].0,
+        "50m",
+        "the default request is kept"
+    );
+    assert_eq!(
+        pod.image_pull_secrets
+            .unwrap_or_default()
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["registry"]
+    );
 }

@@ -17,6 +17,12 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/* Labels on the audit's objects (audit.enabled), as deploy/audit/cronjob's. */}}
+{{- define "jobgate.auditLabels" -}}
+{{ include "jobgate.labels" . }}
+app.kubernetes.io/component: audit
+{{- end -}}
+
 {{/* The webhook pods: what the Deployment, Service, PDB and PodMonitor select. */}}
 {{- define "jobgate.selectorLabels" -}}
 app.kubernetes.io/component: webhook
