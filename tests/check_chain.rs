@@ -1,5 +1,6 @@
 //! `jobgate check` gives the cluster's verdict: for every AdmissionReview fixture, and for the
-//! README's opt-in example, what `check` says equals what a running `jobgate serve` says when
+//! opt-in example of docs/src/mutation.md, what `check` says equals what a running
+//! `jobgate serve` says when
 //! kube-apiserver calls `/mutate` (or `/mutate/recovery`), applies the patch, and calls
 //! `/validate` with the patched object: allowed or not, the same errors, the same warnings (the
 //! mutating webhook's, then the validating one's) and the same patch.
@@ -198,7 +199,7 @@ fn check_equals_mutate_then_validate_for_every_fixture() {
     );
 }
 
-/// The README's opt-in example: `/mutate` opts it into recovery, and with
+/// The opt-in example of docs/src/mutation.md: `/mutate` opts it into recovery, and with
 /// `recovery-counts-toward-backoff=deny` `/validate` then denies it; so does `check`.
 #[test]
 fn the_readme_opt_in_example_is_denied_by_check_as_by_the_cluster() {

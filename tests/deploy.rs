@@ -1743,7 +1743,7 @@ fn by_default_the_settings_are_jobgates_defaults() {
     );
 }
 
-/// The README's first rollout step from the deployed install: every policy warns (the same
+/// The first rollout step (docs/src/install.md) from the deployed install: every policy warns (the same
 /// Job is admitted, with the warning) and the reconciler runs with --dry-run.
 #[test]
 fn rollout_warn_component_makes_every_policy_warn_and_the_reconciler_dry_run() {

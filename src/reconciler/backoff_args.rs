@@ -85,7 +85,7 @@ mod tests {
         Reconcile::try_parse_from(argv).map(|r| r.backoff.episode_config())
     }
 
-    /// The defaults (README "Recovery backoff and limit per Job"): base 60, max 3600 (Kueue's), no limit, stop.
+    /// The defaults (docs/src/recovery-backoff.md): base 60, max 3600 (Kueue's), no limit, stop.
     #[test]
     fn defaults_are_kueue_60_3600_unlimited_stop() {
         assert_eq!(parse(&[]).unwrap(), EpisodeConfig::default());

@@ -186,7 +186,7 @@ fn terminated(ctx: &Context, node: &str) -> u64 {
         .get()
 }
 
-// KEP-6757 (README "What happens to a recovered pod, in order"): patch status with resourceVersion, then the Warning event
+// KEP-6757 (docs/src/recovery.md, "What happens to a recovered pod, in order"): patch status with resourceVersion, then the Warning event
 // (after the patch succeeded), then delete with grace period 0 (kueue#9649).
 #[tokio::test]
 async fn recovers_pod_patch_then_event_then_delete() {
@@ -1216,7 +1216,7 @@ fn first_state() -> RecoveryState {
     }
 }
 
-// README "Recovery backoff and limit per Job": the first episode of a Job is recorded on the Job (state with the resourceVersion
+// docs/src/recovery-backoff.md: the first episode of a Job is recorded on the Job (state with the resourceVersion
 // read, then the Normal event) before the pod is recovered as KEP-6757 says; a sibling that is due
 // on the same dead node is triggered to join the same episode.
 #[tokio::test]
@@ -1280,7 +1280,7 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
     );
 }
 
-// README "Recovery backoff and limit per Job": "Pods due earlier are requeued for requeueAt, not dropped": a pod of a Job whose last
+// docs/src/recovery-backoff.md: "Pods due earlier are requeued for requeueAt, not dropped": a pod of a Job whose last
 // episode (on another node) is too recent waits without any write.
 #[tokio::test]
 async fn a_pod_due_during_its_jobs_backoff_is_requeued_for_requeue_at() {
@@ -1331,7 +1331,7 @@ async fn a_leftover_of_the_recorded_episode_is_recovered_without_a_job_write() {
     assert_eq!(h.ctx.metrics.episodes.get(), 0);
 }
 
-// README "Recovery backoff and limit per Job": "When the next episode would exceed N, jobgate does not recover; it emits Warning
+// docs/src/recovery-backoff.md: "When the next episode would exceed N, jobgate does not recover; it emits Warning
 // RecoveryLimitExceeded on the Job, records it in the state, and with
 // --on-recovery-limit=suspend also sets spec.suspend: true".
 #[tokio::test]

@@ -20,7 +20,7 @@
 //! (Kueue before `pkg/util/wait.Backoff` looped `min(backoff.Step(), max)` over a `wait.Backoff`
 //! without `Cap`, which capped after the jitter and read `max = 0` as "no wait".)
 //!
-//! Two deliberate departures: with `base > max` the first delay is already `max` (the README's
+//! Two deliberate departures: with `base > max` the first delay is already `max` (docs/src/recovery-backoff.md's
 //! `min(base * 2^(n-1), max)`; apimachinery never caps the initial duration, so Kueue would wait
 //! `base` once), and large `n` saturates instead of stopping at `MaxInt64/2` nanoseconds.
 

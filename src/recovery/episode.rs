@@ -175,7 +175,7 @@ pub(crate) struct Episodes {
     pub(crate) without_job: Vec<DuePod>,
 }
 
-/// Groups due pods by their Job (README: "All eligible pods of a Job that are due are recovered in
+/// Groups due pods by their Job (docs/src/recovery-backoff.md: "All eligible pods of a Job that are due are recovered in
 /// the same episode").
 pub(crate) fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) -> Episodes {
     let mut episodes = Episodes::default();

@@ -111,7 +111,7 @@ pub(crate) fn rfc3339_seconds(t: Timestamp) -> String {
 
 /// A duration in seconds as the message prints it: `90s`, `0s`, `1.5s`.
 ///
-/// The README specifies the message with `90s` for a 30 s pod grace period plus the 60 s
+/// docs/src/recovery.md specifies the message with `90s` for a 30 s pod grace period plus the 60 s
 /// threshold. Go's `time.Duration.String` (what Kueue prints) would give `1m30s`; we print the
 /// seconds, the unit of `deletionGracePeriodSeconds` and `gracePeriodSeconds` in the API.
 pub(crate) fn format_seconds(d: Duration) -> String {

@@ -698,7 +698,7 @@ fn safety_invariant_over_the_state_space() {
                                 let decision = decide(&pod, node.as_ref(), now, &config);
                                 checked += 1;
 
-                                // The independent oracle, written from the README's safety rules (KEP-6757).
+                                // The independent oracle, written from the safety rules of docs/src/recovery.md (KEP-6757).
                                 let opted_in = config.annotation_keys.iter().any(|k| {
                                     annotations.get(k).map(String::as_str) == Some("true")
                                 });

@@ -185,7 +185,7 @@ fn snapshot() -> Snapshot {
     }
 }
 
-/// README "Recovery backoff and limit per Job": "prints a table of Jobs with recovery state, pods currently waiting for recovery
+/// docs/src/recovery-backoff.md: "prints a table of Jobs with recovery state, pods currently waiting for recovery
 /// with their deadlines and nodes, and leader identity".
 #[test]
 fn status_shows_leader_jobs_with_state_and_waiting_pods() {

@@ -182,7 +182,7 @@ fn job_ref() -> ObjectReference {
     }
 }
 
-/// README "Recovery backoff and limit per Job": the state is "written with optimistic concurrency": a merge patch carrying the
+/// docs/src/recovery-backoff.md: the state is "written with optimistic concurrency": a merge patch carrying the
 /// resourceVersion that was read; then "a Normal event on the Job per episode naming the pods
 /// and nodes".
 #[tokio::test]
@@ -327,7 +327,7 @@ async fn after_a_conflict_the_next_pass_writes_against_the_new_resource_version(
     ));
 }
 
-/// README "Recovery backoff and limit per Job": "with --on-recovery-limit=suspend also sets spec.suspend: true" and "emits
+/// docs/src/recovery-backoff.md: "with --on-recovery-limit=suspend also sets spec.suspend: true" and "emits
 /// Warning RecoveryLimitExceeded on the Job" (after the write succeeded).
 #[tokio::test]
 async fn limit_with_suspend_patches_state_and_spec_suspend_then_posts_the_warning() {

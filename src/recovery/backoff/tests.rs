@@ -155,7 +155,7 @@ fn jitter_outside_zero_one_is_clamped() {
     assert!(b.delay(1, f64::INFINITY) < SignedDuration::new(60, 6_000_000));
 }
 
-/// README "Recovery backoff and limit per Job": "`base = 0` means no wait".
+/// docs/src/recovery-backoff.md: "`base = 0` means no wait".
 #[test]
 fn base_zero_means_no_wait() {
     let b = Backoff {
@@ -167,7 +167,7 @@ fn base_zero_means_no_wait() {
     }
 }
 
-/// README "Recovery backoff and limit per Job": "`max = 0` means no cap" (Kueue: `Cap: cmp.Or(max, MaxInt64/2)`).
+/// docs/src/recovery-backoff.md: "`max = 0` means no cap" (Kueue: `Cap: cmp.Or(max, MaxInt64/2)`).
 #[test]
 fn max_zero_means_no_cap() {
     let b = Backoff {
@@ -179,7 +179,7 @@ fn max_zero_means_no_cap() {
     assert_eq!(b.delay(21, 0.0), secs(60 << 20));
 }
 
-/// With base > max the very first delay is already the cap (the README's `min(base * 2^(n-1),
+/// With base > max the very first delay is already the cap (docs/src/recovery-backoff.md's `min(base * 2^(n-1),
 /// max)`; apimachinery does not cap the initial duration, so Kueue would wait `base` once).
 #[test]
 fn base_greater_than_max_is_capped_from_the_first_episode() {

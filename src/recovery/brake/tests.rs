@@ -69,7 +69,7 @@ fn compute_zone_state_over_zone_sizes_unreachable_counts_and_thresholds() {
     assert_eq!(states, 7 * (2..=121).sum::<u32>());
 }
 
-// The README's cases, with default flags: one zone of 10 nodes.
+// The cases of docs/src/recovery.md (partition brake), with default flags: one zone of 10 nodes.
 #[test]
 fn one_zone_of_ten_holds_at_six_unreachable_and_releases_at_three_and_two() {
     let config = BrakeConfig::default();

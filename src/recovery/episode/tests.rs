@@ -57,7 +57,7 @@ fn recovered(d: EpisodeDecision) -> (Vec<DuePod>, RecoveryState, bool) {
 
 // ---- state annotation ----
 
-/// README "Recovery backoff and limit per Job": `{"count": n, "requeueAt": "<RFC3339>", "lastRecoveryTime": "<RFC3339>",
+/// docs/src/recovery-backoff.md: `{"count": n, "requeueAt": "<RFC3339>", "lastRecoveryTime": "<RFC3339>",
 /// "lastNodes": ["..."]}`.
 #[test]
 fn state_annotation_uses_the_issue_json_keys_and_rfc3339() {
@@ -144,7 +144,7 @@ fn job_owner_is_the_controller_reference_of_a_batch_v1_job() {
     assert_eq!(job_owner("ns", &[]), None);
 }
 
-/// README "Recovery backoff and limit per Job": "a node that dies with 8 pods of a Job must not have them recovered one backoff
+/// docs/src/recovery-backoff.md: "a node that dies with 8 pods of a Job must not have them recovered one backoff
 /// apart" and "Pods without a Job owner ... are recovered without backoff state".
 #[test]
 fn all_due_pods_of_a_job_form_one_episode_and_pods_without_a_job_none() {
@@ -253,7 +253,7 @@ fn a_recreated_job_with_the_same_name_is_another_episode() {
 
 // ---- episodes and backoff ----
 
-/// README "Recovery backoff and limit per Job": "after episode n, the next episode for that Job may not start before requeueAt =
+/// docs/src/recovery-backoff.md: "after episode n, the next episode for that Job may not start before requeueAt =
 /// now + d(n)".
 #[test]
 fn first_episode_recovers_and_records_count_one_with_requeue_at_now_plus_60s() {
@@ -286,7 +286,7 @@ fn first_episode_recovers_and_records_count_one_with_requeue_at_now_plus_60s() {
     );
 }
 
-/// README "Recovery backoff and limit per Job": "Pods due earlier are requeued for requeueAt, not dropped."
+/// docs/src/recovery-backoff.md: "Pods due earlier are requeued for requeueAt, not dropped."
 #[test]
 fn pods_due_before_requeue_at_wait_until_requeue_at() {
     let prior = RecoveryState {
@@ -432,7 +432,7 @@ fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
 
 // ---- limit ----
 
-/// README "Recovery backoff and limit per Job": "When the next episode would exceed N, jobgate does not recover; it emits Warning
+/// docs/src/recovery-backoff.md: "When the next episode would exceed N, jobgate does not recover; it emits Warning
 /// RecoveryLimitExceeded on the Job, records it in the state" (Kueue:
 /// `count+1 > backoffLimitCount` deactivates, the count is not incremented).
 #[test]
@@ -478,7 +478,7 @@ fn limit_allows_n_episodes_and_stops_the_next_one_with_stop() {
     );
 }
 
-/// README "Recovery backoff and limit per Job": "with --on-recovery-limit=suspend also sets spec.suspend: true".
+/// docs/src/recovery-backoff.md: "with --on-recovery-limit=suspend also sets spec.suspend: true".
 #[test]
 fn limit_with_suspend_asks_to_suspend_the_job_once() {
     let cfg = config(Some(1), LimitAction::Suspend);
@@ -706,7 +706,7 @@ fn unlimited_by_default_even_at_huge_counts() {
 
 // ---- reset ----
 
-/// README "Recovery backoff and limit per Job": "when a user removes the state annotation ... the count starts again from zero".
+/// docs/src/recovery-backoff.md: "when a user removes the state annotation ... the count starts again from zero".
 #[test]
 fn removing_the_annotation_restarts_the_count_from_zero() {
     let (_, state, reset) = recovered(decide_episode(
@@ -723,7 +723,7 @@ fn removing_the_annotation_restarts_the_count_from_zero() {
     assert!(!reset);
 }
 
-/// README "Recovery backoff and limit per Job": "or resumes a Job that jobgate suspended, the count starts again from zero"
+/// docs/src/recovery-backoff.md: "or resumes a Job that jobgate suspended, the count starts again from zero"
 /// (Kueue: "If a deactivated workload is re-activated, we need to reset the RequeueState").
 #[test]
 fn resuming_a_job_jobgate_suspended_restarts_the_count_without_waiting() {
