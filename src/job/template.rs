@@ -10,7 +10,8 @@
 //! per input byte (a dense `[1,1,...]` array), so a 7 MB review would take hundreds of megabytes;
 //! instead each template is reduced to four 128-bit digests (as is, without the scheduling
 //! directives, and its pod spec without the containers' `resources`, with and without the
-//! scheduling directives) whose equality is that comparison's:
+//! scheduling directives), computed together in one pass (`one_pass.rs`), whose equality is
+//! that comparison's:
 //! - absent, `null` and `[]` members are the same (Go's nil pointer and nil slice);
 //! - `{}` is absent where Go holds a map or a struct value, and every `resource.Quantity` is
 //!   hashed by its value (`1Gi` is `1073741824`), as `schema.rs` and `quantity.rs` say;
