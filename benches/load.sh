@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load test: jobgate and a fixed-response ceiling server on the same stack (examples/ceiling.rs),
+# Load test: jobgate and a JSON-reading ceiling server on the same stack (examples/ceiling.rs),
 # loaded in one run with oha over HTTP/1.1 keep-alive and HTTP/2. Prints requests/s, p50/p99
 # latency, the ratio jobgate/ceiling, and jobgate's peak RSS.
 #

@@ -30,6 +30,41 @@ pub(crate) struct AdminState {
     pub(crate) registry: Arc<Registry>,
 }
 
+/// The admin port's server, one per long-running command (`serve`, `reconcile`), each with its
+/// own registry and readiness.
+pub(crate) struct AdminServer {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl AdminServer {
+    /// Serves [`router`] on `listener` until [`AdminServer::stop`].
+    pub(crate) fn spawn(listener: tokio::net::TcpListener, state: AdminState) -> AdminServer {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router(state))
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        AdminServer { stop, task }
+    }
+
+    /// Stops serving: open connections get a second to finish (a scrape in progress), then
+    /// the task is dropped.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(());
+        let mut task = self.task;
+        if tokio::time::timeout(std::time::Duration::from_secs(1), &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+        }
+    }
+}
+
 /// The admin router. `/livez` answers as long as the process runs its event loop.
 pub(crate) fn router(state: AdminState) -> Router {
     Router::new()

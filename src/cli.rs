@@ -38,9 +38,9 @@ pub enum Command {
     /// Write a CA, a serving certificate and key for the webhook Service, and the kustomize
     /// caBundle patch, for deploy/overlays/self-signed.
     Certs(jobgate::certs::CertsArgs),
-    /// Check Job and CronJob manifests (files, directories, `-` for stdin) against kube-apiserver's
-    /// rules and jobgate's policies, as `POST /validate` would; exit 1 when any is denied, 2 on
-    /// unreadable input.
+    /// Check Job and CronJob manifests (files, directories, `-` for stdin) as the cluster would:
+    /// kube-apiserver's strict decoding, jobgate's /mutate, the apiserver's defaulting, then
+    /// /validate; exit 1 when any is denied, 2 on unreadable input or nothing to check.
     Check(jobgate::check::CheckArgs),
     /// Recover pods stuck terminating on unreachable nodes (Kueue KEP-6757): the sidecar
     /// reconciler, leader-elected, with its own admin port.
@@ -78,7 +78,7 @@ pub struct ServeArgs {
     /// Where dev mode writes ca.crt, tls.crt and tls.key.
     #[arg(long, env = "JOBGATE_DEV_CERTS_DIR", default_value = "certs/dev")]
     pub dev_certs_dir: PathBuf,
-    /// Rule settings: --config, --policy, --recovery-annotation-key.
+    /// Rule settings: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub rules: jobgate::rule_flags::RuleArgs,
     /// Time allowed for a TLS handshake.

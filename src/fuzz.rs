@@ -100,7 +100,14 @@ pub fn check_reader(text: &str, config: &Config) {
         text: text.to_string(),
     };
     let mut report = crate::check::Report::default();
-    crate::check::check_source(&source, config, &mut report);
+    let chain = crate::check::Chain {
+        config,
+        mutate: true,
+        recovery_namespaces: &[],
+        default_namespace: "default",
+        field_validation: crate::check::FieldValidation::Strict,
+    };
+    crate::check::check_source(&source, &chain, &mut report);
 }
 
 /// The config file reader (`--config`): an error or a config, never a panic.

@@ -8,7 +8,7 @@
 pub(crate) const SAFE_TO_FORCEFULLY_TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 /// The key Kueue 0.15.6+, 0.16.3+ and 0.17+ read instead (kueue#9651).
 pub(crate) const SAFE_TO_FORCEFULLY_DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
-/// Both keys Kueue has read: the reconciler's default for `--recovery-annotation-key`, and the
+/// Both keys Kueue has read: the reconciler's default for `--read-recovery-annotation-key`, and the
 /// keys whose values the webhook always checks and respects (an explicit `"false"` under either
 /// is an opt-out).
 pub(crate) const RECOVERY_ANNOTATION_KEYS: [&str; 2] =

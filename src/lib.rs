@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod admission;
+pub mod api_error;
 pub mod audit;
 pub mod certs;
 pub mod check;

@@ -11,7 +11,15 @@ use jobgate::server::{self, Listening, ServeOptions, TlsSource};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.log_format, &cli.log_level);
+    // One-shot commands say their errors once themselves; kube's client would log each failed
+    // request again at ERROR.
+    let level = match cli.command {
+        Command::Audit(_) | Command::Status(_) => {
+            format!("{},kube_client::client::builder=off", cli.log_level)
+        }
+        _ => cli.log_level.clone(),
+    };
+    init_tracing(cli.log_format, &level);
     if let Command::Check(args) = &cli.command {
         // Offline and synchronous: no runtime, no TLS.
         return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
@@ -42,7 +50,7 @@ fn main() -> ExitCode {
             let code = runtime
                 .block_on(jobgate::audit::run(&args))
                 .unwrap_or_else(|e| {
-                    eprintln!("jobgate: {e}");
+                    report_error("jobgate audit", &e, jobgate::audit::RBAC_HINT);
                     jobgate::check::EXIT_UNREADABLE
                 });
             return ExitCode::from(code.clamp(0, 255) as u8);
@@ -51,9 +59,23 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("jobgate: {e:#}");
+            report_error(
+                "jobgate",
+                e.as_ref(),
+                "the ClusterRole jobgate (deploy/base) grants the reconciler's calls; jobgate status \
+                 needs list on jobs, pods and nodes and get on leases in the lease namespace",
+            );
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error said once, API errors as kubectl says them, a 403 with the RBAC that grants the
+/// calls.
+fn report_error(who: &str, error: &(dyn std::error::Error + 'static), rbac: &str) {
+    eprintln!("{who}: {}", jobgate::api_error::render(error));
+    if let Some(hint) = jobgate::api_error::rbac_hint(error, rbac) {
+        eprintln!("{hint}");
     }
 }
 

@@ -35,13 +35,13 @@ pub enum ConfigError {
     Cluster(String),
 }
 
-/// Reads a config file on top of the defaults.
-pub(crate) fn config_from_file(path: &Path) -> Result<Config, ConfigError> {
+/// Reads a config file on top of `base`.
+pub(crate) fn config_from_file(path: &Path, base: Config) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut config = Config::default();
+    let mut config = base;
     config
         .merge_yaml(&text)
         .map_err(|source| ConfigError::Parse {
@@ -86,12 +86,23 @@ pub struct RuleArgs {
     /// Kueue >= 0.15.6 reads kueue.x-k8s.io/safe-to-forcefully-delete). Both Kueue keys are
     /// always checked by the policies and respected as an opt-out when "false".
     #[arg(
-        long = "recovery-annotation-key",
-        env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        long = "inject-recovery-annotation-key",
+        env = "JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY",
         value_name = "KEY",
         value_delimiter = ','
     )]
     pub(crate) recovery_annotation_keys: Vec<String>,
+
+    /// The deprecated name of --inject-recovery-annotation-key (`reconcile` has a flag of the
+    /// same old name meaning the keys it reads).
+    #[arg(
+        long = "recovery-annotation-key",
+        env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        value_name = "KEY",
+        value_delimiter = ',',
+        hide = true
+    )]
+    pub(crate) deprecated_recovery_annotation_keys: Vec<String>,
 
     /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.37; default 1.37): the
     /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
@@ -119,15 +130,27 @@ pub struct RuleArgs {
 impl RuleArgs {
     /// Defaults, then `--config`, then the flags.
     pub fn load(&self) -> Result<Config, ConfigError> {
+        self.load_over(Config::default())
+    }
+
+    /// `base` (`audit`: the defaults for the cluster's own release), then `--config`, then the
+    /// flags.
+    pub(crate) fn load_over(&self, base: Config) -> Result<Config, ConfigError> {
         let mut config = match &self.config {
-            Some(path) => config_from_file(path)?,
-            None => Config::default(),
+            Some(path) => config_from_file(path, base)?,
+            None => base,
         };
         for (policy, level) in &self.policies {
             config.policies.set(*policy, *level);
         }
         if !self.recovery_annotation_keys.is_empty() {
             config.recovery_annotation_keys = self.recovery_annotation_keys.clone();
+        } else if !self.deprecated_recovery_annotation_keys.is_empty() {
+            tracing::warn!(
+                "--recovery-annotation-key (JOBGATE_RECOVERY_ANNOTATION_KEY) is deprecated: use \
+                 --inject-recovery-annotation-key (JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY)"
+            );
+            config.recovery_annotation_keys = self.deprecated_recovery_annotation_keys.clone();
         }
         if self.kubernetes_version.is_some() || self.feature_gates.is_some() {
             // A version on the command line starts from that release's defaults; gates on the
@@ -171,7 +194,7 @@ mod tests {
             file.to_str().unwrap(),
             "--policy",
             "recovery-needs-failed=deny",
-            "--recovery-annotation-key",
+            "--inject-recovery-annotation-key",
             "a/b,c/d",
         ])
         .unwrap();
@@ -187,6 +210,28 @@ mod tests {
         assert_eq!(c.recovery_annotation_keys, vec!["a/b", "c/d"]);
     }
 
+    /// The old name still works (hidden from --help); the new one wins when both are given.
+    #[test]
+    fn the_deprecated_flag_name_still_sets_the_keys_injected() {
+        let old = Cli::try_parse_from(["x", "--recovery-annotation-key", "a/old"]).unwrap();
+        assert_eq!(
+            old.rules.load().unwrap().recovery_annotation_keys,
+            vec!["a/old"]
+        );
+        let both = Cli::try_parse_from([
+            "x",
+            "--recovery-annotation-key",
+            "a/old",
+            "--inject-recovery-annotation-key",
+            "a/new",
+        ])
+        .unwrap();
+        assert_eq!(
+            both.rules.load().unwrap().recovery_annotation_keys,
+            vec!["a/new"]
+        );
+    }
+
     #[test]
     fn bad_policy_flags_are_rejected_by_clap() {
         assert!(Cli::try_parse_from(["x", "--policy", "nope=warn"]).is_err());
@@ -196,7 +241,8 @@ mod tests {
 
     #[test]
     fn a_missing_config_file_says_which() {
-        let e = config_from_file(Path::new("/nonexistent/jobgate.yaml")).unwrap_err();
+        let e = config_from_file(Path::new("/nonexistent/jobgate.yaml"), Config::default())
+            .unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("cannot read config file /nonexistent/jobgate.yaml")

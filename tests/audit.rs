@@ -38,21 +38,11 @@ fn help_documents_the_three_outputs_and_the_namespace() {
 
 #[test]
 fn an_unreachable_api_server_is_a_clear_error() {
-    let dir = tempfile::tempdir().expect("tempdir");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: down\n  cluster:\n    server: http://127.0.0.1:{port}\n\
-             contexts:\n- name: down\n  context:\n    cluster: down\n    user: nobody\n\
-             current-context: down\nusers:\n- name: nobody\n  user: {{}}\n"
-        ),
-    )
-    .expect("kubeconfig");
+    let (_dir, kubeconfig) = kubeconfig_for(port);
     let started = Instant::now();
     let out = jobgate(&[
         "audit",
@@ -63,57 +53,390 @@ fn an_unreachable_api_server_is_a_clear_error() {
     // 1 would mean "something would be denied".
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // Said once, naming the server.
     assert!(
-        stderr.contains("jobgate: cannot list from the Kubernetes API"),
+        stderr.starts_with(&format!(
+            "jobgate audit: cannot read the Kubernetes version from http://127.0.0.1:{port}/: "
+        )),
         "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+/// A plain-HTTP stand-in for kube-apiserver: answers each request with `answer(method, path)`
+/// (status code and JSON body), one request per connection, and records `METHOD path` of each.
+/// Returns its kubeconfig (and the directory holding it) and the record.
+#[allow(clippy::type_complexity)]
+fn fake_api_server(
+    answer: impl Fn(&str, &str) -> (u16, String) + Send + 'static,
+) -> (
+    tempfile::TempDir,
+    PathBuf,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            let mut length = 0usize;
+            loop {
+                let mut header = String::new();
+                match reader.read_line(&mut header) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if header == "\r\n" => break,
+                    Ok(_) => {
+                        if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:")
+                        {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let mut words = request_line.split_whitespace();
+            let method = words.next().unwrap_or("GET");
+            let path = words.next().unwrap_or("/");
+            record
+                .lock()
+                .expect("record")
+                .push(format!("{method} {path}"));
+            let (code, body) = answer(method, path);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let (dir, kubeconfig) = kubeconfig_for(port);
+    (dir, kubeconfig, seen)
+}
+
+/// A kubeconfig (in a temporary directory) whose current context is `http://127.0.0.1:<port>`.
+fn kubeconfig_for(port: u16) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+             contexts:\n- name: local\n  context:\n    cluster: local\n    user: alice\n\
+             current-context: local\nusers:\n- name: alice\n  user: {{}}\n"
+        ),
+    )
+    .expect("kubeconfig");
+    (dir, kubeconfig)
+}
+
+fn version(git_version: &str) -> String {
+    serde_json::json!({"major": "1", "minor": "33", "gitVersion": git_version, "gitCommit": "x",
+        "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24",
+        "compiler": "gc", "platform": "linux/amd64"})
+    .to_string()
+}
+
+/// kubectl's sentence for a 403, once, with the server, and the ClusterRole that grants the
+/// calls.
+#[test]
+fn a_forbidden_list_is_said_as_kubectl_says_it_with_the_rbac_that_grants_it() {
+    let message = r#"jobs.batch is forbidden: User "alice" cannot list resource "jobs" in API group "batch" at the cluster scope"#;
+    let status = serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "reason": "Forbidden",
+        "details": {"group": "batch", "kind": "jobs"}, "code": 403})
+    .to_string();
+    let (_dir, kubeconfig, _) = fake_api_server(move |_, path| {
+        if path == "/version" {
+            (200, version("v1.35.2"))
+        } else {
+            (403, status.clone())
+        }
+    });
+    let out = jobgate(&["audit", "--kubeconfig", kubeconfig.to_str().expect("UTF-8")]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let server = stderr
+        .split("at ")
+        .nth(1)
+        .and_then(|s| s.split(": ").next())
+        .unwrap_or("");
+    assert!(server.starts_with("http://127.0.0.1:"), "{stderr}");
+    assert_eq!(
+        stderr.lines().next(),
+        Some(
+            format!(
+                "jobgate audit: cannot list from the Kubernetes API at {server}: Error from server (Forbidden): {message}"
+            )
+            .as_str()
+        )
+    );
+    assert!(
+        stderr.lines().nth(1).is_some_and(|l| l.starts_with(
+            "hint: the ClusterRole jobgate-audit (kubectl apply -k deploy/audit) grants"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+}
+
+/// Without --kubernetes-version the rules are the cluster's own release (`GET /version`): a
+/// CronJob whose onPodConditions entry has no status is denied by 1.33's rules only
+/// (kubernetes#131525).
+#[test]
+fn the_rules_follow_the_version_the_cluster_reports() {
+    let cron_job = serde_json::json!({"metadata": {"name": "nightly", "namespace": "ml", "uid": "u1"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {
+            "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}}});
+    let run = |git_version: &'static str, extra: &[&str]| {
+        let cron_job = cron_job.clone();
+        let (_dir, kubeconfig, _) = fake_api_server(move |_, path| {
+            let list = |kind: &str, items: Vec<Value>| {
+                serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": items})
+                    .to_string()
+            };
+            match path.split('?').next().unwrap_or("") {
+                "/version" => (200, version(git_version)),
+                "/apis/batch/v1/cronjobs" => (200, list("CronJobList", vec![cron_job.clone()])),
+                "/apis/batch/v1/jobs" => (200, list("JobList", vec![])),
+                "/api/v1/pods" => (200, list("PartialObjectMetadataList", vec![])),
+                _ => (404, "{}".to_string()),
+            }
+        });
+        let mut args = vec!["audit", "--kubeconfig", kubeconfig.to_str().expect("UTF-8")];
+        args.extend_from_slice(extra);
+        jobgate(&args)
+    };
+    let out = run("v1.33.4+k3s1", &[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("onPodConditions[0].status: Required value"),
+        "{out:?}"
+    );
+    assert_eq!(run("v1.35.2", &[]).status.code(), Some(0));
+    // Told otherwise, the flag wins.
+    assert_eq!(
+        run("v1.35.2", &["--kubernetes-version", "1.33"])
+            .status
+            .code(),
+        Some(1)
+    );
+    // A release jobgate has no rules for: the nearest, with a note.
+    let out = run("v1.40.0", &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("judging with 1.37's"),
+        "{out:?}"
     );
 }
 
-#[test]
-fn the_audit_cluster_role_grants_exactly_the_calls_audit_makes() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/audit");
-    let out = match Command::new("kubectl").arg("kustomize").arg(&dir).output() {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED: kubectl not found on PATH; deploy/audit is not rendered");
-            return;
-        }
-        Err(e) => panic!("cannot run kubectl: {e}"),
-    };
+/// `kubectl kustomize` of a directory under deploy/, as YAML documents.
+fn render(dir: &str) -> Vec<Value> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run kubectl (.ci/run installs it): {e}"));
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let docs: Vec<Value> =
-        serde_yaml_ng::Deserializer::from_str(std::str::from_utf8(&out.stdout).expect("UTF-8"))
-            .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
-            .collect();
-    assert_eq!(docs.len(), 1, "only the ClusterRole: {docs:?}");
-    let role = &docs[0];
-    assert_eq!(role["kind"], "ClusterRole");
-    assert_eq!(role["metadata"]["name"], "jobgate-audit");
+    serde_yaml_ng::Deserializer::from_str(std::str::from_utf8(&out.stdout).expect("UTF-8"))
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .collect()
+}
+
+/// (group, resource, verb) granted by the ClusterRoles among `docs`.
+fn granted(docs: &[&Value]) -> BTreeSet<(String, String, String)> {
     let mut granted = BTreeSet::new();
-    for rule in role["rules"].as_array().expect("rules") {
-        for group in rule["apiGroups"].as_array().expect("apiGroups") {
-            for resource in rule["resources"].as_array().expect("resources") {
-                for verb in rule["verbs"].as_array().expect("verbs") {
-                    granted.insert((
-                        group.as_str().expect("group").to_string(),
-                        resource.as_str().expect("resource").to_string(),
-                        verb.as_str().expect("verb").to_string(),
-                    ));
+    for role in docs {
+        for rule in role["rules"].as_array().expect("rules") {
+            for group in rule["apiGroups"].as_array().expect("apiGroups") {
+                for resource in rule["resources"].as_array().expect("resources") {
+                    for verb in rule["verbs"].as_array().expect("verbs") {
+                        granted.insert((
+                            group.as_str().expect("group").to_string(),
+                            resource.as_str().expect("resource").to_string(),
+                            verb.as_str().expect("verb").to_string(),
+                        ));
+                    }
                 }
             }
         }
     }
-    let needed: BTreeSet<(String, String, String)> = jobgate::audit::RBAC
+    granted
+}
+
+fn needed(calls: &[&[(&str, &str, &[&str])]]) -> BTreeSet<(String, String, String)> {
+    calls
         .iter()
+        .flat_map(|c| c.iter())
         .flat_map(|(g, r, verbs)| {
             verbs
                 .iter()
                 .map(move |v| (g.to_string(), r.to_string(), v.to_string()))
         })
+        .collect()
+}
+
+#[test]
+fn the_audit_cluster_role_grants_exactly_the_calls_audit_makes() {
+    let docs = render("deploy/audit");
+    assert_eq!(docs.len(), 1, "only the ClusterRole: {docs:?}");
+    let role = &docs[0];
+    assert_eq!(role["kind"], "ClusterRole");
+    assert_eq!(role["metadata"]["name"], "jobgate-audit");
+    assert_eq!(granted(&[role]), needed(&[jobgate::audit::RBAC]));
+}
+
+/// deploy/audit/cronjob: `jobgate audit --apply --prune` on a schedule, as a ServiceAccount
+/// bound to exactly the calls it makes (list, and the reports' apply and prune).
+#[test]
+fn the_audit_cron_job_runs_apply_and_prune_with_exactly_its_rbac() {
+    let docs = render("deploy/audit/cronjob");
+    let of = |kind: &str| -> Vec<&Value> { docs.iter().filter(|d| d["kind"] == kind).collect() };
+    let cron_job = of("CronJob");
+    assert_eq!(cron_job.len(), 1);
+    let cron_job = cron_job[0];
+    let namespace = cron_job["metadata"]["namespace"]
+        .as_str()
+        .expect("namespace");
+    let pod = &cron_job["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    let account = pod["serviceAccountName"]
+        .as_str()
+        .expect("serviceAccountName");
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
         .collect();
-    assert_eq!(granted, needed);
+    assert_eq!(&args[..3], ["audit", "--apply", "--prune"]);
+    // The image is the release's, as deploy/base names it.
+    assert_eq!(
+        container["image"],
+        format!("ghcr.io/jobgate/jobgate:{}", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        of("ServiceAccount")
+            .iter()
+            .map(|a| (
+                a["metadata"]["name"].as_str(),
+                a["metadata"]["namespace"].as_str()
+            ))
+            .collect::<Vec<_>>(),
+        [(Some(account), Some(namespace))]
+    );
+    let roles = of("ClusterRole");
+    for binding in of("ClusterRoleBinding") {
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": account, "namespace": namespace}])
+        );
+        assert!(
+            roles
+                .iter()
+                .any(|r| r["metadata"]["name"] == binding["roleRef"]["name"]),
+            "{binding}"
+        );
+    }
+    assert_eq!(of("ClusterRoleBinding").len(), roles.len());
+    assert_eq!(
+        granted(&roles),
+        needed(&[jobgate::audit::RBAC, jobgate::audit::APPLY_RBAC])
+    );
+}
+
+/// `--apply --prune`: each namespace's report server-side applied with jobgate's field manager,
+/// the stale report of a namespace without Jobs deleted, and findings leave the exit status 0
+/// (they are in the reports).
+#[test]
+fn apply_writes_each_namespaces_report_and_prune_deletes_stale_ones() {
+    let job = serde_json::json!({"metadata": {"name": "bad", "namespace": "ml", "uid": "u1"},
+        "spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}}});
+    let (_dir, kubeconfig, seen) = fake_api_server(move |method, path| {
+        let list = |kind: &str, items: Vec<Value>| {
+            serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": items})
+                .to_string()
+        };
+        let report = |ns: &str| {
+            serde_json::json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+                "metadata": {"name": "jobgate-audit", "namespace": ns}})
+        };
+        match (method, path.split('?').next().unwrap_or("")) {
+            ("GET", "/version") => (200, version("v1.35.2")),
+            ("GET", "/apis/batch/v1/jobs") => (200, list("JobList", vec![job.clone()])),
+            ("GET", "/apis/batch/v1/cronjobs") => (200, list("CronJobList", vec![])),
+            ("GET", "/api/v1/pods") => (200, list("PartialObjectMetadataList", vec![])),
+            (
+                "PATCH",
+                "/apis/wgpolicyk8s.io/v1alpha2/namespaces/ml/policyreports/jobgate-audit",
+            ) => (200, report("ml").to_string()),
+            ("GET", "/apis/wgpolicyk8s.io/v1alpha2/policyreports") => (
+                200,
+                list("PolicyReportList", vec![report("ml"), report("gone")]),
+            ),
+            (
+                "DELETE",
+                "/apis/wgpolicyk8s.io/v1alpha2/namespaces/gone/policyreports/jobgate-audit",
+            ) => (
+                200,
+                serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})
+                    .to_string(),
+            ),
+            _ => (404, "{}".to_string()),
+        }
+    });
+    let out = jobgate(&[
+        "audit",
+        "--apply",
+        "--prune",
+        "--kubeconfig",
+        kubeconfig.to_str().expect("UTF-8"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("jobgate audit: applied 1 PolicyReport(s) (ml), pruned 1 (gone)"),
+        "{stderr}"
+    );
+    // The Job is reported (restartPolicy is required).
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("ml Job/bad: spec.template.spec.restartPolicy"),
+        "{out:?}"
+    );
+    let seen = seen.lock().expect("record").clone();
+    let writes: Vec<&String> = seen.iter().filter(|r| !r.starts_with("GET")).collect();
+    assert_eq!(writes.len(), 2, "{seen:?}");
+    assert!(
+        writes[0].starts_with(
+            "PATCH /apis/wgpolicyk8s.io/v1alpha2/namespaces/ml/policyreports/jobgate-audit?"
+        ) && writes[0].contains("fieldManager=jobgate-audit")
+            && writes[0].contains("force=true"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(
+            |r| r.starts_with("GET /apis/wgpolicyk8s.io/v1alpha2/policyreports?")
+                && r.contains("labelSelector=app.kubernetes.io%2Fmanaged-by%3Djobgate")
+        ),
+        "{seen:?}"
+    );
+    assert_eq!(
+        writes[1].split('?').next(),
+        Some("DELETE /apis/wgpolicyk8s.io/v1alpha2/namespaces/gone/policyreports/jobgate-audit")
+    );
 }

@@ -67,9 +67,9 @@ fn files_directories_and_stdin() {
     assert_eq!(
         text(&out.stdout),
         format!(
-            "-:1 Job/train: Warning: jobgate: spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n\
-             -:1 Job/train: Warning: jobgate: spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n\
-             {d}/ml/codes.json:1 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n"
+            "-:5:1 Job/train: Warning: jobgate: spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n\
+             -:5:1 Job/train: Warning: jobgate: spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n\
+             {d}/ml/codes.json:1:155 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n"
         )
     );
     assert_eq!(
@@ -108,10 +108,18 @@ fn policies_from_env_and_config_file_and_json_output() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["objects"][0]["allowed"], false);
     assert_eq!(
-        v["objects"][0]["errors"][0]["field"],
+        v["objects"][0]["findings"][0]["field"],
         "spec.podReplacementPolicy"
     );
-    assert_eq!(v["objects"][0]["warnings"], serde_json::json!([]));
+    assert_eq!(
+        v["objects"][0]["findings"][0]["source"],
+        "recovery-needs-failed"
+    );
+    assert_eq!(v["objects"][0]["findings"][0]["severity"], "error");
+    assert_eq!(
+        v["objects"][0]["findings"].as_array().map(Vec::len),
+        Some(1)
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("jobgate.yaml");
@@ -155,7 +163,7 @@ fn verdict(version: &str, stdin: &str, extra: &[&str]) -> (Option<i32>, serde_js
         .unwrap_or_else(|e| panic!("{version}: {e}: {}", text(&out.stderr)));
     (
         out.status.code(),
-        v["objects"][0]["errors"][0]["field"].clone(),
+        v["objects"][0]["findings"][0]["field"].clone(),
     )
 }
 
@@ -255,7 +263,7 @@ fn unsupported_versions_and_gates_are_usage_errors() {
     for args in [
         &["--kubernetes-version", "1.32", "-"][..],
         &["--kubernetes-version", "1.38", "-"],
-        &["--kubernetes-version", "1.36.1", "-"],
+        &["--kubernetes-version", "1.36.x", "-"],
         &["--feature-gates", "NoSuchGate=true", "-"],
     ] {
         let out = check(args, GOOD_JOB, &[]);
@@ -263,7 +271,7 @@ fn unsupported_versions_and_gates_are_usage_errors() {
     }
     let out = check(&["--kubernetes-version", "1.38", "-"], GOOD_JOB, &[]);
     assert!(
-        text(&out.stderr).contains("expected MAJOR.MINOR from 1.33 to 1.37"),
+        text(&out.stderr).contains("expected MAJOR.MINOR[.PATCH] from 1.33 to 1.37"),
         "{}",
         text(&out.stderr)
     );
@@ -324,4 +332,264 @@ fn jobs_with_current_fields_parse() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["objects"][0]["allowed"], true, "{v}");
+}
+
+const TYPOS: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: pi\nspec:\n  backofLimit: 3\n  podFailurePolicy:\n    rule: []\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: pi\n        image: perl\n        imagePullPolcy: Always\n        resources: {limits: {cpu: 1}}\n";
+
+/// Server-side field validation (`kubectl apply`'s default, `--validate=strict`): unknown fields
+/// are refused with kube-apiserver's strict decoding error, each at its line and column.
+#[test]
+fn typos_are_refused_as_kubectl_apply_refuses_them_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pi.yaml");
+    std::fs::write(&file, TYPOS).unwrap();
+    let f = file.to_str().unwrap();
+    for flags in [
+        &[][..],
+        &["--validate"],
+        &["--validate=strict"],
+        &["--validate=true"],
+    ] {
+        let mut args = flags.to_vec();
+        args.push(f);
+        let out = check(&args, "", &[]);
+        assert_eq!(out.status.code(), Some(1), "{flags:?}");
+        assert_eq!(
+            text(&out.stdout),
+            format!(
+                "{f}:6:3 Job/pi: strict decoding error: unknown field \"spec.backofLimit\"\n\
+                 {f}:8:5 Job/pi: strict decoding error: unknown field \"spec.podFailurePolicy.rule\"\n\
+                 {f}:15:9 Job/pi: strict decoding error: unknown field \"spec.template.spec.containers[0].imagePullPolcy\"\n"
+            ),
+            "{flags:?}"
+        );
+    }
+    // warn: admitted, one warning per field as kubectl prints the apiserver's warnings.
+    let out = check(&["--validate=warn", f], "", &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).starts_with(&format!(
+            "{f}:6:3 Job/pi: Warning: unknown field \"spec.backofLimit\"\n"
+        )),
+        "{}",
+        text(&out.stdout)
+    );
+    for ignore in ["--validate=ignore", "--validate=false"] {
+        let out = check(&[ignore, f], "", &[]);
+        assert_eq!(out.status.code(), Some(0), "{ignore}");
+        assert_eq!(text(&out.stdout), "", "{ignore}");
+    }
+    let out = check(&["--validate=loose", f], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("must be one of: strict (or true), warn, ignore (or false)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn duplicate_fields_are_refused_like_unknown_ones() {
+    let job = GOOD_JOB.replace("  name: pi\n", "  name: pi\n  name: pi2\n");
+    let out = check(&["-"], &job, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "-:5:3 Job/pi2: strict decoding error: duplicate field \"metadata.name\"\n"
+    );
+}
+
+/// An AdmissionReview's object comes from the apiserver, which decoded it already: `check`
+/// judges it as `/validate` would, unknown fields and all.
+#[test]
+fn admission_review_objects_are_not_strictly_decoded_again() {
+    let object: serde_json::Value = serde_yaml_ng::from_str(TYPOS).unwrap();
+    let review = serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+            "operation": "CREATE", "name": "pi", "object": object}});
+    let out = check(&["-"], &review.to_string(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+/// `/mutate/recovery` for the namespaces an admin opted in: the Job is opted in by its
+/// namespace, and the recovery policies then judge it.
+#[test]
+fn recovery_namespaces_go_through_mutate_recovery() {
+    let deny = [
+        "--policy",
+        "recovery-counts-toward-backoff=deny",
+        "-n",
+        "ml",
+    ];
+    let plain = check(&[&deny[..], &["-"]].concat(), GOOD_JOB, &[]);
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stdout));
+    let opted = check(
+        &[&deny[..], &["--recovery-namespace", "ml", "-"]].concat(),
+        GOOD_JOB,
+        &[],
+    );
+    assert_eq!(opted.status.code(), Some(1), "{}", text(&opted.stdout));
+    assert_eq!(
+        text(&opted.stdout),
+        "-:1:1 Job/pi: Warning: jobgate: set spec.podReplacementPolicy=Failed because failure recovery is enabled\n\
+         -:5:1 Job/pi: spec.podFailurePolicy: Invalid value: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit (jobgate policy recovery-counts-toward-backoff)\n"
+    );
+    // What the mutation changed is shown.
+    assert!(
+        text(&opted.stderr).starts_with(&format!(
+            "-:1:1 Job/pi: note: jobgate's mutating webhook would add /spec/podReplacementPolicy \"Failed\"\n\
+             -:1:1 Job/pi: note: jobgate's mutating webhook would add /spec/template/metadata {{\"annotations\":{{\"{KEY}\":\"true\"}}}}\n"
+        )),
+        "{}",
+        text(&opted.stderr)
+    );
+}
+
+#[test]
+fn nothing_to_check_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = check(&[d], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("nothing to check"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Everything excluded is nothing, too.
+    std::fs::write(dir.path().join("a.yaml"), GOOD_JOB).unwrap();
+    let out = check(&["--exclude", "*.yaml", d], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    // A wrong path is unreadable.
+    let out = check(&[&format!("{d}/nope")], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn exclude_skips_matching_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("vendor/x")).unwrap();
+    std::fs::write(dir.path().join("good.yaml"), GOOD_JOB).unwrap();
+    std::fs::write(dir.path().join("vendor/x/codes.json"), BAD_VALUES).unwrap();
+    let d = dir.path().to_str().unwrap();
+    assert_eq!(check(&[d], "", &[]).status.code(), Some(1));
+    for glob in ["vendor/**", "**/*.json", "codes.json", "*/x/*"] {
+        let out = check(&["--exclude", glob, d], "", &[]);
+        assert_eq!(out.status.code(), Some(0), "{glob}: {}", text(&out.stdout));
+    }
+}
+
+#[test]
+fn fail_on_warning_turns_warnings_into_a_failing_exit() {
+    let out = check(&["-"], &opted_in_job(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = check(&["--fail-on", "warning", "-"], &opted_in_job(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = check(&["--fail-on", "warning", "-"], GOOD_JOB, &[]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn yaml_output_is_the_json_document() {
+    let json = check(&["-o", "json", "-"], &opted_in_job(), &[]);
+    let yaml = check(&["-o", "yaml", "-"], &opted_in_job(), &[]);
+    assert_eq!(yaml.status.code(), Some(0));
+    let from_yaml: serde_json::Value = serde_yaml_ng::from_slice(&yaml.stdout).unwrap();
+    let from_json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(from_yaml, from_json);
+    assert_eq!(from_json["objects"][0]["namespace"], "default");
+    assert_eq!(
+        from_json["objects"][0]["findings"][0]["source"],
+        "recovery-needs-failed"
+    );
+    assert_eq!(
+        from_json["objects"][0]["findings"][0]["severity"],
+        "warning"
+    );
+    assert_eq!(from_json["summary"]["warnings"], 2);
+    assert_eq!(from_json["summary"]["checked"], 1);
+}
+
+/// GitHub Actions workflow commands: `::error file=,line=,col=,title=::message`.
+#[test]
+fn github_annotations_point_at_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pi.yaml");
+    std::fs::write(&file, TYPOS).unwrap();
+    let f = file.to_str().unwrap();
+    let out = check(&["-o", "github", f], "", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let first = text(&out.stdout).lines().next().unwrap_or("").to_string();
+    assert_eq!(
+        first,
+        format!(
+            "::error file={f},line=6,col=3,title=jobgate (kube-apiserver) Job/pi::strict decoding error: unknown field \"spec.backofLimit\""
+        )
+    );
+    let out = check(&["-o", "github", "-"], &opted_in_job(), &[]);
+    assert!(
+        text(&out.stdout).starts_with("::warning file=-,line=5,col=1,title=jobgate (recovery-needs-failed) Job/train::jobgate: spec.podReplacementPolicy"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn sarif_output_is_sarif_2_1_0_with_regions() {
+    let out = check(&["-o", "sarif", "-"], BAD_VALUES, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let run = &v["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "jobgate");
+    let result = &run["results"][0];
+    assert_eq!(result["ruleId"], "kube-apiserver");
+    assert_eq!(result["level"], "error");
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"],
+        serde_json::json!({"startLine": 1, "startColumn": 155})
+    );
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert!(rules.contains(&"recovery-needs-failed"), "{rules:?}");
+}
+
+#[test]
+fn list_policies_names_each_with_its_default() {
+    let out = check(&["--list-policies"], "", &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let listed = text(&out.stdout);
+    assert!(listed.starts_with("POLICY "), "{listed}");
+    for (name, level) in [
+        ("recovery-annotation-value", "deny"),
+        ("recovery-annotation-on-job", "warn"),
+        ("recovery-needs-failed", "warn"),
+        ("recovery-counts-toward-backoff", "warn"),
+        ("indexed-terminating-or-failed", "off"),
+    ] {
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.starts_with(name) && l.split_whitespace().nth(1) == Some(level)),
+            "{name}: {listed}"
+        );
+    }
+}
+
+/// `kubectl version` prints the server as `v1.35.2`, or with a distribution's suffix.
+#[test]
+fn kubernetes_version_as_kubectl_version_prints_it() {
+    for printed in ["1.35.2", "v1.35.2", "v1.35.2+k3s1", "v1.35.2-eks-1d9b4d9"] {
+        let out = check(&["--kubernetes-version", printed, "-"], GOOD_JOB, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{printed}: {}",
+            text(&out.stderr)
+        );
+    }
 }

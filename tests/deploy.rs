@@ -4,7 +4,8 @@
 //! paths the server serves, system namespaces never intercepted, no Job mutated twice,
 //! least-privilege RBAC, certificates wired to the webhook configurations.
 //!
-//! Needs `kubectl` (kustomize v5 built in); without it the rendering tests say so and pass.
+//! Needs `kubectl` >= 1.35 (kustomize v5.7 built in; `.ci/run` installs it); without it the
+//! rendering tests fail and say so.
 //! `jobgate certs` output is verified with rustls (webpki) and, when present, `openssl`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +28,9 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
+use support::kustomize::{kubectl, render};
+
+mod support;
 
 const NAMESPACE: &str = "jobgate-system";
 const SERVICE: &str = "jobgate";
@@ -46,69 +50,11 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `kubectl`, or `None` (after saying why the test does not run) when it is not installed.
-fn kubectl() -> Option<&'static str> {
-    match Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-    {
-        Ok(out) if out.status.success() => Some("kubectl"),
-        Ok(out) => panic!(
-            "kubectl is installed but `kubectl version --client` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!(
-                "SKIPPED: kubectl not found on PATH; deploy/ rendering is not tested (CI has kubectl)"
-            );
-            None
-        }
-        Err(e) => panic!("cannot run kubectl: {e}"),
-    }
-}
-
-/// The documents `kubectl kustomize dir` renders, as JSON values.
-fn render(kubectl: &str, dir: &Path) -> Vec<Value> {
-    let out = Command::new(kubectl)
-        .arg("kustomize")
-        .arg(dir)
-        .output()
-        .expect("run kubectl kustomize");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let yaml = String::from_utf8(out.stdout).expect("UTF-8 output");
-    serde_yaml_ng::Deserializer::from_str(&yaml)
-        .map(|doc| {
-            let value: Value = serde::Deserialize::deserialize(doc).expect("a YAML document");
-            value
-        })
-        .filter(|v| !v.is_null())
-        .map(unwrap_secret_data)
-        .collect()
-}
-
-/// kustomize wraps a generated Secret's base64 `data` at 76 columns; kube-apiserver's decoder
-/// (Go's encoding/base64) skips the newlines, k8s-openapi's does not, so drop them here.
-fn unwrap_secret_data(mut doc: Value) -> Value {
-    if doc.get("kind").and_then(Value::as_str) == Some("Secret")
-        && let Some(data) = doc.get_mut("data").and_then(Value::as_object_mut)
-    {
-        for value in data.values_mut() {
-            if let Some(s) = value.as_str() {
-                *value = Value::String(s.replace(['\n', '\r'], ""));
-            }
-        }
-    }
-    doc
-}
-
 /// A rendered overlay whose every document was checked against its type.
 struct Rendered {
     name: String,
+    /// The namespace jobgate was rendered into.
+    namespace: String,
     docs: Vec<Value>,
 }
 
@@ -137,6 +83,10 @@ where
 
 impl Rendered {
     fn new(overlay: &str, docs: Vec<Value>) -> Rendered {
+        Rendered::in_namespace(overlay, NAMESPACE, docs)
+    }
+
+    fn in_namespace(overlay: &str, namespace: &str, docs: Vec<Value>) -> Rendered {
         assert!(!docs.is_empty(), "{overlay} renders nothing");
         for doc in &docs {
             let api_version = str_at(doc, "/apiVersion");
@@ -149,6 +99,13 @@ impl Rendered {
                 ("v1", "ResourceQuota") => round_trip::<ResourceQuota>(overlay, doc),
                 ("apps/v1", "Deployment") => round_trip::<Deployment>(overlay, doc),
                 ("v1", "ConfigMap") => round_trip::<ConfigMap>(overlay, doc),
+                // deploy/monitoring: prometheus-operator CRs, checked in tests/monitoring.rs.
+                ("monitoring.coreos.com/v1", "PodMonitor" | "PrometheusRule") => {
+                    assert!(
+                        doc.pointer("/spec").is_some_and(Value::is_object),
+                        "{overlay}: {kind} without a spec"
+                    );
+                }
                 ("policy/v1", "PodDisruptionBudget") => {
                     round_trip::<PodDisruptionBudget>(overlay, doc)
                 }
@@ -179,7 +136,8 @@ impl Rendered {
             }
         }
         Rendered {
-            name: overlay.to_string(),
+            name: format!("{overlay} in {namespace}"),
+            namespace: namespace.to_string(),
             docs,
         }
     }
@@ -211,6 +169,37 @@ impl Rendered {
         found.remove(0)
     }
 
+    /// The pod template's spec of the Deployment `jobgate`.
+    fn pod_spec(&self) -> k8s_openapi::api::core::v1::PodSpec {
+        self.one::<Deployment>(SERVICE)
+            .spec
+            .template
+            .spec
+            .expect("pod spec")
+    }
+
+    /// The one ConfigMap kustomize generated from `name` (its name is `name-<content hash>`).
+    fn generated_config_map(&self, name: &str) -> ConfigMap {
+        let prefix = format!("{name}-");
+        let mut maps: Vec<ConfigMap> = self
+            .all::<ConfigMap>()
+            .into_iter()
+            .filter(|m| {
+                m.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .collect();
+        assert_eq!(
+            maps.len(),
+            1,
+            "{}: one generated {name} ConfigMap",
+            self.name
+        );
+        maps.remove(0)
+    }
+
     /// The cert-manager object of `kind` named `name`.
     fn cert_manager(&self, kind: &str, name: &str) -> &Value {
         let found: Vec<&Value> = self
@@ -227,33 +216,89 @@ impl Rendered {
     }
 }
 
-/// A copy of `deploy/` in a temporary directory, with `jobgate certs` output where the
-/// self-signed overlay reads it (kustomize reads files only from under the overlay).
+/// A copy of `deploy/` in a temporary directory, with `jobgate certs` output for `namespace`
+/// where the self-signed overlay reads it (kustomize reads files only from under the overlay).
 struct Workspace {
     dir: tempfile::TempDir,
+    namespace: String,
 }
 
 impl Workspace {
     fn new() -> Workspace {
+        Workspace::in_namespace(NAMESPACE)
+    }
+
+    fn in_namespace(namespace: &str) -> Workspace {
         let dir = tempfile::tempdir().expect("tempdir");
         copy_dir(&repo().join("deploy"), &dir.path().join("deploy"));
         let args = CertsArgs {
             service: SERVICE.into(),
-            namespace: NAMESPACE.into(),
+            namespace: namespace.into(),
             out: dir.path().join("deploy/overlays/self-signed/certs"),
             validity_days: 30,
             keep_previous_ca: false,
         };
         certs::write(&args, SystemTime::now()).expect("jobgate certs");
-        Workspace { dir }
+        Workspace {
+            dir,
+            namespace: namespace.to_string(),
+        }
     }
 
+    /// The directory to render for `deploy/<name>`: itself in the default namespace, else a
+    /// user's overlay of it whose only setting is `namespace:` (what the install docs tell a
+    /// platform team to write).
     fn overlay(&self, name: &str) -> PathBuf {
-        self.dir.path().join("deploy").join(name)
+        let install = self.dir.path().join("deploy").join(name);
+        if self.namespace == NAMESPACE {
+            return install;
+        }
+        let user = self
+            .dir
+            .path()
+            .join("user-overlays")
+            .join(name.replace('/', "-"));
+        std::fs::create_dir_all(&user).expect("mkdir user overlay");
+        std::fs::write(
+            user.join("kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+                 namespace: {}\nresources:\n  - ../../deploy/{name}\n",
+                self.namespace
+            ),
+        )
+        .expect("write user overlay");
+        user
+    }
+
+    /// A user's overlay of `deploy/<name>` in this namespace that also takes `components`
+    /// (directories under deploy/components).
+    fn overlay_with(&self, name: &str, components: &[&str]) -> PathBuf {
+        let user = self.dir.path().join("user-overlays").join(format!(
+            "{}+{}",
+            name.replace('/', "-"),
+            components.join("+")
+        ));
+        std::fs::create_dir_all(&user).expect("mkdir user overlay");
+        let components: String = components
+            .iter()
+            .map(|c| format!("  - ../../deploy/components/{c}\n"))
+            .collect();
+        std::fs::write(
+            user.join("kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+                 namespace: {}\nresources:\n  - ../../deploy/{name}\ncomponents:\n{components}",
+                self.namespace
+            ),
+        )
+        .expect("write user overlay");
+        user
     }
 
     fn certs_file(&self, name: &str) -> Vec<u8> {
-        std::fs::read(self.overlay("overlays/self-signed/certs").join(name)).expect("certs file")
+        let certs = self.dir.path().join("deploy/overlays/self-signed/certs");
+        std::fs::read(certs.join(name)).expect("certs file")
     }
 }
 
@@ -277,10 +322,14 @@ fn copy_dir(from: &Path, to: &Path) {
 const OVERLAYS: [&str; 3] = ["base", "overlays/cert-manager", "overlays/self-signed"];
 
 fn render_all(kubectl: &str) -> (Workspace, Vec<Rendered>) {
-    let ws = Workspace::new();
+    render_all_in(kubectl, NAMESPACE)
+}
+
+fn render_all_in(kubectl: &str, namespace: &str) -> (Workspace, Vec<Rendered>) {
+    let ws = Workspace::in_namespace(namespace);
     let rendered = OVERLAYS
         .iter()
-        .map(|o| Rendered::new(o, render(kubectl, &ws.overlay(o))))
+        .map(|o| Rendered::in_namespace(o, namespace, render(kubectl, &ws.overlay(o))))
         .collect();
     (ws, rendered)
 }
@@ -374,8 +423,10 @@ fn pairs(list: &[(&str, &str)]) -> BTreeSet<(String, String)> {
 }
 
 /// Fields every entry shares, mutating or validating.
+#[allow(clippy::too_many_arguments)]
 fn check_common(
     overlay: &str,
+    namespace: &str,
     name: &str,
     versions: &[String],
     side_effects: &str,
@@ -398,7 +449,7 @@ fn check_common(
     assert_eq!(client.url, None, "{overlay} {name}: a Service, not a URL");
     let service = client.service.as_ref().expect("clientConfig.service");
     assert_eq!(service.name, SERVICE, "{overlay} {name}");
-    assert_eq!(service.namespace, NAMESPACE, "{overlay} {name}");
+    assert_eq!(service.namespace, namespace, "{overlay} {name}");
     assert_eq!(service.port, Some(443), "{overlay} {name}");
     let path = service.path.clone().unwrap_or_default();
     assert!(
@@ -438,6 +489,7 @@ fn check_webhook_configurations(r: &Rendered) {
     for w in &mutating {
         let path = check_common(
             overlay,
+            &r.namespace,
             &w.name,
             &w.admission_review_versions,
             &w.side_effects,
@@ -477,6 +529,7 @@ fn check_webhook_configurations(r: &Rendered) {
     for w in &validating {
         let path = check_common(
             overlay,
+            &r.namespace,
             &w.name,
             &w.admission_review_versions,
             &w.side_effects,
@@ -525,6 +578,7 @@ fn check_webhook_configurations(r: &Rendered) {
         selector(&validating[0].namespace_selector),
     );
     let enabled = [(RECOVERY_LABEL, "enabled")];
+    let own = r.namespace.as_str();
     let cases: [(&str, BTreeMap<&str, &str>, [bool; 3]); 7] = [
         (
             "kube-system",
@@ -537,13 +591,13 @@ fn check_webhook_configurations(r: &Rendered) {
             [false, false, false],
         ),
         (
-            "jobgate-system",
-            namespace_labels(NAMESPACE, &[]),
+            "jobgate's own namespace",
+            namespace_labels(own, &[]),
             [false, false, false],
         ),
         (
-            "jobgate-system opted in",
-            namespace_labels(NAMESPACE, &enabled),
+            "jobgate's own namespace opted in",
+            namespace_labels(own, &enabled),
             [false, false, false],
         ),
         (
@@ -655,7 +709,7 @@ fn check_rbac(r: &Rendered) {
     );
     let roles = r.all::<Role>();
     assert_eq!(roles.len(), 1, "{overlay}: one Role");
-    assert_eq!(roles[0].metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(roles[0].metadata.namespace, Some(r.namespace.clone()));
     assert_eq!(
         expand(roles[0].rules.as_deref().unwrap_or_default()),
         permissions().1,
@@ -669,13 +723,13 @@ fn check_rbac(r: &Rendered) {
     }
 
     let sa = r.one::<ServiceAccount>(SERVICE);
-    assert_eq!(sa.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(sa.metadata.namespace, Some(r.namespace.clone()));
     let subject_is_sa = |subjects: &Option<Vec<k8s_openapi::api::rbac::v1::Subject>>| {
         let subjects = subjects.clone().unwrap_or_default();
         subjects.len() == 1
             && subjects[0].kind == "ServiceAccount"
             && subjects[0].name == SERVICE
-            && subjects[0].namespace.as_deref() == Some(NAMESPACE)
+            && subjects[0].namespace.as_deref() == Some(r.namespace.as_str())
     };
     let crb = r.all::<ClusterRoleBinding>();
     assert_eq!(crb.len(), 1, "{overlay}");
@@ -691,7 +745,7 @@ fn check_rbac(r: &Rendered) {
     );
     let rb = r.all::<RoleBinding>();
     assert_eq!(rb.len(), 1, "{overlay}");
-    assert_eq!(rb[0].metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(rb[0].metadata.namespace, Some(r.namespace.clone()));
     assert_eq!(rb[0].role_ref.kind, "Role");
     assert_eq!(Some(&rb[0].role_ref.name), roles[0].metadata.name.as_ref());
     assert!(
@@ -737,18 +791,21 @@ fn port_number(c: &Container, port: &IntOrString) -> i32 {
 
 fn check_workload(r: &Rendered) {
     let overlay = r.name.as_str();
-    let ns = r.one::<Namespace>(NAMESPACE);
-    let ns_labels = ns.metadata.labels.unwrap_or_default();
-    assert_eq!(
-        ns_labels
-            .get("pod-security.kubernetes.io/enforce")
-            .map(String::as_str),
-        Some("restricted"),
-        "{overlay}"
-    );
+    // The chart installs into the release namespace and creates none (`--create-namespace`).
+    if !r.name.starts_with("chart") {
+        let ns = r.one::<Namespace>(&r.namespace);
+        let ns_labels = ns.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            ns_labels
+                .get("pod-security.kubernetes.io/enforce")
+                .map(String::as_str),
+            Some("restricted"),
+            "{overlay}"
+        );
+    }
 
     let deployment = r.one::<Deployment>(SERVICE);
-    assert_eq!(deployment.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(deployment.metadata.namespace, Some(r.namespace.clone()));
     // k8s-openapi v1_37: `Deployment.spec` is required, no longer an `Option`.
     let spec = deployment.spec;
     assert_eq!(spec.replicas, Some(3), "{overlay}");
@@ -831,11 +888,15 @@ fn check_workload(r: &Rendered) {
                 "{} requests.{key}",
                 c.name
             );
-            assert!(
+            // The webhook has no CPU limit: CFS throttling would stall reviews that race a
+            // 5 s timeout under failurePolicy Fail (deployment.yaml says why).
+            let limited = !(c.name == "serve" && key == "cpu");
+            assert_eq!(
                 resources
                     .limits
                     .as_ref()
                     .is_some_and(|r| r.contains_key(key)),
+                limited,
                 "{} limits.{key}",
                 c.name
             );
@@ -923,7 +984,7 @@ fn check_workload(r: &Rendered) {
     ));
 
     let service = r.one::<Service>(SERVICE);
-    assert_eq!(service.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(service.metadata.namespace, Some(r.namespace.clone()));
     let svc = service.spec.expect("service spec");
     let svc_selector: BTreeMap<&str, &str> = svc
         .selector
@@ -954,18 +1015,19 @@ fn check_workload(r: &Rendered) {
 
 #[test]
 fn every_overlay_renders_into_well_formed_kubernetes_objects() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let (_ws, rendered) = render_all(kubectl);
     for r in &rendered {
         check_webhook_configurations(r);
         check_rbac(r);
         check_workload(r);
+        check_least_privilege(r);
     }
 }
 
 #[test]
 fn base_leaves_the_certificate_to_an_overlay() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let (_ws, rendered) = render_all(kubectl);
     let base = &rendered[0];
     assert!(base.all::<Secret>().is_empty());
@@ -976,12 +1038,19 @@ fn base_leaves_the_certificate_to_an_overlay() {
 
 #[test]
 fn cert_manager_overlay_chains_self_signed_to_ca_to_serving_certificate_and_injects_it() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     let r = Rendered::new(
         "overlays/cert-manager",
         render(kubectl, &ws.overlay("overlays/cert-manager")),
     );
+    check_cert_manager(&r);
+}
+
+/// The cert-manager chain, named for the Service in `r.namespace`, injected into both webhook
+/// configurations.
+fn check_cert_manager(r: &Rendered) {
+    let namespace = r.namespace.as_str();
     let selfsigned = r.cert_manager("Issuer", "jobgate-selfsigned");
     assert!(
         selfsigned
@@ -1007,16 +1076,16 @@ fn cert_manager_overlay_chains_self_signed_to_ca_to_serving_certificate_and_inje
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(dns_names, certs::service_dns_names(SERVICE, NAMESPACE));
+    assert_eq!(dns_names, certs::service_dns_names(SERVICE, namespace));
     for doc in r
         .docs
         .iter()
         .filter(|d| str_at(d, "/apiVersion") == "cert-manager.io/v1")
     {
-        assert_eq!(str_at(doc, "/metadata/namespace"), NAMESPACE, "{doc}");
+        assert_eq!(str_at(doc, "/metadata/namespace"), namespace, "{doc}");
     }
 
-    let inject = format!("{NAMESPACE}/jobgate-serving");
+    let inject = format!("{namespace}/jobgate-serving");
     let annotation = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
         meta.annotations
             .as_ref()
@@ -1031,15 +1100,21 @@ fn cert_manager_overlay_chains_self_signed_to_ca_to_serving_certificate_and_inje
 
 #[test]
 fn self_signed_overlay_carries_jobgate_certs_output_into_the_secret_and_every_ca_bundle() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     let r = Rendered::new(
         "overlays/self-signed",
         render(kubectl, &ws.overlay("overlays/self-signed")),
     );
+    check_self_signed(&ws, &r);
+}
+
+/// `jobgate certs --namespace <ns>` output in the Secret and every caBundle, and the serving
+/// certificate valid for the name kube-apiserver dials, `<service>.<ns>.svc`.
+fn check_self_signed(ws: &Workspace, r: &Rendered) {
     let ca = ws.certs_file(certs::CA_CERT_FILE);
-    let mutating = mutating_webhooks(&r);
-    let validating = validating_webhooks(&r);
+    let mutating = mutating_webhooks(r);
+    let validating = validating_webhooks(r);
     // The patch merges by name: a name missing from the base would add an entry instead.
     assert_eq!(mutating.len() + validating.len(), 3);
     for (name, bundle) in mutating
@@ -1058,7 +1133,7 @@ fn self_signed_overlay_carries_jobgate_certs_output_into_the_secret_and_every_ca
         );
     }
     let secret = r.one::<Secret>(TLS_SECRET);
-    assert_eq!(secret.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(secret.metadata.namespace, Some(r.namespace.clone()));
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
     let data = secret.data.unwrap_or_default();
     for file in [
@@ -1072,6 +1147,185 @@ fn self_signed_overlay_carries_jobgate_certs_output_into_the_secret_and_every_ca
             "{file}"
         );
     }
+    let (ca, tls) = (&data[certs::CA_CERT_FILE].0, &data[certs::TLS_CERT_FILE].0);
+    let dialed = format!("{SERVICE}.{}.svc", r.namespace);
+    assert!(
+        verifies_for(ca, tls, &dialed),
+        "{}: the Secret's certificate is not valid for {dialed}",
+        r.name
+    );
+}
+
+/// Namespaces a platform team might choose instead of the default.
+const OTHER_NAMESPACES: [&str; 2] = ["platform-jobs", "team-batch-system"];
+
+/// [`assert_no_default_namespace`] when `namespace` is not the default.
+fn assert_no_default_namespace_unless(r: &Rendered, namespace: &str) {
+    if namespace != NAMESPACE {
+        assert_no_default_namespace(r);
+    }
+}
+
+/// What an install must never carry once moved: the default namespace, anywhere.
+fn assert_no_default_namespace(r: &Rendered) {
+    for doc in &r.docs {
+        assert!(
+            !doc.to_string().contains(NAMESPACE),
+            "{}: {} {} still names {NAMESPACE}: {doc}",
+            r.name,
+            str_at(doc, "/kind"),
+            str_at(doc, "/metadata/name")
+        );
+        let namespace = str_at(doc, "/metadata/namespace");
+        assert!(
+            namespace.is_empty() || namespace == r.namespace,
+            "{}: {} {} in {namespace}",
+            r.name,
+            str_at(doc, "/kind"),
+            str_at(doc, "/metadata/name")
+        );
+    }
+}
+
+/// A platform team's overlay with one line, `namespace: <theirs>`, over each install moves every
+/// object and every string naming the namespace: the Service kube-apiserver calls and the
+/// certificate's names (cert-manager's dnsNames, `jobgate certs` SANs), inject-ca-from, the
+/// webhooks' own-namespace exclusion, RBAC subjects, the Lease, the monitoring selectors.
+#[test]
+fn every_install_moves_to_any_namespace_with_one_namespace_line() {
+    let kubectl = kubectl();
+    for namespace in OTHER_NAMESPACES {
+        let (ws, rendered) = render_all_in(kubectl, namespace);
+        for r in &rendered {
+            assert_no_default_namespace(r);
+            check_webhook_configurations(r);
+            check_rbac(r);
+            check_workload(r);
+            check_least_privilege(r);
+        }
+        check_cert_manager(&rendered[1]);
+        check_self_signed(&ws, &rendered[2]);
+
+        let monitoring = Rendered::in_namespace(
+            "monitoring",
+            namespace,
+            render(kubectl, &ws.overlay("monitoring")),
+        );
+        assert_no_default_namespace(&monitoring);
+        let rule = monitoring
+            .docs
+            .iter()
+            .find(|d| str_at(d, "/kind") == "PrometheusRule")
+            .expect("a PrometheusRule");
+        assert!(
+            rule.to_string()
+                .contains(&format!(r#"namespace=\"{namespace}\""#)),
+            "{}: the alerts select the namespace: {rule}",
+            monitoring.name
+        );
+    }
+}
+
+/// The webhook server, reachable by anything in the cluster, holds no Kubernetes credential:
+/// the pod does not automount the ServiceAccount token, and the projected token volume (what
+/// kube-apiserver's ServiceAccount admission plugin would add, `TokenVolumeSource`) is mounted
+/// into the reconcile container only, at the path in-cluster clients read.
+fn check_least_privilege(r: &Rendered) {
+    let overlay = r.name.as_str();
+    let pod = r.pod_spec();
+    assert_eq!(
+        pod.automount_service_account_token,
+        Some(false),
+        "{overlay}: the pod automounts the ServiceAccount token into every container"
+    );
+    let token_volumes: Vec<&str> = pod
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| {
+            v.projected.as_ref().is_some_and(|p| {
+                p.sources
+                    .iter()
+                    .flatten()
+                    .any(|s| s.service_account_token.is_some())
+            }) || v.secret.as_ref().is_some_and(|s| {
+                s.secret_name
+                    .as_deref()
+                    .is_some_and(|n| n.contains("token"))
+            })
+        })
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(token_volumes, ["kube-api-access"], "{overlay}");
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "kube-api-access")
+        .and_then(|v| v.projected.clone())
+        .expect("projected");
+    let sources = volume.sources.unwrap_or_default();
+    let token = sources
+        .iter()
+        .find_map(|s| s.service_account_token.clone())
+        .expect("a serviceAccountToken source");
+    assert_eq!(token.path, "token");
+    // Bound, short-lived, refreshed by kubelet; no audience: kube-apiserver's own.
+    assert_eq!(token.expiration_seconds, Some(3607));
+    assert_eq!(token.audience, None);
+    let config_map = sources
+        .iter()
+        .find_map(|s| s.config_map.clone())
+        .expect("the cluster CA source");
+    assert_eq!(config_map.name, "kube-root-ca.crt");
+    let items = config_map.items.unwrap_or_default();
+    assert_eq!(
+        (items[0].key.as_str(), items[0].path.as_str()),
+        ("ca.crt", "ca.crt")
+    );
+    let downward = sources
+        .iter()
+        .find_map(|s| s.downward_api.clone())
+        .expect("the namespace source");
+    let items = downward.items.unwrap_or_default();
+    assert_eq!(items[0].path, "namespace");
+    assert_eq!(
+        items[0].field_ref.as_ref().map(|f| f.field_path.as_str()),
+        Some("metadata.namespace")
+    );
+    for c in pod
+        .containers
+        .iter()
+        .chain(pod.init_containers.iter().flatten())
+    {
+        let mounts: Vec<_> = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .filter(|m| m.name == "kube-api-access")
+            .collect();
+        if c.name == "reconcile" {
+            assert_eq!(mounts.len(), 1, "{overlay}: reconcile mounts the token");
+            assert_eq!(
+                mounts[0].mount_path,
+                "/var/run/secrets/kubernetes.io/serviceaccount"
+            );
+            assert_eq!(mounts[0].read_only, Some(true));
+        } else {
+            assert!(mounts.is_empty(), "{overlay}: {} holds the token", c.name);
+        }
+    }
+    // The Lease lives where the pod runs, whatever the namespace.
+    let reconcile = container(&pod.containers, "reconcile");
+    let lease = reconcile
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "JOBGATE_LEASE_NAMESPACE")
+        .and_then(|e| e.value_from.as_ref())
+        .and_then(|v| v.field_ref.as_ref())
+        .map(|f| f.field_path.clone());
+    assert_eq!(lease.as_deref(), Some("metadata.namespace"), "{overlay}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1082,6 +1336,30 @@ fn pem_certs(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
     rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
         .expect("PEM certificates")
+}
+
+/// `cert_pem` chains to `ca_pem` and is valid now for `name` (rustls/webpki, as a TLS client).
+fn verifies_for(ca_pem: &[u8], cert_pem: &[u8], name: &str) -> bool {
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::{ServerName, UnixTime};
+    jobgate::server::tls::install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in pem_certs(ca_pem) {
+        roots.add(ca).expect("CA certificate");
+    }
+    let verifier = rustls::client::WebPkiServerVerifier::builder(roots.into())
+        .build()
+        .expect("verifier");
+    let chain = pem_certs(cert_pem);
+    verifier
+        .verify_server_cert(
+            &chain[0],
+            &chain[1..],
+            &ServerName::try_from(name.to_string()).expect("a DNS name"),
+            &[],
+            UnixTime::now(),
+        )
+        .is_ok()
 }
 
 #[test]
@@ -1280,7 +1558,7 @@ fn jobgate_certs_command_writes_the_four_files() {
 /// subcommand knows: a renamed flag must not surface as a CrashLoopBackOff in a cluster.
 #[test]
 fn deployment_args_and_env_are_known_to_the_cli() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     let r = Rendered::new("base", render(kubectl, &ws.overlay("base")));
     let deployment = r.one::<Deployment>(SERVICE);
@@ -1329,26 +1607,11 @@ fn deployment_args_and_env_are_known_to_the_cli() {
 /// reads with `envFrom`; its keys are flags `serve` reads, and the version is one it supports.
 #[test]
 fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let ws = Workspace::new();
     for overlay in ["base", "overlays/cert-manager", "overlays/self-signed"] {
         let r = Rendered::new(overlay, render(kubectl, &ws.overlay(overlay)));
-        let maps: Vec<ConfigMap> = r
-            .all::<ConfigMap>()
-            .into_iter()
-            .filter(|m| {
-                m.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with("jobgate-kubernetes-"))
-            })
-            .collect();
-        assert_eq!(
-            maps.len(),
-            1,
-            "{overlay}: one generated jobgate-kubernetes ConfigMap"
-        );
-        let map = &maps[0];
+        let map = r.generated_config_map("jobgate-kubernetes");
         let name = map.metadata.name.clone().unwrap_or_default();
         let data = map.data.clone().unwrap_or_default();
         let version = data
@@ -1372,20 +1635,572 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
             .filter_map(|e| e.config_map_ref.as_ref().map(|c| c.name.clone()))
             .collect();
         assert_eq!(
-            refs,
-            vec![name],
+            refs.first(),
+            Some(&name),
             "{overlay}: serve reads the generated ConfigMap"
         );
-        let help = Command::new(env!("CARGO_BIN_EXE_jobgate"))
-            .args(["serve", "--help"])
-            .output()
-            .expect("run jobgate serve --help");
-        let help = String::from_utf8_lossy(&help.stdout);
+        let help = cli_help("serve");
         for key in data.keys() {
             assert!(
                 help.contains(&format!("[env: {key}=")),
                 "serve reads no {key}"
             );
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Components: rollout settings, shared by both containers.
+
+/// The generated `jobgate-settings` ConfigMap's data, which both containers read (envFrom).
+fn settings(r: &Rendered) -> BTreeMap<String, String> {
+    let map = r.generated_config_map("jobgate-settings");
+    let name = map.metadata.name.clone().unwrap_or_default();
+    let pod = r.pod_spec();
+    for c in &pod.containers {
+        assert!(
+            c.env_from
+                .iter()
+                .flatten()
+                .any(|e| e.config_map_ref.as_ref().is_some_and(|m| m.name == name)),
+            "{}: {} does not read {name}",
+            r.name,
+            c.name
+        );
+    }
+    map.data.unwrap_or_default().into_iter().collect()
+}
+
+/// `jobgate check` on a Job whose pod template says `safe-to-forcefully-terminate: "yes"`
+/// (policy recovery-annotation-value, deny by default), with `env` set: (exit code, output).
+fn check_bad_annotation(env: &BTreeMap<String, String>) -> (i32, String) {
+    use std::io::Write as _;
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: train}\nspec:\n  template:\n\
+               \x20   metadata:\n      annotations: {kueue.x-k8s.io/safe-to-forcefully-terminate: \"yes\"}\n\
+               \x20   spec:\n      restartPolicy: Never\n      containers: [{name: main, image: busybox}]\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args(["check", "-"])
+        .envs(env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run jobgate check");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(job.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("jobgate check");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// `jobgate <subcommand> --help`.
+fn cli_help(subcommand: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args([subcommand, "--help"])
+        .output()
+        .expect("run jobgate --help");
+    assert!(out.status.success(), "jobgate {subcommand} --help");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every settings key is a variable one of the two containers reads.
+fn check_settings_are_read(r: &Rendered, data: &BTreeMap<String, String>) {
+    let (serve, reconcile) = (cli_help("serve"), cli_help("reconcile"));
+    for key in data.keys() {
+        let env = format!("[env: {key}=");
+        assert!(
+            serve.contains(&env) || reconcile.contains(&env),
+            "{}: neither serve nor reconcile reads {key}",
+            r.name
+        );
+    }
+}
+
+#[test]
+fn by_default_the_settings_are_jobgates_defaults() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let r = Rendered::new("base", render(kubectl, &ws.overlay("base")));
+    let data = settings(&r);
+    assert!(data.is_empty(), "{data:?}");
+    let (code, out) = check_bad_annotation(&data);
+    assert_eq!(
+        code, 1,
+        "recovery-annotation-value denies by default: {out}"
+    );
+}
+
+/// The README's first rollout step from the deployed install: every policy warns (the same
+/// Job is admitted, with the warning) and the reconciler runs with --dry-run.
+#[test]
+fn rollout_warn_component_makes_every_policy_warn_and_the_reconciler_dry_run() {
+    let kubectl = kubectl();
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0]] {
+        let ws = Workspace::in_namespace(namespace);
+        let dir = ws.overlay_with("overlays/cert-manager", &["rollout-warn"]);
+        let r = Rendered::in_namespace(
+            "cert-manager+rollout-warn",
+            namespace,
+            render(kubectl, &dir),
+        );
+        assert_no_default_namespace_unless(&r, namespace);
+        let data = settings(&r);
+        check_settings_are_read(&r, &data);
+        assert_eq!(
+            data.get("JOBGATE_DRY_RUN").map(String::as_str),
+            Some("true")
+        );
+        let levels: Vec<&str> = data["JOBGATE_POLICY"]
+            .split(',')
+            .map(|p| p.split_once('=').map_or("", |(_, level)| level))
+            .collect();
+        assert!(levels.iter().all(|l| *l == "warn"), "{levels:?}");
+        // Exit 0: every name parsed as one of jobgate's policies, and none denies.
+        let (code, out) = check_bad_annotation(&data);
+        assert_eq!(code, 0, "warned, not denied: {out}");
+        assert!(out.contains("must be \"true\" or \"false\""), "{out}");
+    }
+}
+
+/// With every policy off, /validate could only repeat kube-apiserver, so no Fail webhook is
+/// installed at all; mutation and the reconciler stay.
+#[test]
+fn policies_off_component_installs_no_validating_webhook() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let dir = ws.overlay_with("overlays/cert-manager", &["policies-off"]);
+    let r = Rendered::new("cert-manager+policies-off", render(kubectl, &dir));
+    assert!(r.all::<ValidatingWebhookConfiguration>().is_empty());
+    assert_eq!(mutating_webhooks(&r).len(), 2);
+    let data = settings(&r);
+    check_settings_are_read(&r, &data);
+    let (code, out) = check_bad_annotation(&data);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("jobgate:"), "no policy speaks: {out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Helm chart: the same objects as deploy/ for the same settings, in any namespace.
+
+fn chart_dir() -> PathBuf {
+    repo().join("charts/jobgate")
+}
+
+/// `helm` from PATH, version 4; missing or older, the test fails and says how to get it.
+fn helm() -> &'static str {
+    let out = Command::new("helm")
+        .args(["version", "--short"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run helm ({e}): run .ci/run (it installs helm 4) or put helm 4 on PATH")
+        });
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && version.starts_with("v4."),
+        "helm 4 is needed, found {version:?}: run .ci/run (it installs it under target/tools)"
+    );
+    "helm"
+}
+
+/// `helm template jobgate charts/jobgate -n <namespace> --set ...`, document by document.
+fn helm_template(namespace: &str, sets: &[&str]) -> Vec<Value> {
+    let mut cmd = Command::new(helm());
+    cmd.args(["template", "jobgate"])
+        .arg(chart_dir())
+        .args(["--namespace", namespace]);
+    for set in sets {
+        cmd.args(["--set", set]);
+    }
+    let out = cmd.output().expect("run helm template");
+    assert!(
+        out.status.success(),
+        "helm template {sets:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).expect("UTF-8");
+    serde_yaml_ng::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).expect("a YAML document"))
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+/// The chart as installed into `namespace` with `sets`, checked document by document.
+fn chart(namespace: &str, sets: &[&str]) -> Rendered {
+    let docs = helm_template(namespace, sets)
+        .into_iter()
+        // prometheus-operator CRs are checked against deploy/monitoring in the parity test.
+        .filter(|d| str_at(d, "/apiVersion") != "monitoring.coreos.com/v1")
+        .collect();
+    Rendered::in_namespace(&format!("chart {sets:?}"), namespace, docs)
+}
+
+#[test]
+fn helm_lint_strict_passes_for_every_certificate_source() {
+    let helm = helm();
+    for sets in [
+        vec![],
+        vec!["certificates.source=generated"],
+        vec![
+            "certificates.source=secret",
+            "certificates.secret.name=my-tls",
+            "certificates.secret.caBundle=Zm9v",
+        ],
+        vec![
+            "rollout.warnOnly=true",
+            "monitoring.podMonitor.enabled=true",
+            "monitoring.prometheusRule.enabled=true",
+            "monitoring.dashboard.enabled=true",
+        ],
+    ] {
+        let mut cmd = Command::new(helm);
+        cmd.args(["lint", "--strict"]).arg(chart_dir());
+        for set in &sets {
+            cmd.args(["--set", set]);
+        }
+        let out = cmd.output().expect("helm lint");
+        assert!(
+            out.status.success(),
+            "helm lint --strict {sets:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // values.schema.json refuses what jobgate would refuse at start.
+    for bad in [
+        "webhook.failurePolicy=Maybe",
+        "kubernetes.version=1.32",
+        "policies.no-such-policy=warn",
+        "policies.recovery-needs-failed=strict",
+        "certificates.source=vault",
+    ] {
+        let out = Command::new(helm)
+            .args(["template", "jobgate"])
+            .arg(chart_dir())
+            .args(["--set", bad])
+            .output()
+            .expect("helm template");
+        assert!(!out.status.success(), "{bad} was accepted");
+    }
+}
+
+#[test]
+fn chart_and_cargo_release_the_same_version() {
+    let chart: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("Chart.yaml"),
+    )
+    .expect("Chart.yaml YAML");
+    assert_eq!(chart["apiVersion"], "v2");
+    assert_eq!(chart["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(chart["appVersion"], env!("CARGO_PKG_VERSION"));
+}
+
+/// The chart in the default and in two other namespaces keeps every promise the kustomize
+/// install keeps: webhooks, RBAC, workload, no token in serve, the cert-manager chain named for
+/// `<service>.<ns>.svc`, no trace of jobgate-system elsewhere.
+#[test]
+fn chart_installs_into_any_namespace_with_every_install_check() {
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0], OTHER_NAMESPACES[1]] {
+        let r = chart(namespace, &[]);
+        assert_no_default_namespace_unless(&r, namespace);
+        check_webhook_configurations(&r);
+        check_rbac(&r);
+        check_workload(&r);
+        check_least_privilege(&r);
+        check_cert_manager(&r);
+    }
+}
+
+/// `certificates.source=generated`: the chart's own CA signs a certificate for the Service
+/// kube-apiserver dials, and every caBundle is that CA.
+#[test]
+fn chart_generated_certificates_cover_the_service_in_the_release_namespace() {
+    let namespace = OTHER_NAMESPACES[1];
+    let r = chart(namespace, &["certificates.source=generated"]);
+    assert_no_default_namespace(&r);
+    check_webhook_configurations(&r);
+    let secret = r.one::<Secret>(TLS_SECRET);
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+    let data = secret.data.unwrap_or_default();
+    let (ca, tls) = (&data[certs::CA_CERT_FILE].0, &data[certs::TLS_CERT_FILE].0);
+    assert!(verifies_for(ca, tls, &format!("{SERVICE}.{namespace}.svc")));
+    assert!(!verifies_for(
+        ca,
+        tls,
+        &format!("{SERVICE}.{NAMESPACE}.svc")
+    ));
+    let bundles = mutating_webhooks(&r)
+        .into_iter()
+        .map(|w| w.client_config.ca_bundle)
+        .chain(
+            validating_webhooks(&r)
+                .into_iter()
+                .map(|w| w.client_config.ca_bundle),
+        );
+    for bundle in bundles {
+        assert_eq!(bundle.map(|b| b.0).as_ref(), Some(ca));
+    }
+}
+
+/// Helm deletes webhook configurations first on uninstall (Helm 4 UninstallOrder starts with
+/// ValidatingWebhookConfiguration), but only for release objects: none may be a hook, which
+/// Helm would leave behind or order differently.
+#[test]
+fn chart_webhook_configurations_are_release_objects_not_hooks() {
+    for doc in helm_template(NAMESPACE, &["monitoring.prometheusRule.enabled=true"]) {
+        let annotations = doc.pointer("/metadata/annotations").cloned();
+        assert!(
+            annotations
+                .as_ref()
+                .and_then(|a| a.get("helm.sh/hook"))
+                .is_none(),
+            "{} {} is a hook",
+            str_at(&doc, "/kind"),
+            str_at(&doc, "/metadata/name")
+        );
+    }
+}
+
+#[test]
+fn chart_monitoring_files_are_deploy_monitorings() {
+    for (copy, original) in [
+        ("files/prometheusrule.yaml", "prometheusrule.yaml"),
+        ("files/dashboard.json", "dashboard.json"),
+    ] {
+        assert_eq!(
+            std::fs::read(chart_dir().join(copy)).expect("chart file"),
+            std::fs::read(repo().join("deploy/monitoring").join(original)).expect("deploy file"),
+            "charts/jobgate/{copy} differs from deploy/monitoring/{original}: copy it over"
+        );
+    }
+}
+
+/// Labels and annotations only one of the two tools adds: Helm's bookkeeping (and the release
+/// instance in selectors, which lets two releases share a namespace), the config checksum.
+const TOOL_ONLY_LABELS: [&str; 4] = [
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/version",
+    "helm.sh/chart",
+];
+
+fn strip_tool_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|k, _| {
+                !TOOL_ONLY_LABELS.contains(&k.as_str()) && !k.starts_with("checksum/")
+            });
+            for v in map.values_mut() {
+                strip_tool_keys(v);
+            }
+            // An annotations map left empty by the checksum is no annotations.
+            if map
+                .get("annotations")
+                .is_some_and(|a| a.as_object().is_some_and(|m| m.is_empty()))
+            {
+                map.remove("annotations");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_tool_keys),
+        _ => {}
+    }
+}
+
+/// Replaces every string equal to a key of `names` with its value, anywhere in `value`.
+fn rename(value: &mut Value, names: &BTreeMap<String, String>) {
+    match value {
+        Value::String(s) => {
+            if let Some(to) = names.get(s.as_str()) {
+                *s = to.clone();
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(|v| rename(v, names)),
+        Value::Array(items) => items.iter_mut().for_each(|v| rename(v, names)),
+        _ => {}
+    }
+}
+
+/// Documents keyed by (kind, name), normalized: no Namespace object (Helm's
+/// `--create-namespace` makes it), no tool-only labels, generated ConfigMaps without
+/// kustomize's content-hash suffix.
+fn normalized(docs: Vec<Value>) -> BTreeMap<(String, String), Value> {
+    let hashed: BTreeMap<String, String> = docs
+        .iter()
+        .filter(|d| str_at(d, "/kind") == "ConfigMap")
+        .filter_map(|d| {
+            let name = str_at(d, "/metadata/name");
+            let (base, hash) = name.rsplit_once('-')?;
+            (hash.len() == 10 && ["jobgate-kubernetes", "jobgate-settings"].contains(&base))
+                .then(|| (name.to_string(), base.to_string()))
+        })
+        .collect();
+    docs.into_iter()
+        .filter(|d| str_at(d, "/kind") != "Namespace")
+        .map(|mut d| {
+            strip_tool_keys(&mut d);
+            rename(&mut d, &hashed);
+            (
+                (
+                    str_at(&d, "/kind").to_string(),
+                    str_at(&d, "/metadata/name").to_string(),
+                ),
+                d,
+            )
+        })
+        .collect()
+}
+
+fn assert_same_objects(what: &str, kustomize: Vec<Value>, helm: Vec<Value>) {
+    let (k, h) = (normalized(kustomize), normalized(helm));
+    assert_eq!(
+        k.keys().collect::<Vec<_>>(),
+        h.keys().collect::<Vec<_>>(),
+        "{what}: kustomize and the chart render different objects"
+    );
+    for (key, kdoc) in &k {
+        let hdoc = &h[key];
+        assert!(
+            kdoc == hdoc,
+            "{what}: {key:?} differs\nkustomize:\n{}\nchart:\n{}",
+            serde_yaml_ng::to_string(kdoc).unwrap_or_default(),
+            serde_yaml_ng::to_string(hdoc).unwrap_or_default()
+        );
+    }
+}
+
+/// For the same settings, the chart and the kustomize install render the same objects:
+/// defaults (cert-manager overlay + deploy/monitoring), the rollout step, every policy off.
+#[test]
+fn chart_and_kustomize_render_the_same_objects_for_the_same_settings() {
+    let kubectl = kubectl();
+    let monitoring = [
+        "monitoring.podMonitor.enabled=true",
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.dashboard.enabled=true",
+    ];
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0]] {
+        let ws = Workspace::in_namespace(namespace);
+        let mut kustomize = render(kubectl, &ws.overlay("overlays/cert-manager"));
+        kustomize.extend(render(kubectl, &ws.overlay("monitoring")));
+        assert_same_objects(
+            &format!("defaults in {namespace}"),
+            kustomize,
+            helm_template(namespace, &monitoring),
+        );
+        for (component, sets) in [
+            ("rollout-warn", vec!["rollout.warnOnly=true"]),
+            (
+                "policies-off",
+                vec![
+                    "policies.recovery-annotation-value=off",
+                    "policies.recovery-annotation-on-job=off",
+                    "policies.recovery-needs-failed=off",
+                    "policies.recovery-counts-toward-backoff=off",
+                    "policies.indexed-terminating-or-failed=off",
+                ],
+            ),
+        ] {
+            let dir = ws.overlay_with("overlays/cert-manager", &[component]);
+            assert_same_objects(
+                &format!("{component} in {namespace}"),
+                render(kubectl, &dir),
+                helm_template(namespace, &sets),
+            );
+        }
+    }
+}
+
+/// `recoveryAnnotationKeys` reaches both containers and the validating webhook's
+/// matchConditions, next to both of Kueue's keys (an UPDATE setting a configured key must be
+/// sent: the policies read it).
+#[test]
+fn chart_recovery_annotation_keys_reach_the_settings_and_the_match_conditions() {
+    let docs = helm_template(
+        NAMESPACE,
+        &["recoveryAnnotationKeys={example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete}"],
+    );
+    let settings = docs
+        .iter()
+        .find(|d| {
+            str_at(d, "/kind") == "ConfigMap" && str_at(d, "/metadata/name") == "jobgate-settings"
+        })
+        .expect("jobgate-settings");
+    assert_eq!(
+        str_at(settings, "/data/JOBGATE_RECOVERY_ANNOTATION_KEY"),
+        "example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete"
+    );
+    let validating = docs
+        .iter()
+        .find(|d| str_at(d, "/kind") == "ValidatingWebhookConfiguration")
+        .expect("validating webhook");
+    let expression = str_at(validating, "/webhooks/0/matchConditions/1/expression");
+    let keys = "['example.com/recover', 'kueue.x-k8s.io/safe-to-forcefully-delete', \
+                'kueue.x-k8s.io/safe-to-forcefully-terminate']";
+    assert_eq!(expression.matches(keys).count(), 3, "{expression}");
+}
+
+/// Values that change the workload: no reconciler means no token and no RBAC at all; an
+/// existing Secret is mounted and its CA trusted; a digest pins the image.
+#[test]
+fn chart_values_shape_the_workload() {
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let r = chart(
+        OTHER_NAMESPACES[0],
+        &[
+            "reconciler.enabled=false",
+            "certificates.source=secret",
+            "certificates.secret.name=team-tls",
+            "certificates.secret.caBundle=Zm9vCg==",
+            &format!("image.digest={digest}"),
+            "priorityClassName=",
+        ],
+    );
+    let pod = r.pod_spec();
+    assert_eq!(pod.automount_service_account_token, Some(false));
+    assert_eq!(
+        pod.containers
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["serve"]
+    );
+    assert!(
+        pod.volumes.iter().flatten().all(|v| v.projected.is_none()),
+        "no token volume without a reconciler"
+    );
+    assert!(r.all::<ClusterRole>().is_empty() && r.all::<Role>().is_empty());
+    assert!(r.all::<ResourceQuota>().is_empty(), "no priority, no quota");
+    assert_eq!(pod.priority_class_name, None);
+    let tls = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "tls")
+        .and_then(|v| v.secret.as_ref())
+        .and_then(|s| s.secret_name.clone());
+    assert_eq!(tls.as_deref(), Some("team-tls"));
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some(format!("ghcr.io/jobgate/jobgate@{digest}").as_str())
+    );
+    for bundle in mutating_webhooks(&r)
+        .into_iter()
+        .map(|w| w.client_config.ca_bundle)
+        .chain(
+            validating_webhooks(&r)
+                .into_iter()
+                .map(|w| w.client_config.ca_bundle),
+        )
+    {
+        assert_eq!(bundle.map(|b| b.0), Some(b"foo\n".to_vec()));
     }
 }

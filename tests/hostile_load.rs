@@ -23,21 +23,6 @@ use support::Jobgate;
 const MIB: u64 = 1024 * 1024;
 const BODY_LEN: usize = 7_000_000;
 
-fn client_config(jg: &Jobgate) -> Arc<rustls::ClientConfig> {
-    jobgate::server::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    let pem = std::fs::read(&jg.ca).unwrap();
-    use rustls::pki_types::pem::PemObject;
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
-}
-
 fn connect(
     port: u16,
     config: &Arc<rustls::ClientConfig>,
@@ -45,7 +30,9 @@ fn connect(
     let conn =
         rustls::ClientConnection::new(config.clone(), "localhost".try_into().unwrap()).unwrap();
     let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(30)))
+    // Only a guard against a hang: a 7 MB UPDATE's review reads both dense templates in full,
+    // which in a debug build on two busy cores has taken close to 30 s.
+    sock.set_read_timeout(Some(Duration::from_secs(120)))
         .unwrap();
     sock.set_nodelay(true).unwrap();
     rustls::StreamOwned::new(conn, sock)
@@ -142,7 +129,7 @@ fn run(clients: usize, rate: usize) -> Figures {
     let jg = Jobgate::start(&[]);
     let pid = jg.child.id();
     let port = jg.port;
-    let config = client_config(&jg);
+    let config = Arc::new(support::tls_client_config(&jg, b"http/1.1"));
     let legit = std::fs::read(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/validate/job-allowed.request.json"),
@@ -310,7 +297,7 @@ fn forty_slow_7mb_bodies_stay_within_the_memory_bound() {
 #[test]
 fn early_answers_reach_an_http1_client_still_sending_a_large_body() {
     let jg = Jobgate::start(&[]);
-    let config = client_config(&jg);
+    let config = Arc::new(support::tls_client_config(&jg, b"http/1.1"));
     let body = vec![b' '; BODY_LEN];
     for (method, path, content_type, expected) in [
         ("POST", "/nope", "application/json", 404),

@@ -1,8 +1,8 @@
 //! deploy/monitoring as an operator uses it: the PrometheusRule's alerts checked and unit-tested
 //! by promtool, every metric the alerts and the dashboard name is one jobgate registers, and a
 //! real Prometheus scraping a running `jobgate serve` and `jobgate reconcile` answers every
-//! dashboard query. promtool and prometheus come from Debian's `prometheus` package (.ci/run
-//! installs it); without them those tests say SKIPPED and pass.
+//! dashboard query. promtool and prometheus come from Debian's `prometheus` package, kubectl
+//! (kustomize) from `.ci/run`'s tool install; without them those tests fail and say so.
 
 mod support;
 
@@ -30,8 +30,24 @@ fn read_yaml(path: &Path) -> Value {
     serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The PrometheusRule as `kubectl kustomize deploy/monitoring` renders it (in the default
+/// namespace): the alert expressions name the namespace through a kustomize var.
 fn prometheus_rule() -> Value {
-    read_yaml(&monitoring().join("prometheusrule.yaml"))
+    render_monitoring()
+        .into_iter()
+        .find(|d| d["kind"] == "PrometheusRule")
+        .expect("deploy/monitoring renders a PrometheusRule")
+}
+
+/// `kubectl kustomize deploy/monitoring`, document by document.
+fn render_monitoring() -> Vec<Value> {
+    support::kustomize::render(support::kustomize::kubectl(), &monitoring())
+}
+
+/// The rules file shipped next to the unit tests, so `promtool test rules alerts.test.yaml`
+/// runs from a clean clone in deploy/monitoring/tests.
+fn shipped_rules_file() -> PathBuf {
+    monitoring().join("tests/rules.yaml")
 }
 
 fn dashboard() -> Value {
@@ -186,21 +202,17 @@ fn readme_anchors() -> BTreeSet<String> {
         .collect()
 }
 
-/// A tool from Debian's `prometheus` package, or `None` after saying the test is skipped.
-fn tool(name: &str) -> Option<&str> {
+/// A tool from Debian's `prometheus` package; missing, the test fails and says how to get it.
+fn tool(name: &str) -> &str {
     match Command::new(name).arg("--version").output() {
-        Ok(out) if out.status.success() => Some(name),
+        Ok(out) if out.status.success() => name,
         Ok(out) => panic!(
             "{name} is installed but `{name} --version` failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!(
-                "SKIPPED: {name} not found on PATH (Debian package `prometheus`; .ci/run installs it)"
-            );
-            None
+        Err(e) => {
+            panic!("cannot run {name} ({e}): install Debian's `prometheus` package (.ci/run does)")
         }
-        Err(e) => panic!("cannot run {name}: {e}"),
     }
 }
 
@@ -215,22 +227,31 @@ fn write_rules_file(dir: &Path) -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // Alerts.
 
+/// deploy/monitoring/tests/rules.yaml is what kustomize renders (the PrometheusRule's spec in
+/// jobgate-system), so the unit tests run as shipped test the alerts as installed.
+#[test]
+fn the_shipped_rules_file_is_the_rendered_prometheus_rule() {
+    let shipped = read_yaml(&shipped_rules_file());
+    let rendered = &prometheus_rule()["spec"];
+    assert!(
+        &shipped == rendered,
+        "{} is stale; replace its rules with:\n{}",
+        shipped_rules_file().display(),
+        serde_yaml_ng::to_string(rendered).expect("YAML")
+    );
+}
+
 #[test]
 fn promtool_checks_the_rules_and_every_alert_fires_and_stays_quiet_in_its_unit_tests() {
-    let Some(promtool) = tool("promtool") else {
-        return;
-    };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let rules = write_rules_file(dir.path());
-    let tests = dir.path().join("alerts.test.yaml");
-    std::fs::copy(monitoring().join("tests/alerts.test.yaml"), &tests).expect("copy tests");
+    let promtool = tool("promtool");
+    // As shipped, in place: `cd deploy/monitoring/tests && promtool test rules alerts.test.yaml`.
     for args in [
-        vec!["check", "rules", rules.to_str().expect("UTF-8 path")],
-        vec!["test", "rules", tests.to_str().expect("UTF-8 path")],
+        vec!["check", "rules", "rules.yaml"],
+        vec!["test", "rules", "alerts.test.yaml"],
     ] {
         let out = Command::new(promtool)
             .args(&args)
-            .current_dir(dir.path())
+            .current_dir(monitoring().join("tests"))
             .output()
             .expect("run promtool");
         let text = format!(
@@ -380,27 +401,7 @@ fn the_name_scanner_finds_metric_names_not_label_values() {
 
 #[test]
 fn kustomize_renders_the_monitoring_component() {
-    let out = match Command::new("kubectl")
-        .arg("kustomize")
-        .arg(monitoring())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED: kubectl not found on PATH; deploy/monitoring is not rendered");
-            return;
-        }
-        Err(e) => panic!("cannot run kubectl: {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let yaml = String::from_utf8(out.stdout).expect("UTF-8");
-    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
-        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
-        .collect();
+    let docs = render_monitoring();
     let kinds: BTreeSet<(&str, &str)> = docs
         .iter()
         .map(|d| {
@@ -711,9 +712,7 @@ fn load_round(port: u16, ca: &Path) {
 
 #[test]
 fn a_real_prometheus_scraping_jobgate_answers_every_dashboard_query_and_loads_the_alerts() {
-    let Some(prometheus) = tool("prometheus") else {
-        return;
-    };
+    let prometheus = tool("prometheus");
     let dir = tempfile::tempdir().expect("tempdir");
     let certs = dir.path().join("certs");
     std::fs::create_dir(&certs).expect("certs dir");

@@ -3,6 +3,8 @@
 //! patch applied to `request.object` must equal `.patched.json`, and jobgate reviewing its own
 //! output must patch nothing. (tests/curl-fixtures.sh sends the same files over TLS.)
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -30,22 +32,9 @@ fn answer(endpoint: Endpoint, request: &Value) -> Value {
     answer
 }
 
-fn requests(dir: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(dir);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".request.json"))
-        .collect();
-    paths.sort();
-    paths
-}
-
 fn check_fixtures(dir: &str, endpoint: Endpoint) -> (usize, usize) {
     let mut patched_count = 0;
-    let paths = requests(dir);
+    let paths = support::fixture_requests(dir);
     for request_path in &paths {
         let name = request_path.to_string_lossy().replace(".request.json", "");
         let request = read_json(request_path);

@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use hyper::{Request, Response};
 use jobgate::admin::Readiness;
-use jobgate::reconciler::filter::PodMeta;
+use jobgate::reconciler::filter::PodMetadata;
 use jobgate::reconciler::lease::Leadership;
 use jobgate::reconciler::metrics::RecoveryMetrics;
 use jobgate::reconciler::{Context, Options, drive_pod_watch};
@@ -120,22 +120,28 @@ async fn measure_filtered(total: usize, eligible: usize) -> Measure {
         Leadership::default(),
         RecoveryMetrics::default(),
     ));
-    let writer: Writer<PodMeta> = Writer::default();
+    let mut writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(false));
     tokio::time::sleep(Duration::from_millis(10)).await;
     let base = ALLOCATOR.current();
     ALLOCATOR.reset_peak();
-    let driver = tokio::spawn(drive_pod_watch(
-        Api::<PodMeta>::all(client),
-        watcher::Config::default(),
-        writer,
-        ctx,
-        tx,
-        synced.clone(),
-        Readiness::default(),
-    ));
+    let driver = tokio::spawn({
+        let synced = synced.clone();
+        async move {
+            drive_pod_watch(
+                Api::<PodMetadata>::all(client),
+                watcher::Config::default(),
+                &mut writer,
+                ctx,
+                tx,
+                synced,
+                Readiness::default(),
+            )
+            .await
+        }
+    });
     while !synced.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -160,7 +166,7 @@ async fn measure_filtered(total: usize, eligible: usize) -> Measure {
 async fn measure_unfiltered(total: usize) -> Measure {
     let (client, handle) = mock();
     let server = tokio::spawn(serve_pods(handle, total, 0));
-    let writer: Writer<PodMeta> = Writer::default();
+    let writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     tokio::time::sleep(Duration::from_millis(10)).await;
     let base = ALLOCATOR.current();
@@ -169,7 +175,7 @@ async fn measure_unfiltered(total: usize) -> Measure {
     let flag = synced.clone();
     let driver = tokio::spawn(async move {
         let stream =
-            watcher(Api::<PodMeta>::all(client), watcher::Config::default()).reflect(writer);
+            watcher(Api::<PodMetadata>::all(client), watcher::Config::default()).reflect(writer);
         let mut stream = std::pin::pin!(stream);
         while let Some(e) = stream.next().await {
             if matches!(e, Ok(watcher::Event::InitDone)) {

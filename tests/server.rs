@@ -274,7 +274,7 @@ fn h2_post_large(jg: &Jobgate, len: usize, declare_length: bool) -> (u16, Vec<u8
         .build()
         .unwrap();
     runtime.block_on(async {
-        let config = Arc::new(client_config(jg, b"h2"));
+        let config = Arc::new(support::tls_client_config(jg, b"h2"));
         let tcp = tokio::net::TcpStream::connect(("127.0.0.1", jg.port))
             .await
             .unwrap();
@@ -314,23 +314,9 @@ fn h2_post_large(jg: &Jobgate, len: usize, declare_length: bool) -> (u16, Vec<u8
     })
 }
 
-fn client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    let pem = std::fs::read(&jg.ca).unwrap();
-    use rustls::pki_types::pem::PemObject;
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![alpn.to_vec()];
-    config
-}
-
 fn tls_client(jg: &Jobgate) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
     jobgate::server::tls::install_crypto_provider();
-    let config = client_config(jg, b"http/1.1");
+    let config = support::tls_client_config(jg, b"http/1.1");
     let conn =
         rustls::ClientConnection::new(Arc::new(config), "localhost".try_into().unwrap()).unwrap();
     let sock = TcpStream::connect(("127.0.0.1", jg.port)).unwrap();

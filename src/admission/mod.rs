@@ -1,5 +1,5 @@
-//! AdmissionReview v1 on the wire: parse a request body, ask `job/` for a verdict, render the
-//! response kube-apiserver expects. Bytes in, bytes out; no sockets here.
+//! AdmissionReview v1 on the wire: parse a request body, ask the review pipeline
+//! (`job::review`) for its findings, render the response kube-apiserver expects. Bytes in, bytes out; no sockets here.
 //!
 //! Bad input, by design:
 //! - a body from which no `admission.k8s.io/v1` AdmissionReview with a `request.uid` can be read
@@ -229,11 +229,15 @@ fn decide(
         object: &object,
         old_object: old_object.as_ref(),
     };
-    let verdict = match endpoint {
-        Endpoint::Validate => job::validate(&review, config),
-        Endpoint::Mutate => job::mutate(&review, config, job::RecoveryScope::JobAnnotation),
-        Endpoint::MutateRecovery => job::mutate(&review, config, job::RecoveryScope::Namespace),
+    // The one review pipeline `check` and `audit` call too; the webhook only renders it.
+    let outcome = match endpoint {
+        Endpoint::Validate => job::review::validate(&review, config),
+        Endpoint::Mutate => job::review::mutate(&review, config, job::RecoveryScope::JobAnnotation),
+        Endpoint::MutateRecovery => {
+            job::review::mutate(&review, config, job::RecoveryScope::Namespace)
+        }
     };
+    let verdict = outcome.into_verdict();
     Decision::Reviewed(kind, object.display_name().to_string(), verdict)
 }
 

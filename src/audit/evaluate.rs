@@ -1,6 +1,8 @@
 //! What `/validate` and the policies say about the Jobs and CronJobs already in a cluster, and
 //! which opted-in pods' Jobs cannot benefit from recovery. Pure: the objects in, the verdicts out,
-//! through `jobgate check`'s path (`check::check_document`), never a copy of a rule.
+//! through `jobgate check`'s path (`check::check_document`, `/validate`'s stage only: stored
+//! objects are past mutation), never a copy of a rule. Each object is reviewed once; every
+//! finding names its source (`job::review::Source`).
 //!
 //! Each object is reviewed as a CREATE, as Gatekeeper's audit does: what would be said if it were
 //! applied today. (An UPDATE of it reports only what it did not already have, so an existing
@@ -11,7 +13,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::check::{self, Report};
+use crate::check::{self, Chain, Place, Report};
+use crate::job::review::{Severity, Source};
 use crate::job::{Config, Level, Policies, PolicyName};
 
 /// What was read from the cluster.
@@ -92,22 +95,6 @@ pub(crate) struct Audit {
     pub(crate) audited: Vec<Audited>,
 }
 
-/// Who a finding comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    KubeApiserver,
-    Policy(PolicyName),
-}
-
-impl Source {
-    fn as_str(self) -> &'static str {
-        match self {
-            Source::KubeApiserver => "kube-apiserver",
-            Source::Policy(p) => p.as_str(),
-        }
-    }
-}
-
 /// The policies that decide whether an opted-in pod's Job gets anything from recovery.
 const RECOVERY_POLICIES: [PolicyName; 2] = [
     PolicyName::RecoveryNeedsFailed,
@@ -124,78 +111,50 @@ pub(crate) fn audit(inventory: &Inventory, config: &Config) -> Audit {
     let mut audit = Audit::default();
     for doc in &inventory.objects {
         let namespace = str_at(doc, "/metadata/namespace");
-        let before = audit.report.objects.len();
-        check::check_document(namespace, doc.clone(), config, &mut audit.report);
-        if audit.report.objects.len() == before {
+        let Some(findings) = review(namespace, doc, config, &mut audit.report, |_| true) else {
             continue; // unreadable: reported as such
-        }
-        let sources = std::iter::once(Source::KubeApiserver)
-            .chain(PolicyName::ALL.into_iter().map(Source::Policy));
+        };
         audit.audited.push(Audited {
             namespace: namespace.to_string(),
             api_version: str_at(doc, "/apiVersion").to_string(),
             kind: str_at(doc, "/kind").to_string(),
             name: str_at(doc, "/metadata/name").to_string(),
             uid: str_at(doc, "/metadata/uid").to_string(),
-            findings: attribute(namespace, doc, config, sources),
+            findings,
         });
     }
     audit.recovery = recovery(inventory, config);
     audit
 }
 
-/// The findings of `doc`, each attributed by reviewing it once with every policy off (what
-/// remains is kube-apiserver's) and once per policy with only that one at its configured level.
-fn attribute(
-    location: &str,
+/// Reviews `doc` once into `report` and returns its findings from the sources `keep` accepts;
+/// `None` when it could not be read.
+fn review(
+    namespace: &str,
     doc: &Value,
     config: &Config,
-    sources: impl Iterator<Item = Source>,
-) -> Vec<Finding> {
-    let review = |policies: Policies| -> Vec<(PolicyResult, String)> {
-        let only = Config {
-            policies,
-            ..config.clone()
-        };
-        let mut report = Report::default();
-        check::check_document(location, doc.clone(), &only, &mut report);
-        report
-            .objects
-            .into_iter()
-            .flat_map(|c| {
-                let errors = c
-                    .errors
-                    .into_iter()
-                    .map(|e| (PolicyResult::Fail, e.to_string()));
-                errors.chain(c.warnings.into_iter().map(|w| (PolicyResult::Warn, w)))
+    report: &mut Report,
+    keep: impl Fn(Source) -> bool,
+) -> Option<Vec<Finding>> {
+    let before = report.objects.len();
+    let place = Place::unpositioned(namespace);
+    check::check_document(&place, doc.clone(), &Chain::validate_only(config), report);
+    let checked = report.objects.get(before)?;
+    Some(
+        checked
+            .findings
+            .iter()
+            .filter(|f| keep(f.finding.source))
+            .map(|f| Finding {
+                policy: f.finding.source.as_str(),
+                result: match f.finding.severity() {
+                    Severity::Error => PolicyResult::Fail,
+                    Severity::Warning => PolicyResult::Warn,
+                },
+                message: f.finding.message(),
             })
-            .collect()
-    };
-    let base = review(Policies::all(Level::Off));
-    let mut out = Vec::new();
-    for source in sources {
-        let said = match source {
-            Source::KubeApiserver => base.clone(),
-            Source::Policy(p) => {
-                let level = config.policies.level(p);
-                if level == Level::Off {
-                    continue;
-                }
-                let mut only = Policies::all(Level::Off);
-                only.set(p, level);
-                review(only)
-                    .into_iter()
-                    .filter(|f| !base.contains(f))
-                    .collect()
-            }
-        };
-        out.extend(said.into_iter().map(|(result, message)| Finding {
-            policy: source.as_str(),
-            result,
-            message,
-        }));
-    }
-    out
+            .collect(),
+    )
 }
 
 /// The key that opts `pod` in (`"true"` under one of the keys the rules recognize), if any.
@@ -261,12 +220,17 @@ fn recovery(inventory: &Inventory, config: &Config) -> Vec<RecoveryFinding> {
         };
         let mut opted = doc.clone();
         set_template_annotation(&mut opted, key);
-        let findings = attribute(
+        let recovery_policy =
+            |s: Source| matches!(s, Source::Policy(p) if RECOVERY_POLICIES.contains(&p));
+        let mut scratch = Report::default();
+        let findings = review(
             namespace,
             &opted,
             &recovery_config,
-            RECOVERY_POLICIES.into_iter().map(Source::Policy),
-        );
+            &mut scratch,
+            recovery_policy,
+        )
+        .unwrap_or_default();
         if !findings.is_empty() {
             out.push(RecoveryFinding {
                 namespace: namespace.to_string(),

@@ -8,6 +8,7 @@
 //! would be denied (warnings allowed), 1 when something would be, 2 when the cluster or an object
 //! could not be read.
 
+pub(crate) mod apply;
 pub(crate) mod evaluate;
 pub(crate) mod fetch;
 pub(crate) mod policyreport;
@@ -17,7 +18,9 @@ mod tests;
 
 use std::io::Write;
 
-use crate::check::{EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE};
+use crate::check::EXIT_UNREADABLE;
+use crate::job::Config;
+use crate::job::version::{Cluster, KubernetesVersion};
 use crate::reconciler::cluster::{ClusterArgs, Prefer};
 use crate::rule_flags::{ConfigError, RuleArgs};
 pub(crate) use evaluate::{Audit, audit};
@@ -31,6 +34,14 @@ pub const RBAC: &[(&str, &str, &[&str])] = &[
     // metadata only (PartialObjectMetadataList): opt-in annotations and the controlling Job
     ("", "pods", &["list"]),
 ];
+
+/// What `--apply --prune` adds to [`RBAC`]: server-side apply of the reports (`create` for a new
+/// one, `patch`), and listing and deleting stale ones. deploy/audit/cronjob grants exactly this.
+pub const APPLY_RBAC: &[(&str, &str, &[&str])] = &[(
+    "wgpolicyk8s.io",
+    "policyreports",
+    &["list", "create", "patch", "delete"],
+)];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub(crate) enum AuditOutput {
@@ -55,7 +66,17 @@ pub struct AuditArgs {
     /// `kubectl apply -f -`).
     #[arg(long, short = 'o', value_enum, default_value_t = AuditOutput::Text, env = "JOBGATE_OUTPUT")]
     pub(crate) output: AuditOutput,
-    /// Rule settings, as for `serve` and `check`: --config, --policy, --recovery-annotation-key.
+    /// Write the PolicyReports to the cluster (server-side apply, field manager
+    /// `jobgate-audit`) instead of leaving that to `kubectl apply`; findings then do not change
+    /// the exit status (they are in the reports): 0, or 2 when the cluster cannot be read or
+    /// written.
+    #[arg(long)]
+    pub(crate) apply: bool,
+    /// With --apply: delete jobgate's PolicyReports in namespaces that no longer have a Job or
+    /// CronJob.
+    #[arg(long, requires = "apply")]
+    pub(crate) prune: bool,
+    /// Rule settings, as for `serve` and `check`: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub(crate) rules: RuleArgs,
 }
@@ -63,15 +84,39 @@ pub struct AuditArgs {
 /// Why `jobgate audit` could not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    /// The rule settings (--config, --policy, --recovery-annotation-key) cannot be loaded.
+    /// The rule settings (--config, --policy, --inject-recovery-annotation-key) cannot be loaded.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The Kubernetes client cannot be set up (kubeconfig or in-cluster configuration).
     #[error("cannot set up the Kubernetes client: {0}")]
     Client(String),
+    /// The API server's version (`GET /version`) cannot be read.
+    #[error("cannot read the Kubernetes version from {server}: {source}")]
+    Version {
+        /// The API server's URL.
+        server: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
     /// A list call to the Kubernetes API failed.
-    #[error("cannot list from the Kubernetes API: {0}")]
-    Api(#[from] kube::Error),
+    #[error("cannot list from the Kubernetes API at {server}: {source}")]
+    Api {
+        /// The API server's URL.
+        server: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// The PolicyReports cannot be written (`--apply`) or stale ones deleted (`--prune`).
+    #[error("cannot write the PolicyReports at {server}: {source}")]
+    Apply {
+        /// The API server's URL.
+        server: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
     /// The PolicyReports cannot be serialized as YAML.
     #[error("cannot render the PolicyReports: {0}")]
     Render(#[from] serde_yaml_ng::Error),
@@ -80,15 +125,51 @@ pub enum AuditError {
     Write(#[from] std::io::Error),
 }
 
+/// What a 403 from the API server is answered with: the ClusterRole that grants the calls.
+pub const RBAC_HINT: &str = "the ClusterRole jobgate-audit (kubectl apply -k deploy/audit) grants \
+     exactly the calls jobgate audit makes (--apply --prune: also jobgate-audit-reports, \
+     deploy/audit/cronjob); bind it to this user, e.g. kubectl create \
+     clusterrolebinding jobgate-audit-$USER --clusterrole=jobgate-audit --user=<user>";
+
 /// Runs the audit against the cluster; returns the exit status.
 pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
-    let config = args.rules.load()?;
-    let client = args
+    let kube_config = args
         .cluster
-        .client(Prefer::Kubeconfig)
+        .kube_config(Prefer::Kubeconfig)
         .await
         .map_err(|e| AuditError::Client(format!("{e:#}")))?;
-    let inventory = fetch::fetch(&client, args.namespace.as_deref()).await?;
+    let server = kube_config.cluster_url.to_string();
+    let client =
+        kube::Client::try_from(kube_config).map_err(|e| AuditError::Client(format!("{e:#}")))?;
+    // The rules follow the cluster's own release unless --kubernetes-version (or the config
+    // file) says otherwise.
+    let base = match args.rules.kubernetes_version {
+        Some(_) => Config::default(),
+        None => {
+            let info = client
+                .apiserver_version()
+                .await
+                .map_err(|source| AuditError::Version {
+                    server: server.clone(),
+                    source,
+                })?;
+            let (version, note) = release_of(&info.git_version);
+            if let Some(note) = note {
+                eprintln!("jobgate audit: {note}");
+            }
+            Config {
+                cluster: Cluster::new(version),
+                ..Config::default()
+            }
+        }
+    };
+    let config = args.rules.load_over(base)?;
+    let inventory = fetch::fetch(&client, args.namespace.as_deref())
+        .await
+        .map_err(|source| AuditError::Api {
+            server: server.clone(),
+            source,
+        })?;
     let found = audit(&inventory, &config);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -102,7 +183,47 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         &mut std::io::BufWriter::new(stdout.lock()),
         &mut stderr.lock(),
     )?;
-    Ok(exit_code(&found))
+    if !args.apply {
+        return Ok(exit_code(&found));
+    }
+    let reports = policyreport::reports(&found, now);
+    let applied = apply::apply(&client, &reports, args.namespace.as_deref(), args.prune)
+        .await
+        .map_err(|source| AuditError::Apply { server, source })?;
+    writeln!(
+        stderr.lock(),
+        "jobgate audit: applied {} PolicyReport(s) ({}), pruned {} ({})",
+        applied.written.len(),
+        applied.written.join(", "),
+        applied.pruned.len(),
+        applied.pruned.join(", ")
+    )?;
+    // The findings are in the reports; a CronJob's Job fails only when the audit could not run.
+    match exit_code(&found) {
+        EXIT_UNREADABLE => Ok(EXIT_UNREADABLE),
+        _ => Ok(crate::check::EXIT_OK),
+    }
+}
+
+/// The release whose rules judge a cluster whose `/version` says `git_version`: that release,
+/// else the nearest supported one, with a note saying so.
+pub(crate) fn release_of(git_version: &str) -> (KubernetesVersion, Option<String>) {
+    if let Ok(v) = KubernetesVersion::parse(git_version) {
+        return (v, None);
+    }
+    let minor = git_version
+        .trim_start_matches('v')
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse::<u32>().ok());
+    let nearest = match minor {
+        Some(m) if m < 33 => KubernetesVersion::OLDEST,
+        _ => KubernetesVersion::NEWEST,
+    };
+    let note = format!(
+        "the cluster reports version {git_version:?}, which jobgate has no rules for; judging with {nearest}'s (set --kubernetes-version to choose)"
+    );
+    (nearest, Some(note))
 }
 
 /// Renders `audit` in `format`; `now` is the PolicyReports' timestamp (Unix seconds).
@@ -126,13 +247,7 @@ pub(crate) fn write(
 }
 
 pub(crate) fn exit_code(audit: &Audit) -> i32 {
-    if !audit.report.unreadable.is_empty() {
-        EXIT_UNREADABLE
-    } else if audit.report.objects.iter().any(|o| !o.allowed) {
-        EXIT_DENIED
-    } else {
-        EXIT_OK
-    }
+    crate::check::exit_code(&audit.report, crate::check::FailOn::Error)
 }
 
 /// `jobgate check`'s lines (`<namespace> Job/name: ...`) and the recovery findings on `out`;
@@ -144,13 +259,8 @@ pub(crate) fn write_text(
 ) -> std::io::Result<()> {
     let report = &audit.report;
     for o in &report.objects {
-        let who = format!("{} {}/{}", o.location, o.kind, o.name);
-        for e in &o.errors {
-            writeln!(out, "{who}: {e}")?;
-        }
-        for w in &o.warnings {
-            writeln!(out, "{who}: Warning: {w}")?;
-        }
+        let who = o.who();
+        o.write_lines(out, |_| who.clone())?;
     }
     for r in &audit.recovery {
         for f in &r.findings {
@@ -165,12 +275,14 @@ pub(crate) fn write_text(
         }
     }
     report.write_unreadable(err)?;
-    let (denied, warned) = report.denied_and_warned();
+    let s = report.summary();
     writeln!(
         err,
-        "jobgate audit: {} checked, {denied} would be denied, {warned} with warnings, {} unreadable; {} Job(s) with opted-in pods that cannot benefit from recovery",
-        report.objects.len(),
-        report.unreadable.len(),
+        "jobgate audit: {} checked, {} would be denied, {} with warnings, {} unreadable; {} Job(s) with opted-in pods that cannot benefit from recovery",
+        s.checked,
+        s.denied,
+        s.warned,
+        s.unreadable,
         audit.recovery.len()
     )
 }

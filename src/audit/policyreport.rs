@@ -13,9 +13,22 @@ use super::evaluate::{Audit, Audited, Finding, PolicyResult};
 pub(crate) const REPORT_NAME: &str = "jobgate-audit";
 pub(crate) const SOURCE: &str = "jobgate";
 
+/// The label every report carries, by which `--prune` finds the reports jobgate wrote.
+pub(crate) const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "jobgate");
+
 /// The reports as a YAML stream, namespaces in order; `now` is the results' timestamp (Unix
 /// seconds).
 pub(crate) fn render(audit: &Audit, now: i64) -> Result<String, serde_yaml_ng::Error> {
+    let mut out = String::new();
+    for report in reports(audit, now) {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml_ng::to_string(&report)?);
+    }
+    Ok(out)
+}
+
+/// One report per namespace with Jobs or CronJobs, namespaces in order.
+pub(crate) fn reports(audit: &Audit, now: i64) -> Vec<Value> {
     let mut by_namespace: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for object in &audit.audited {
         let results = by_namespace.entry(&object.namespace).or_default();
@@ -50,7 +63,7 @@ pub(crate) fn render(audit: &Audit, now: i64) -> Result<String, serde_yaml_ng::E
             results.push(finding(job, f, &message, now));
         }
     }
-    let mut out = String::new();
+    let mut out = Vec::new();
     for (namespace, results) in by_namespace {
         let count = |r: &str| results.iter().filter(|v| v["result"] == r).count();
         let report = json!({
@@ -59,7 +72,7 @@ pub(crate) fn render(audit: &Audit, now: i64) -> Result<String, serde_yaml_ng::E
             "metadata": {
                 "name": REPORT_NAME,
                 "namespace": namespace,
-                "labels": {"app.kubernetes.io/managed-by": "jobgate"},
+                "labels": {MANAGED_BY.0: MANAGED_BY.1},
             },
             "summary": {
                 "pass": count("pass"),
@@ -70,10 +83,9 @@ pub(crate) fn render(audit: &Audit, now: i64) -> Result<String, serde_yaml_ng::E
             },
             "results": results,
         });
-        out.push_str("---\n");
-        out.push_str(&serde_yaml_ng::to_string(&report)?);
+        out.push(report);
     }
-    Ok(out)
+    out
 }
 
 fn finding(object: &Audited, f: &Finding, message: &str, now: i64) -> Value {

@@ -202,7 +202,7 @@ async fn each_object_gets_validates_verdict_attributed_to_kube_apiserver_or_a_po
         .report
         .objects
         .iter()
-        .map(|o| (o.name.as_str(), o.allowed))
+        .map(|o| (o.name.as_str(), o.allowed()))
         .collect();
     assert_eq!(
         allowed,
@@ -224,7 +224,9 @@ async fn each_object_gets_validates_verdict_attributed_to_kube_apiserver_or_a_po
     );
     assert_eq!(
         denied.len(),
-        audit.report.objects[0].errors.len(),
+        audit.report.objects[0]
+            .with_severity(crate::job::review::Severity::Error)
+            .count(),
         "one finding per field error"
     );
     assert_eq!(
@@ -235,7 +237,10 @@ async fn each_object_gets_validates_verdict_attributed_to_kube_apiserver_or_a_po
         ]
     );
     // The messages are the response's warnings, word for word.
-    let warned = &audit.report.objects[1].warnings;
+    let warned: Vec<String> = audit.report.objects[1]
+        .with_severity(crate::job::review::Severity::Warning)
+        .map(|f| f.finding.message())
+        .collect();
     for f in findings(&audit, "train-warned") {
         assert!(warned.contains(&f.message), "{f:?} not in {warned:?}");
     }
@@ -263,7 +268,7 @@ async fn policy_levels_decide_fail_warn_or_nothing() {
         policies(&findings(&audit, "train-warned")),
         [("recovery-needs-failed", PolicyResult::Fail)]
     );
-    assert!(!audit.report.objects[1].allowed);
+    assert!(!audit.report.objects[1].allowed());
 }
 
 // "pods opted into recovery whose Job cannot benefit": pi-plain's pods are opted in (its template
@@ -339,7 +344,13 @@ async fn json_output_is_checks_report_plus_recovery() {
     assert_eq!(v["objects"].as_array().unwrap().len(), 5);
     assert_eq!(v["objects"][0]["location"], "ml");
     assert_eq!(v["objects"][0]["allowed"], false);
-    assert_eq!(v["objects"][0]["errors"][0]["reason"], "FieldValueInvalid");
+    assert_eq!(v["objects"][0]["namespace"], "ml");
+    assert_eq!(
+        v["objects"][0]["findings"][0]["reason"],
+        "FieldValueInvalid"
+    );
+    assert_eq!(v["objects"][0]["findings"][0]["severity"], "error");
+    assert_eq!(v["summary"]["checked"], 5);
     assert_eq!(v["unreadable"], json!([]));
     assert_eq!(v["recovery"][0]["job"], "pi-plain");
     assert_eq!(v["recovery"][0]["pods"], json!(["plain-0", "plain-1"]));
@@ -402,7 +413,9 @@ async fn policyreport_output_is_one_report_per_namespace() {
         }
     }
     let ml = &reports[0];
-    let denied = audit.report.objects[0].errors.len();
+    let denied = audit.report.objects[0]
+        .with_severity(crate::job::review::Severity::Error)
+        .count();
     assert_eq!(ml["summary"]["fail"], denied);
     assert_eq!(ml["summary"]["warn"], 2);
     assert_eq!(ml["summary"]["pass"], 0);

@@ -7,11 +7,54 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::locate::{self, Position, Positions};
+
 /// One readable input: its display name (`jobs.yaml`, `-` for stdin) and its text.
 #[derive(Debug, Clone)]
 pub(crate) struct Source {
     pub(crate) name: String,
     pub(crate) text: String,
+}
+
+impl Source {
+    pub(crate) fn named(name: &str, text: String) -> Source {
+        Source {
+            name: name.to_string(),
+            text,
+        }
+    }
+}
+
+/// Whether `path` matches `glob`: `*` matches within one path segment, `**` across segments,
+/// `?` one character other than `/`; the glob matches the whole path or any trailing part of
+/// it made of whole segments (`*.json` matches `dir/a.json`).
+pub(crate) fn glob_matches(glob: &str, path: &Path) -> bool {
+    let path = path.to_string_lossy();
+    let path: &str = path.strip_prefix("./").unwrap_or(&path);
+    let glob = glob.strip_prefix("./").unwrap_or(glob);
+    let mut starts = vec![0];
+    starts.extend(path.match_indices('/').map(|(i, _)| i + 1));
+    starts
+        .into_iter()
+        .any(|i| matches_at(glob.as_bytes(), &path.as_bytes()[i..]))
+}
+
+fn matches_at(glob: &[u8], text: &[u8]) -> bool {
+    match glob {
+        [] => text.is_empty(),
+        [b'*', b'*', rest @ ..] => {
+            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+            (0..=text.len()).any(|i| matches_at(rest, &text[i..]))
+        }
+        [b'*', rest @ ..] => {
+            let segment = text.iter().position(|&c| c == b'/').unwrap_or(text.len());
+            (0..=segment).any(|i| matches_at(rest, &text[i..]))
+        }
+        [b'?', rest @ ..] => {
+            text.first().is_some_and(|&c| c != b'/') && matches_at(rest, &text[1..])
+        }
+        [c, rest @ ..] => text.first() == Some(c) && matches_at(rest, &text[1..]),
+    }
 }
 
 /// Why an input could not be read.
@@ -70,25 +113,59 @@ fn walk(dir: &Path, out: &mut Vec<Result<PathBuf, Unreadable>>) {
     }
 }
 
+/// One document of a source: its value, and where its fields are written.
+#[derive(Debug, Clone)]
+pub(crate) struct Document {
+    pub(crate) value: Value,
+    pub(crate) positions: Positions,
+}
+
 /// The documents of one source, numbered from 1 as they appear; a document that cannot be
 /// parsed ends the source (a YAML stream cannot be resynchronized).
-pub(crate) fn documents(source: &Source) -> (Vec<(usize, Value)>, Option<Unreadable>) {
+pub(crate) fn documents(source: &Source) -> (Vec<Document>, Option<Unreadable>) {
     let trimmed = source.text.trim_start();
     let json = trimmed.starts_with('{') || trimmed.starts_with('[');
     let mut docs = Vec::new();
-    let fail = |n: usize, e: String| Unreadable {
-        location: format!("{}:{n}", source.name),
+    let fail = |at: Option<Position>, e: String| Unreadable {
+        location: match at {
+            Some(p) => format!("{}:{}:{}", source.name, p.line, p.column),
+            None => source.name.clone(),
+        },
         reason: e,
     };
     if json {
         // Unpaired surrogates read as U+FFFD, as by the webhook and kube-apiserver (`job::strict`).
         let text = crate::job::strict::go_surrogates(source.text.as_bytes());
         let text = std::str::from_utf8(&text).unwrap_or(&source.text);
-        let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-        for (i, item) in stream.enumerate() {
+        // One JSON value is YAML too; a stream of several is not, so only the first is located
+        // field by field, the others by where they start.
+        let mut located = match scan_yaml(text) {
+            None => locate::positions(text).into_iter(),
+            Some(_) => Vec::new().into_iter(),
+        };
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        loop {
+            let start = stream.byte_offset();
+            let item = stream.next();
+            let Some(item) = item else { break };
+            let at = position_after_whitespace(text, start);
             match item {
-                Ok(v) => docs.push((i + 1, v)),
-                Err(e) => return (docs, Some(fail(i + 1, format!("invalid JSON: {e}")))),
+                Ok(value) => {
+                    let mut positions = located.next().unwrap_or_default();
+                    positions.root.get_or_insert(at);
+                    docs.push(Document { value, positions })
+                }
+                Err(e) => {
+                    let at = Position {
+                        line: e.line(),
+                        column: e.column(),
+                    };
+                    let reason = crate::job::strict::without_position(&e);
+                    return (
+                        docs,
+                        Some(fail(Some(at), format!("invalid JSON: {reason}"))),
+                    );
+                }
             }
         }
     } else {
@@ -97,20 +174,44 @@ pub(crate) fn documents(source: &Source) -> (Vec<(usize, Value)>, Option<Unreada
             Some(bad) => (&source.text[..bad.start], Some(bad)),
             None => (source.text.as_str(), None),
         };
+        let mut located = locate::positions(text).into_iter();
         let stream = (!text.is_empty() || refused.is_none())
             .then(|| serde_yaml_ng::Deserializer::from_str(text));
-        for (i, doc) in stream.into_iter().flatten().enumerate() {
+        for doc in stream.into_iter().flatten() {
             match Value::deserialize(doc) {
-                Ok(v) => docs.push((i + 1, v)),
-                Err(e) => return (docs, Some(fail(i + 1, format!("invalid YAML: {e}")))),
+                Ok(value) => docs.push(Document {
+                    value,
+                    positions: located.next().unwrap_or_default(),
+                }),
+                Err(e) => {
+                    let at = e.location().map(|l| Position {
+                        line: l.line(),
+                        column: l.column(),
+                    });
+                    return (docs, Some(fail(at, format!("invalid YAML: {e}"))));
+                }
             }
         }
         if let Some(bad) = refused {
-            let n = docs.len() + 1;
-            return (docs, Some(fail(n, bad.reason)));
+            let at = position_after_whitespace(&source.text, bad.start);
+            return (docs, Some(fail(Some(at), bad.reason)));
         }
     }
     (docs, None)
+}
+
+/// The line and column of the first non-blank character at or after byte `offset`.
+fn position_after_whitespace(text: &str, offset: usize) -> Position {
+    let offset = offset.min(text.len());
+    let skipped = text[offset..]
+        .find(|c: char| !c.is_whitespace())
+        .map_or(text.len(), |n| offset + n);
+    let before = &text[..skipped];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Position {
+        line: before.matches('\n').count() + 1,
+        column: before[line_start..].chars().count() + 1,
+    }
 }
 
 /// kube-apiserver's request body limit (`--max-request-bytes`, 3 MiB): no larger document can be
@@ -217,10 +318,15 @@ mod tests {
     fn yaml_multi_document_numbers_documents_from_one() {
         let (docs, err) = documents(&src("kind: Job\n---\n---\nkind: Pod\n"));
         assert!(err.is_none());
-        let kinds: Vec<(usize, Value)> = docs;
-        assert_eq!(kinds[0], (1, serde_json::json!({"kind": "Job"})));
-        assert_eq!(kinds[1], (2, Value::Null));
-        assert_eq!(kinds[2], (3, serde_json::json!({"kind": "Pod"})));
+        let kinds: Vec<Value> = docs.into_iter().map(|d| d.value).collect();
+        assert_eq!(
+            kinds,
+            [
+                serde_json::json!({"kind": "Job"}),
+                Value::Null,
+                serde_json::json!({"kind": "Pod"})
+            ]
+        );
     }
 
     #[test]
@@ -229,7 +335,7 @@ mod tests {
         assert!(err.is_none());
         assert_eq!(docs.len(), 2);
         let (docs, _) = documents(&src("[{\"kind\":\"Job\"}]"));
-        assert_eq!(docs[0].1, serde_json::json!([{"kind": "Job"}]));
+        assert_eq!(docs[0].value, serde_json::json!([{"kind": "Job"}]));
     }
 
     #[test]
@@ -244,7 +350,8 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         assert_eq!(docs.len(), 1);
         let err = err.unwrap();
-        assert_eq!(err.location, "t.yaml:2");
+        // Where the refused document starts: its `---`.
+        assert_eq!(err.location, "t.yaml:2:1");
         assert_eq!(
             err.reason,
             "invalid YAML: flow collections nested deeper than 128"
@@ -294,7 +401,8 @@ mod tests {
         let (docs, err) = documents(&src("kind: Job\n---\nkind: [\n"));
         assert_eq!(docs.len(), 1);
         let err = err.unwrap();
-        assert_eq!(err.location, "t.yaml:2");
+        // Where the parser gave up: the end of the unclosed flow sequence.
+        assert_eq!(err.location, "t.yaml:4:1");
         assert!(err.reason.starts_with("invalid YAML: "), "{}", err.reason);
     }
 }

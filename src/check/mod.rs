@@ -1,45 +1,109 @@
-//! `jobgate check [FILE|DIR|-]...`: the `/validate` rules offline, for CI before `kubectl apply`.
+//! `jobgate check [FILE|DIR|-]...`: the cluster's verdict offline, for CI before `kubectl apply`.
 //!
-//! Every Job and CronJob found (also inside `List`s and AdmissionReviews) gets the apiserver's
-//! defaulting (`job::defaults::apply_apiserver_defaults`), then kube-apiserver's validation and
-//! jobgate's policies, exactly as `POST /validate` would. Other kinds are skipped with a note.
+//! Every Job and CronJob found (also inside `List`s and AdmissionReviews) goes through the chain
+//! the cluster runs (`document`): kube-apiserver's strict decoding (unknown and duplicate fields,
+//! `--validate` as kubectl), jobgate's mutating webhook as the deployed configuration calls it
+//! (`/mutate`, or `/mutate/recovery` for `--recovery-namespace`s), the apiserver's defaulting,
+//! then `/validate` (kube-apiserver's rules and jobgate's policies). Other kinds are skipped with
+//! a note.
 //!
-//! Output is one kubectl-style line per finding, `file:doc Job/name: spec.x: Invalid value: ...`
-//! (or `--output json`). Exit status: 0 when everything passes (warnings allowed), 1 when
-//! anything is denied, 2 when some input could not be read (that wins over 1).
+//! Output (`render`): `file:line:column Kind/name: message` lines, or JSON, YAML, GitHub
+//! Actions annotations, SARIF 2.1.0. Exit status: 0 when everything passes (warnings allowed
+//! unless `--fail-on warning`), 1 when anything is denied, 2 when some input could not be read
+//! or nothing was found to check (that wins over 1).
 
+pub(crate) mod document;
 pub(crate) mod input;
+pub(crate) mod locate;
+mod render;
+pub(crate) mod report;
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
-use serde::Serialize;
-use serde_json::Value;
-
-use crate::job::{self, Config, FieldError, JobObject, Kind, Operation, defaults};
+use crate::job::PolicyName;
 use crate::rule_flags::RuleArgs;
+pub(crate) use document::{Chain, FieldValidation, Place, check_document};
 use input::{Source, Unreadable};
+pub(crate) use report::Report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub(crate) enum OutputFormat {
-    /// kubectl-style lines
+    /// `file:line:column Kind/name: message` lines
     #[default]
     Text,
     /// one JSON document for tools
     Json,
+    /// the same document as YAML
+    Yaml,
+    /// GitHub Actions workflow commands (`::error file=...,line=...::message`)
+    Github,
+    /// SARIF 2.1.0 (GitHub code scanning, GitLab, IDEs)
+    Sarif,
+}
+
+/// When `check` exits non-zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum FailOn {
+    /// only when something would be denied
+    #[default]
+    Error,
+    /// also when something would be admitted with a warning
+    Warning,
 }
 
 /// `jobgate check`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// Files, directories (their *.yaml, *.yml, *.json, recursively) or `-` for stdin.
-    /// Without any, stdin is read.
+    /// Without any, stdin is read when it is not a terminal.
     #[arg(value_name = "FILE|DIR|-")]
     pub(crate) paths: Vec<PathBuf>,
 
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text, env = "JOBGATE_OUTPUT")]
     pub(crate) output: OutputFormat,
+
+    /// What to do with unknown and duplicate fields, as `kubectl apply --validate=...`: strict
+    /// (or true, or `--validate` alone) refuses them as kube-apiserver does by default, warn
+    /// reports them as warnings, ignore (or false) says nothing.
+    #[arg(
+        long,
+        value_name = "strict|warn|ignore",
+        default_value = "strict",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "strict",
+        value_parser = FieldValidation::parse,
+    )]
+    pub(crate) validate: FieldValidation,
+
+    /// Namespaces that opted into failure recovery (labelled
+    /// `jobgate.dev/failure-recovery=enabled`, so their Jobs go to `/mutate/recovery`).
+    #[arg(
+        long = "recovery-namespace",
+        value_name = "NAMESPACE",
+        value_delimiter = ',',
+        env = "JOBGATE_RECOVERY_NAMESPACES"
+    )]
+    pub(crate) recovery_namespaces: Vec<String>,
+
+    /// The namespace of objects that name none (kubectl's current namespace).
+    #[arg(long, short = 'n', default_value = "default")]
+    pub(crate) namespace: String,
+
+    /// Exit 1 on errors only, or on warnings too.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub(crate) fail_on: FailOn,
+
+    /// Skip files whose path matches this glob (`*` within a path segment, `**` across
+    /// segments, `?` one character); repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub(crate) exclude: Vec<String>,
+
+    /// List jobgate's policies with their default level, and exit.
+    #[arg(long)]
+    pub(crate) list_policies: bool,
 
     #[command(flatten)]
     pub(crate) rules: RuleArgs,
@@ -48,8 +112,9 @@ pub struct CheckArgs {
 /// Exit status of `jobgate check`.
 pub(crate) const EXIT_OK: i32 = 0;
 pub(crate) const EXIT_DENIED: i32 = 1;
-/// Exit status when an input, the rule settings or the output could not be read or written (wins
-/// over `EXIT_DENIED`); `jobgate audit` uses it too, also for a cluster it cannot read.
+/// Exit status when an input, the rule settings or the output could not be read or written, or
+/// when nothing was found to check (wins over `EXIT_DENIED`); `jobgate audit` uses it too, also
+/// for a cluster it cannot read.
 pub const EXIT_UNREADABLE: i32 = 2;
 
 /// Runs `jobgate check` on the process's stdin, stdout and stderr; returns the exit status.
@@ -57,9 +122,11 @@ pub fn run(args: &CheckArgs) -> i32 {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
+    let stdin_is_terminal = stdin.is_terminal();
     run_with(
         args,
         &mut stdin.lock(),
+        stdin_is_terminal,
         &mut std::io::BufWriter::new(stdout.lock()),
         &mut stderr.lock(),
     )
@@ -69,9 +136,27 @@ pub fn run(args: &CheckArgs) -> i32 {
 pub(crate) fn run_with(
     args: &CheckArgs,
     stdin: &mut dyn Read,
+    stdin_is_terminal: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
+    if args.list_policies {
+        return match list_policies(out).and_then(|()| out.flush()) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                let _ = writeln!(err, "jobgate check: cannot write output: {e}");
+                EXIT_UNREADABLE
+            }
+        };
+    }
+    if args.paths.is_empty() && stdin_is_terminal {
+        let _ = writeln!(
+            err,
+            "jobgate check: no input: give files or directories to check, or `-` to read stdin\n\
+             usage: jobgate check [OPTIONS] [FILE|DIR|-]..."
+        );
+        return EXIT_UNREADABLE;
+    }
     let config = match args.rules.load() {
         Ok(c) => c,
         Err(e) => {
@@ -79,9 +164,15 @@ pub(crate) fn run_with(
             return EXIT_UNREADABLE;
         }
     };
+    let chain = Chain {
+        config: &config,
+        mutate: true,
+        recovery_namespaces: &args.recovery_namespaces,
+        default_namespace: &args.namespace,
+        field_validation: args.validate,
+    };
     let mut report = Report::default();
-    let stdin_only = args.paths.is_empty();
-    let mut read_stdin = stdin_only;
+    let mut read_stdin = args.paths.is_empty();
     let mut files = Vec::new();
     for path in &args.paths {
         if path.as_os_str() == "-" {
@@ -90,17 +181,13 @@ pub(crate) fn run_with(
             files.push(path.clone());
         }
     }
+    let mut documents = 0;
     if read_stdin {
         let mut text = String::new();
         match stdin.read_to_string(&mut text) {
-            Ok(_) => check_source(
-                &Source {
-                    name: "-".into(),
-                    text,
-                },
-                &config,
-                &mut report,
-            ),
+            Ok(_) => {
+                documents += check_source(&Source::named("-", text), &chain, &mut report);
+            }
             Err(e) => report.unreadable.push(Unreadable {
                 location: "-".into(),
                 reason: format!("cannot read stdin: {e}"),
@@ -108,328 +195,85 @@ pub(crate) fn run_with(
         }
     }
     for file in input::expand(&files) {
+        if let Ok(path) = &file
+            && args.exclude.iter().any(|g| input::glob_matches(g, path))
+        {
+            continue;
+        }
         match file.and_then(|path| {
             std::fs::read_to_string(&path)
-                .map(|text| Source {
-                    name: path.display().to_string(),
-                    text,
-                })
+                .map(|text| Source::named(&path.display().to_string(), text))
                 .map_err(|e| Unreadable {
                     location: path.display().to_string(),
                     reason: e.to_string(),
                 })
         }) {
-            Ok(source) => check_source(&source, &config, &mut report),
+            Ok(source) => documents += check_source(&source, &chain, &mut report),
             Err(u) => report.unreadable.push(u),
         }
     }
-    let written = match args.output {
-        OutputFormat::Text => report.write_text(out, err),
-        OutputFormat::Json => report.write_json(out),
-    };
+    let nothing = documents == 0 && report.unreadable.is_empty();
+    let written = render::write(&report, args.output, out, err);
     if let Err(e) = written.and_then(|_| out.flush()) {
         let _ = writeln!(err, "jobgate check: cannot write output: {e}");
         return EXIT_UNREADABLE;
     }
-    report.exit_code()
-}
-
-/// Everything `check` found, in input order.
-#[derive(Debug, Default, Serialize)]
-pub(crate) struct Report {
-    pub(crate) objects: Vec<Checked>,
-    pub(crate) ignored: Vec<Ignored>,
-    pub(crate) unreadable: Vec<Unreadable>,
-}
-
-/// One Job or CronJob and its verdict.
-#[derive(Debug, Serialize)]
-pub(crate) struct Checked {
-    pub(crate) location: String,
-    pub(crate) kind: &'static str,
-    pub(crate) name: String,
-    pub(crate) operation: &'static str,
-    pub(crate) allowed: bool,
-    #[serde(serialize_with = "causes")]
-    pub(crate) errors: Vec<FieldError>,
-    pub(crate) warnings: Vec<String>,
-}
-
-/// A document skipped: not a batch/v1 Job or CronJob.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Ignored {
-    pub(crate) location: String,
-    pub(crate) api_version: String,
-    pub(crate) kind: String,
-    pub(crate) name: String,
-}
-
-/// Errors as kube-apiserver's `details.causes` (`reason`, `message`, `field`).
-fn causes<S: serde::Serializer>(errors: &[FieldError], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeSeq;
-    let mut seq = s.serialize_seq(Some(errors.len()))?;
-    for e in errors {
-        seq.serialize_element(&serde_json::json!({
-            "reason": e.kind.cause(),
-            "message": e.body(),
-            "field": e.path.as_str(),
-        }))?;
-    }
-    seq.end()
-}
-
-impl serde::Serialize for Unreadable {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde_json::json!({"location": self.location, "reason": self.reason}).serialize(s)
-    }
-}
-
-impl Report {
-    pub(crate) fn exit_code(&self) -> i32 {
-        if !self.unreadable.is_empty() {
-            EXIT_UNREADABLE
-        } else if self.objects.iter().any(|o| !o.allowed) {
-            EXIT_DENIED
-        } else {
-            EXIT_OK
-        }
-    }
-
-    /// Findings on `out`; notes, unreadable inputs and the summary on `err`.
-    pub(crate) fn write_text(
-        &self,
-        out: &mut dyn Write,
-        err: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        for o in &self.objects {
-            let who = format!("{} {}/{}", o.location, o.kind, o.name);
-            for e in &o.errors {
-                writeln!(out, "{who}: {e}")?;
-            }
-            for w in &o.warnings {
-                writeln!(out, "{who}: Warning: {w}")?;
-            }
-        }
-        for i in &self.ignored {
-            let what = match (i.kind.as_str(), i.name.as_str()) {
-                ("", _) => "a document without kind".to_string(),
-                (k, "") => k.to_string(),
-                (k, n) => format!("{k}/{n}"),
-            };
-            let api = if i.api_version.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", i.api_version)
-            };
-            writeln!(
-                err,
-                "{}: note: skipped {what}{api}: jobgate checks batch/v1 Jobs and CronJobs",
-                i.location
-            )?;
-        }
-        self.write_unreadable(err)?;
-        let (denied, warned) = self.denied_and_warned();
-        writeln!(
+    if nothing {
+        let _ = writeln!(
             err,
-            "jobgate check: {} checked, {denied} denied, {warned} with warnings, {} skipped, {} unreadable",
-            self.objects.len(),
-            self.ignored.len(),
-            self.unreadable.len()
-        )
+            "jobgate check: error: nothing to check: no document was found in the input"
+        );
+        return EXIT_UNREADABLE;
     }
+    exit_code(&report, args.fail_on)
+}
 
-    /// One `<location>: error: <reason>` line per unreadable input.
-    pub(crate) fn write_unreadable(&self, err: &mut dyn Write) -> std::io::Result<()> {
-        for u in &self.unreadable {
-            writeln!(err, "{}: error: {}", u.location, u.reason)?;
-        }
-        Ok(())
-    }
-
-    /// How many objects would be denied, and how many get warnings.
-    pub(crate) fn denied_and_warned(&self) -> (usize, usize) {
-        let denied = self.objects.iter().filter(|o| !o.allowed).count();
-        let warned = self
-            .objects
-            .iter()
-            .filter(|o| !o.warnings.is_empty())
-            .count();
-        (denied, warned)
-    }
-
-    pub(crate) fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, self)?;
-        writeln!(out)
+/// The exit status for `report`.
+pub(crate) fn exit_code(report: &Report, fail_on: FailOn) -> i32 {
+    let summary = report.summary();
+    if summary.unreadable > 0 {
+        EXIT_UNREADABLE
+    } else if summary.denied > 0 || (fail_on == FailOn::Warning && summary.warnings > 0) {
+        EXIT_DENIED
+    } else {
+        EXIT_OK
     }
 }
 
-/// Checks every document of one source into `report`.
-pub(crate) fn check_source(source: &Source, config: &Config, report: &mut Report) {
+/// `NAME  DEFAULT  DESCRIPTION` for every policy.
+fn list_policies(out: &mut dyn Write) -> std::io::Result<()> {
+    let width = PolicyName::ALL
+        .iter()
+        .map(|p| p.as_str().len())
+        .max()
+        .unwrap_or(0);
+    writeln!(out, "{:width$}  DEFAULT  DESCRIPTION", "POLICY")?;
+    for p in PolicyName::ALL {
+        writeln!(
+            out,
+            "{:width$}  {:7}  {}",
+            p.as_str(),
+            p.default_level().as_str(),
+            p.description()
+        )?;
+    }
+    Ok(())
+}
+
+/// Checks every document of one source into `report`; returns how many documents it held.
+pub(crate) fn check_source(source: &Source, chain: &Chain<'_>, report: &mut Report) -> usize {
     let (docs, failure) = input::documents(source);
-    for (n, doc) in docs {
-        check_document(&format!("{}:{n}", source.name), doc, config, report);
+    let count = docs.len();
+    for doc in docs {
+        let place = Place {
+            name: &source.name,
+            positions: &doc.positions,
+            prefix: Vec::new(),
+        };
+        check_document(&place, doc.value, chain, report);
     }
     report.unreadable.extend(failure);
-}
-
-fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-pub(crate) fn check_document(location: &str, doc: Value, config: &Config, report: &mut Report) {
-    if doc.is_null() {
-        return; // an empty YAML document (`---` alone)
-    }
-    if let Value::Array(items) = doc {
-        for (i, item) in items.into_iter().enumerate() {
-            check_document(&format!("{location}[{i}]"), item, config, report);
-        }
-        return;
-    }
-    let api_version = str_at(&doc, "apiVersion");
-    let kind = str_at(&doc, "kind");
-    let batch_v1 = matches!(api_version, "" | "batch/v1");
-    match (kind, Kind::from_kind(kind)) {
-        (_, Some(k)) if batch_v1 => check_object(
-            location,
-            Operation::Create,
-            k,
-            doc,
-            None,
-            "",
-            config,
-            report,
-        ),
-        ("AdmissionReview", _) if api_version.starts_with("admission.k8s.io/") => {
-            check_review(location, doc, config, report)
-        }
-        (k, _) if k.ends_with("List") && doc.get("items").is_some_and(Value::is_array) => {
-            if let Some(Value::Array(items)) = doc.get("items").cloned() {
-                for (i, item) in items.into_iter().enumerate() {
-                    check_document(&format!("{location}/items[{i}]"), item, config, report);
-                }
-            }
-        }
-        _ => report.ignored.push(Ignored {
-            location: location.to_string(),
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
-            name: doc
-                .get("metadata")
-                .map(|m| str_at(m, "name").to_string())
-                .unwrap_or_default(),
-        }),
-    }
-}
-
-fn check_review(location: &str, doc: Value, config: &Config, report: &mut Report) {
-    // The envelope is read by the webhook's own reader, so `check` and `/validate` agree on
-    // which reviews can be answered at all (a v1 AdmissionReview, a request object, a uid).
-    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
-    let parsed = match crate::admission::parse(&bytes) {
-        Ok(p) => p,
-        Err(e) => {
-            report.unreadable.push(Unreadable {
-                location: location.to_string(),
-                reason: e.to_string(),
-            });
-            return;
-        }
-    };
-    let request = &doc["request"];
-    let gvk = request.get("kind").cloned().unwrap_or(Value::Null);
-    let kind = str_at(&gvk, "kind");
-    let name = parsed.name.clone().unwrap_or_default();
-    let (Some(k), Some(op @ (Operation::Create | Operation::Update))) =
-        (parsed.job_kind, parsed.operation)
-    else {
-        report.ignored.push(Ignored {
-            location: location.to_string(),
-            api_version: str_at(&doc, "apiVersion").to_string(),
-            kind: format!(
-                "AdmissionReview ({} {}/{} {kind})",
-                str_at(request, "operation"),
-                str_at(&gvk, "group"),
-                str_at(&gvk, "version")
-            ),
-            name,
-        });
-        return;
-    };
-    let object = request.get("object").cloned().unwrap_or(Value::Null);
-    let old = request.get("oldObject").cloned().filter(|v| !v.is_null());
-    if op == Operation::Update && old.is_none() {
-        report.unreadable.push(Unreadable {
-            location: location.to_string(),
-            reason: "request.oldObject is required for UPDATE".into(),
-        });
-        return;
-    }
-    check_object(location, op, k, object, old, &name, config, report);
-}
-
-#[allow(clippy::too_many_arguments)]
-fn check_object(
-    location: &str,
-    operation: Operation,
-    kind: Kind,
-    doc: Value,
-    old_doc: Option<Value>,
-    fallback_name: &str,
-    config: &Config,
-    report: &mut Report,
-) {
-    let read = |doc: Value, at: &str| -> Result<JobObject, Unreadable> {
-        let keep = (operation == Operation::Update && kind == Kind::Job).then(|| doc.clone());
-        let mut object = JobObject::from_value(kind, doc).map_err(|e| Unreadable {
-            location: location.to_string(),
-            reason: format!("{at}not a valid {}: {e}", kind.as_str()),
-        })?;
-        if let Some(whole) = keep {
-            object.keep_whole_template(&whole);
-            // The immutability rule must not pass silently on a template it cannot read.
-            if let Some(job::template::WholeTemplate::Unreadable(e)) = &object.spec.template.whole {
-                return Err(Unreadable {
-                    location: location.to_string(),
-                    reason: format!("{at}spec.template cannot be read: {e}"),
-                });
-            }
-        }
-        defaults::apply_apiserver_defaults(&mut object, &config.cluster);
-        Ok(object)
-    };
-    let object = match read(doc, "") {
-        Ok(o) => o,
-        Err(u) => return report.unreadable.push(u),
-    };
-    let old = match old_doc.map(|d| read(d, "oldObject: ")).transpose() {
-        Ok(o) => o,
-        Err(u) => return report.unreadable.push(u),
-    };
-    let review = job::Review {
-        operation,
-        object: &object,
-        old_object: old.as_ref(),
-    };
-    let verdict = job::validate(&review, config);
-    let name = match object.display_name() {
-        "" => fallback_name,
-        n => n,
-    };
-    report.objects.push(Checked {
-        location: location.to_string(),
-        kind: kind.as_str(),
-        name: if name.is_empty() {
-            "<unnamed>".into()
-        } else {
-            name.to_string()
-        },
-        operation: operation.as_str(),
-        allowed: verdict.allowed(),
-        errors: verdict.errors,
-        warnings: verdict.warnings,
-    });
+    count
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::rule_flags::RuleArgs;
+use serde_json::Value;
 
 const KEY: &str = crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE;
 
@@ -9,6 +10,12 @@ fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
     CheckArgs {
         paths: paths.iter().map(PathBuf::from).collect(),
         output,
+        validate: FieldValidation::Strict,
+        recovery_namespaces: Vec::new(),
+        namespace: "default".into(),
+        fail_on: FailOn::Error,
+        exclude: Vec::new(),
+        list_policies: false,
         rules: RuleArgs::default(),
     }
 }
@@ -16,7 +23,7 @@ fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
 /// (exit code, stdout, stderr)
 fn run_on(args: &CheckArgs, stdin: &str) -> (i32, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = run_with(args, &mut stdin.as_bytes(), &mut out, &mut err);
+    let code = run_with(args, &mut stdin.as_bytes(), false, &mut out, &mut err);
     (
         code,
         String::from_utf8(out).unwrap(),
@@ -92,15 +99,17 @@ fn stdin_multi_document_yaml_denied_warned_and_skipped() {
     assert_eq!(
         out,
         concat!(
-            "-:2 Job/broken: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"\n",
-            "-:3 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n",
-            "-:3 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n",
+            // The missing restartPolicy points at the template's `spec:`; the CronJob's
+            // podReplacementPolicy and podFailurePolicy at its job template's `spec:`.
+            "-:24:5 Job/broken: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"\n",
+            "-:36:5 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n",
+            "-:36:5 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n",
         )
     );
     assert_eq!(
         err,
         concat!(
-            "-:4: note: skipped ConfigMap/settings (v1): jobgate checks batch/v1 Jobs and CronJobs\n",
+            "-:47:1: note: skipped ConfigMap/settings (v1): jobgate checks batch/v1 Jobs and CronJobs\n",
             "jobgate check: 3 checked, 1 denied, 1 with warnings, 1 skipped, 0 unreadable\n",
         )
     );
@@ -130,7 +139,7 @@ fn files_and_directories_recursively_in_name_order() {
     assert_eq!(
         out,
         format!(
-            "{d}/team/b.yml:1 Job/broken: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"\n"
+            "{d}/team/b.yml:12:5 Job/broken: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"\n"
         )
     );
     assert!(
@@ -159,7 +168,7 @@ fn unreadable_input_exits_two_with_the_reason_and_wins_over_denied() {
     assert_eq!(code, EXIT_UNREADABLE);
     assert_eq!(out.lines().count(), 1, "{out}");
     assert!(
-        err.contains(&format!("{}:2: error: invalid YAML: ", bad.display())),
+        err.contains(&format!("{}:18:1: error: invalid YAML: ", bad.display())),
         "{err}"
     );
     assert!(
@@ -179,7 +188,7 @@ fn a_wrongly_typed_field_is_unreadable_with_its_path() {
     assert_eq!(code, EXIT_UNREADABLE);
     assert!(
         err.starts_with(
-            "-:1: error: not a valid Job: spec.backoffLimit: invalid type: string \"many\""
+            "-:1:1: error: not a valid Job: spec.backoffLimit: invalid type: string \"many\""
         ),
         "{err}"
     );
@@ -196,13 +205,19 @@ fn json_output_for_tools() {
         v,
         serde_json::json!({
             "objects": [{
-                "location": "-:1", "kind": "Job", "name": "broken", "operation": "CREATE", "allowed": false,
-                "errors": [{"reason": "FieldValueRequired", "field": "spec.template.spec.restartPolicy",
-                            "message": "Required value: valid values: \"OnFailure\", \"Never\""}],
-                "warnings": []
+                "location": "-:1:1", "file": "-", "line": 1, "column": 1, "namespace": "default",
+                "kind": "Job", "name": "broken", "operation": "CREATE", "allowed": false,
+                "findings": [{"source": "kube-apiserver", "severity": "error",
+                    "field": "spec.template.spec.restartPolicy", "reason": "FieldValueRequired",
+                    "message": "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+                    "file": "-", "line": 12, "column": 5}],
+                // /mutate's patch, which only writes what the apiserver defaults anyway.
+                "patch": [{"op": "add", "path": "/spec/podReplacementPolicy", "value": "Failed"}],
+                "mutated": false
             }],
-            "ignored": [{"location": "-:2", "apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}],
-            "unreadable": []
+            "ignored": [{"location": "-:17:1", "apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}],
+            "unreadable": [],
+            "summary": {"checked": 1, "denied": 1, "warned": 0, "errors": 1, "warnings": 0, "skipped": 1, "unreadable": 0}
         })
     );
 }
@@ -215,10 +230,11 @@ fn lists_json_streams_and_arrays() {
     ]});
     let (code, out, _) = run_on(&args(&[], OutputFormat::Text), &list.to_string());
     assert_eq!(code, EXIT_DENIED);
-    assert!(out.starts_with("-:1/items[1] Job/broken: "), "{out}");
+    // One line of JSON: the column says where the item's field is.
+    assert!(out.starts_with("-:1:378 Job/broken: "), "{out}");
     let array = serde_json::json!([serde_yaml_ng::from_str::<Value>(BAD_JOB).unwrap()]);
     let (_, out, _) = run_on(&args(&[], OutputFormat::Text), &array.to_string());
-    assert!(out.starts_with("-:1[0] Job/broken: "), "{out}");
+    assert!(out.starts_with("-:1:"), "{out}");
 }
 
 #[test]
@@ -234,7 +250,7 @@ fn admission_review_update_uses_old_object() {
     assert_eq!(code, EXIT_DENIED);
     assert_eq!(
         out,
-        "-:1 Job/j: spec.podFailurePolicy: Invalid value: {\"Rules\":[]}: field is immutable\n"
+        "-:1:216 Job/j: spec.podFailurePolicy: Invalid value: {\"Rules\":[]}: field is immutable\n"
     );
 }
 
@@ -247,7 +263,7 @@ fn policy_flags_change_the_verdict() {
     )];
     let (code, out, _) = run_on(&a, &warned_cron_job());
     assert_eq!(code, EXIT_DENIED);
-    assert!(out.starts_with("-:1 CronJob/nightly: spec.jobTemplate.spec.podReplacementPolicy: Invalid value: \"TerminatingOrFailed\""), "{out}");
+    assert!(out.starts_with("-:8:5 CronJob/nightly: spec.jobTemplate.spec.podReplacementPolicy: Invalid value: \"TerminatingOrFailed\""), "{out}");
 }
 
 #[test]
@@ -269,7 +285,45 @@ fn admission_reviews_of_deletes_and_other_kinds_are_skipped_with_a_note() {
     let (code, out, err) = run_on(&args(&[], OutputFormat::Text), &review.to_string());
     assert_eq!((code, out.as_str()), (EXIT_OK, ""));
     assert!(
-        err.starts_with("-:1: note: skipped AdmissionReview (DELETE batch/v1 Job)/j (admission.k8s.io/v1): jobgate checks batch/v1 Jobs and CronJobs\n"),
+        err.starts_with("-:1:1: note: skipped AdmissionReview (DELETE batch/v1 Job)/j (admission.k8s.io/v1): jobgate checks batch/v1 Jobs and CronJobs\n"),
         "{err}"
     );
+}
+
+/// `jobgate check` alone on a terminal says how to use it instead of waiting on stdin; `-`
+/// still reads a terminal's stdin on purpose.
+#[test]
+fn no_input_on_a_terminal_is_a_usage_error() {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run_with(
+        &args(&[], OutputFormat::Text),
+        &mut GOOD_JOB.as_bytes(),
+        true,
+        &mut out,
+        &mut err,
+    );
+    assert_eq!(code, EXIT_UNREADABLE);
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.starts_with("jobgate check: no input: "), "{err}");
+    assert!(err.contains("usage: jobgate check"), "{err}");
+    let code = run_with(
+        &args(&["-"], OutputFormat::Text),
+        &mut GOOD_JOB.as_bytes(),
+        true,
+        &mut Vec::new(),
+        &mut Vec::new(),
+    );
+    assert_eq!(code, EXIT_OK);
+}
+
+#[test]
+fn globs_match_whole_segments() {
+    let m = |g: &str, p: &str| input::glob_matches(g, std::path::Path::new(p));
+    assert!(m("*.json", "dir/a.json"));
+    assert!(m("vendor/**", "./vendor/x/a.yaml"));
+    assert!(m("**/test-*.yaml", "a/b/test-1.yaml"));
+    assert!(m("a/?.yaml", "a/b.yaml"));
+    assert!(!m("*.json", "dir/a.yaml"));
+    assert!(!m("a/*.yaml", "a/b/c.yaml"));
+    assert!(!m("endor/**", "vendor/x.yaml"));
 }

@@ -27,7 +27,7 @@ use crate::kueue::RECOVERY_ANNOTATION_KEYS;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Pod-template annotation keys the mutating webhook sets to `"true"` for an opted-in Job
-    /// (`--recovery-annotation-key`; default: Kueue's `safe-to-forcefully-terminate`).
+    /// (`--inject-recovery-annotation-key`; default: Kueue's `safe-to-forcefully-terminate`).
     pub recovery_annotation_keys: Vec<String>,
     /// The level of each jobgate policy (`--policy NAME=off|warn|deny`, `policies:` in `--config`).
     pub policies: Policies,

@@ -10,6 +10,8 @@ pub(crate) mod model;
 pub(crate) mod patch;
 pub(crate) mod policy;
 mod quantity;
+pub(crate) mod review;
+pub(crate) mod schema;
 pub(crate) mod strict;
 pub(crate) mod template;
 pub mod version;
@@ -82,4 +84,5 @@ pub use config::{Config, ConfigDocumentError};
 pub(crate) use mutate::{RecoveryScope, mutate};
 pub use policy::Policies;
 pub(crate) use policy::{Level, PolicyName};
+#[cfg(test)]
 pub(crate) use validate::validate;

@@ -11,7 +11,7 @@ use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_defa
 use super::field::FieldPath;
 use super::model::{JobObject, ObjectMeta};
 use super::version::ValueStyle;
-use super::{BadValue, Config, FieldError, Kind, Operation, Review};
+use super::{BadValue, Config, FieldError, Kind, Operation, Review, review};
 
 /// How a policy acts when it finds something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -85,6 +85,27 @@ impl PolicyName {
         PolicyName::ALL.into_iter().find(|p| p.as_str() == s)
     }
 
+    /// One line on what the policy finds.
+    pub(crate) fn description(self) -> &'static str {
+        match self {
+            PolicyName::RecoveryAnnotationValue => {
+                "the pod template's recovery annotation is neither \"true\" nor \"false\" (Kueue reads it as not opted in)"
+            }
+            PolicyName::RecoveryAnnotationOnJob => {
+                "the recovery annotation is on the Job (or CronJob) itself, where it has no effect"
+            }
+            PolicyName::RecoveryNeedsFailed => {
+                "pods opted into recovery without podReplacementPolicy: Failed (replacements start early)"
+            }
+            PolicyName::RecoveryCountsTowardBackoff => {
+                "pods opted into recovery without an Ignore rule on DisruptionTarget (recoveries count toward backoffLimit)"
+            }
+            PolicyName::IndexedTerminatingOrFailed => {
+                "an Indexed Job with podReplacementPolicy: TerminatingOrFailed may run two pods for one index"
+            }
+        }
+    }
+
     pub(crate) fn default_level(self) -> Level {
         match self {
             PolicyName::RecoveryAnnotationValue => Level::Deny,
@@ -131,7 +152,8 @@ impl Policies {
     }
 }
 
-/// What the policies found in one review.
+/// What the policies found in one review, as errors and warnings (tests).
+#[cfg(test)]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Findings {
     pub(crate) errors: Vec<FieldError>,
@@ -165,18 +187,23 @@ impl Finding {
     }
 }
 
-pub(crate) fn evaluate(review: &Review<'_>, config: &Config) -> Findings {
+/// What the policies say about `review`, each finding attributed to its policy, at its level.
+pub(crate) fn evaluate(review: &Review<'_>, config: &Config) -> Vec<review::Finding> {
     let mut found = findings(review.object, config);
     if let (Operation::Update, Some(old)) = (review.operation, review.old_object) {
         let before = findings(old, config);
         found.retain(|f| !before.contains(f));
     }
-    let mut out = Findings::default();
+    let mut out = Vec::new();
     for f in found {
+        let source = review::Source::Policy(f.policy);
         match config.policies.level(f.policy) {
             Level::Off => {}
-            Level::Warn => out.warnings.push(f.warning()),
-            Level::Deny => out.errors.push(f.error()),
+            Level::Warn => {
+                let warning = f.warning();
+                out.push(review::Finding::warning(source, Some(f.path), warning));
+            }
+            Level::Deny => out.push(review::Finding::error(source, f.error())),
         }
     }
     out
@@ -320,14 +347,26 @@ mod tests {
     }
 
     fn run(object: &JobObject, config: &Config) -> Findings {
-        evaluate(
+        split(evaluate(
             &Review {
                 operation: Operation::Create,
                 object,
                 old_object: None,
             },
             config,
-        )
+        ))
+    }
+
+    fn split(found: Vec<review::Finding>) -> Findings {
+        let verdict = review::Outcome {
+            findings: found,
+            patch: Default::default(),
+        }
+        .into_verdict();
+        Findings {
+            errors: verdict.errors,
+            warnings: verdict.warnings,
+        }
     }
 
     #[test]
@@ -493,13 +532,16 @@ mod tests {
             object: &new,
             old_object: Some(&old),
         };
-        assert_eq!(evaluate(&review, &Config::default()), Findings::default());
+        assert_eq!(
+            split(evaluate(&review, &Config::default())),
+            Findings::default()
+        );
         let fine = job(&template("false", ""), "");
         let review = Review {
             operation: Operation::Update,
             object: &old,
             old_object: Some(&fine),
         };
-        assert_eq!(evaluate(&review, &Config::default()).errors.len(), 1);
+        assert_eq!(split(evaluate(&review, &Config::default())).errors.len(), 1);
     }
 }

@@ -20,7 +20,9 @@ use super::model::{
     PodFailurePolicyRule, SuccessPolicy,
 };
 use super::version::{Cluster, OldJobState, TemplateUpdateOptions};
-use super::{BadValue, Config, FieldError, Kind, Operation, Review, Verdict, policy};
+use super::{BadValue, FieldError, Kind, Operation, Review};
+#[cfg(test)]
+use super::{Config, Verdict};
 use crate::names::{NameMessages, is_qualified_name};
 
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
@@ -46,36 +48,34 @@ const INDEXED: &str = "Indexed";
 const IMMUTABLE: &str = "field is immutable";
 const NEGATIVE: &str = "must be greater than or equal to 0";
 
+/// `/validate`'s verdict: the review pipeline's validating stage (`job::review::validate`).
+#[cfg(test)]
 pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Verdict {
+    super::review::validate(review, config).into_verdict()
+}
+
+/// kube-apiserver's errors for `review`: `validateJobSpec`, then on a Job's UPDATE
+/// `ValidateJobSpecUpdate`, with values and messages as the cluster's release prints them.
+pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<FieldError> {
     let kept;
-    let object = match kept_pod_replacement_policy(review, &config.cluster) {
+    let object = match kept_pod_replacement_policy(review, cluster) {
         Some(object) => {
             kept = object;
             &kept
         }
         None => review.object,
     };
-    let mut errors = validate_object(object, &config.cluster);
+    let mut errors = validate_object(object, cluster);
     if let (Operation::Update, Some(old), Kind::Job) =
         (review.operation, review.old_object, review.object.kind)
     {
-        errors.extend(validate_job_update(review.object, old, &config.cluster));
+        errors.extend(validate_job_update(review.object, old, cluster));
     }
-    let style = config.cluster.value_style();
+    let style = cluster.value_style();
     for e in &mut errors {
         e.value = std::mem::replace(&mut e.value, BadValue::Omit).in_style(style);
     }
-    let findings = policy::evaluate(review, config);
-    errors.extend(findings.errors);
-    let mut warnings = findings.warnings;
-    if let (Operation::Update, Kind::Job) = (review.operation, review.object.kind) {
-        warnings.extend(template_unreadable(review, &config.cluster));
-    }
-    Verdict {
-        errors,
-        warnings,
-        patch: json_patch::Patch::default(),
-    }
+    errors
 }
 
 /// `dropDisabledFields` (pkg/registry/batch/job/strategy.go, 1.33) on UPDATE: with the gate
@@ -852,7 +852,10 @@ fn validate_pod_template_update(
 }
 
 /// The warning for a Job UPDATE whose templates cannot be compared.
-fn template_unreadable(review: &Review<'_>, cluster: &Cluster) -> Option<String> {
+pub(crate) fn template_unreadable(review: &Review<'_>, cluster: &Cluster) -> Option<String> {
+    if (review.operation, review.object.kind) != (Operation::Update, Kind::Job) {
+        return None;
+    }
     let old = review.old_object?;
     let spec_path = review.object.kind.spec_path();
     let options = template_update_options(old, cluster);

@@ -39,20 +39,38 @@ impl KubernetesVersion {
     pub fn parse(s: &str) -> Result<KubernetesVersion, String> {
         let unsupported = || {
             format!(
-                "unsupported Kubernetes version {s:?}: expected MAJOR.MINOR from {} to {}",
+                "unsupported Kubernetes version {s:?}: expected MAJOR.MINOR[.PATCH] from {} to {}",
                 Self::OLDEST,
                 Self::NEWEST
             )
         };
         let t = s.trim();
         let t = t.strip_prefix('v').unwrap_or(t);
-        let (major, minor) = t.split_once('.').ok_or_else(unsupported)?;
+        // What `kubectl version` prints for the server: `v1.35.2`, `v1.35.2+k3s1`,
+        // `v1.35.2-eks-1d9b4d9`, `v1.35.2-gke.1200`: the release is MAJOR.MINOR; the patch and a
+        // pre-release or build suffix (semver) say nothing about the rules.
+        let (t, suffix) = match t.find(['-', '+']) {
+            Some(i) => (&t[..i], Some(&t[i + 1..])),
+            None => (t, None),
+        };
+        if suffix.is_some_and(str::is_empty) {
+            return Err(unsupported());
+        }
+        let (major, rest) = t.split_once('.').ok_or_else(unsupported)?;
+        let (minor, patch) = match rest.split_once('.') {
+            Some((minor, patch)) => (minor, Some(patch)),
+            None => (rest, None),
+        };
         let digits = |p: &str| {
             !p.is_empty()
                 && p.len() <= 3
                 && !p.starts_with('0')
                 && p.bytes().all(|b| b.is_ascii_digit())
         };
+        let patch_digits = |p: &str| p == "0" || digits(p);
+        if patch.is_some_and(|p| !patch_digits(p)) || (suffix.is_some() && patch.is_none()) {
+            return Err(unsupported());
+        }
         if major != "1" || !digits(minor) {
             return Err(unsupported());
         }

@@ -24,15 +24,26 @@ pub struct RecoveryArgs {
         value_parser = parse_duration
     )]
     pub(crate) forceful_termination_grace_period: Duration,
-    /// Pod annotation keys that opt a pod in with the value "true" (repeatable; comma-separated
-    /// in the environment variable).
+    /// Pod annotation keys read as the opt-in: a pod is recovered when one of them is "true"
+    /// (repeatable; comma-separated in the environment variable; default: both Kueue keys,
+    /// kueue.x-k8s.io/safe-to-forcefully-terminate and kueue.x-k8s.io/safe-to-forcefully-delete).
+    #[arg(
+        long = "read-recovery-annotation-key",
+        env = "JOBGATE_READ_RECOVERY_ANNOTATION_KEY",
+        value_name = "KEY",
+        value_delimiter = ','
+    )]
+    pub(crate) recovery_annotation_keys: Vec<String>,
+    /// The deprecated name of --read-recovery-annotation-key (`serve` has a flag of the same old
+    /// name meaning the keys it sets).
     #[arg(
         long = "recovery-annotation-key",
         env = "JOBGATE_RECOVERY_ANNOTATION_KEY",
+        value_name = "KEY",
         value_delimiter = ',',
-        default_values_t = crate::kueue::RECOVERY_ANNOTATION_KEYS.map(String::from)
+        hide = true
     )]
-    pub(crate) recovery_annotation_keys: Vec<String>,
+    pub(crate) deprecated_recovery_annotation_keys: Vec<String>,
     /// Per-Job recovery backoff and limit.
     #[command(flatten)]
     pub(crate) backoff: RecoveryBackoffArgs,
@@ -99,9 +110,28 @@ impl RecoveryArgs {
     /// The pod decision's settings.
     pub(crate) fn config(&self) -> recovery::Config {
         recovery::Config {
-            annotation_keys: self.recovery_annotation_keys.clone(),
+            annotation_keys: self.annotation_keys(),
             grace_period: self.forceful_termination_grace_period,
         }
+    }
+
+    /// --read-recovery-annotation-key, else its deprecated name (with a warning), else both
+    /// Kueue keys.
+    fn annotation_keys(&self) -> Vec<String> {
+        if !self.recovery_annotation_keys.is_empty() {
+            return self.recovery_annotation_keys.clone();
+        }
+        if !self.deprecated_recovery_annotation_keys.is_empty() {
+            tracing::warn!(
+                "--recovery-annotation-key (JOBGATE_RECOVERY_ANNOTATION_KEY) is deprecated for \
+                 reconcile and status: use --read-recovery-annotation-key \
+                 (JOBGATE_READ_RECOVERY_ANNOTATION_KEY)"
+            );
+            return self.deprecated_recovery_annotation_keys.clone();
+        }
+        crate::kueue::RECOVERY_ANNOTATION_KEYS
+            .map(String::from)
+            .to_vec()
     }
 
     /// The Job episode decision's settings.
@@ -178,7 +208,7 @@ mod tests {
             Duration::from_secs(60)
         );
         assert_eq!(
-            a.recovery.recovery_annotation_keys,
+            a.recovery.config().annotation_keys,
             vec![
                 "kueue.x-k8s.io/safe-to-forcefully-terminate".to_string(),
                 "kueue.x-k8s.io/safe-to-forcefully-delete".to_string()
@@ -227,8 +257,8 @@ mod tests {
         let cli = Cli::try_parse_from([
             "jobgate",
             "--forceful-termination-grace-period=1m30s",
-            "--recovery-annotation-key=example.com/a",
-            "--recovery-annotation-key",
+            "--read-recovery-annotation-key=example.com/a",
+            "--read-recovery-annotation-key",
             "example.com/b",
             "--no-delete",
             "--dry-run",
@@ -243,12 +273,33 @@ mod tests {
             Duration::from_secs(90)
         );
         assert_eq!(
-            a.recovery.recovery_annotation_keys,
+            a.recovery.config().annotation_keys,
             vec!["example.com/a", "example.com/b"]
         );
         assert!(a.no_delete && a.dry_run);
         assert_eq!(a.lease_name, "l");
         assert_eq!(a.lease_namespace.as_deref(), Some("ns"));
         assert_eq!(a.cluster.context.as_deref(), Some("kind-kind"));
+    }
+
+    /// The old name still works (hidden from --help); the new one wins when both are given.
+    #[test]
+    fn the_deprecated_flag_name_still_sets_the_keys_read() {
+        let old = Cli::try_parse_from(["jobgate", "--recovery-annotation-key=example.com/old"])
+            .expect("parse");
+        assert_eq!(
+            old.args.recovery.config().annotation_keys,
+            vec!["example.com/old"]
+        );
+        let both = Cli::try_parse_from([
+            "jobgate",
+            "--recovery-annotation-key=example.com/old",
+            "--read-recovery-annotation-key=example.com/new",
+        ])
+        .expect("parse");
+        assert_eq!(
+            both.args.recovery.config().annotation_keys,
+            vec!["example.com/new"]
+        );
     }
 }

@@ -44,6 +44,12 @@ pub enum ClusterError {
 
 impl ClusterArgs {
     pub(crate) async fn client(&self, prefer: Prefer) -> Result<Client, ClusterError> {
+        Ok(Client::try_from(self.kube_config(prefer).await?)?)
+    }
+
+    /// The configuration `client` builds its client from (its `cluster_url` names the server in
+    /// error messages).
+    pub(crate) async fn kube_config(&self, prefer: Prefer) -> Result<kube::Config, ClusterError> {
         let config = if self.kubeconfig.is_some() || self.context.is_some() {
             let options = KubeConfigOptions {
                 context: self.context.clone(),
@@ -62,6 +68,6 @@ impl ClusterArgs {
                 _ => kube::Config::infer().await?,
             }
         };
-        Ok(Client::try_from(config)?)
+        Ok(config)
     }
 }

@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::runtime::reflector::Store;
 
-use super::filter::{PodKey, PodMeta};
+use super::filter::{PodKey, PodMetadata};
 use super::lease::Leadership;
 use super::metrics::RecoveryMetrics;
 use super::node_cache::NodeCache;
@@ -72,7 +72,7 @@ pub enum Waiting {
 /// other due pods) and the trigger channel (to reconcile them).
 pub struct EpisodeGate {
     pub(crate) config: EpisodeConfig,
-    pub(crate) store: Store<PodMeta>,
+    pub(crate) store: Store<PodMetadata>,
     pub(crate) triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     /// The backoff jitter, a number in [0, 1) (`rand::random`; fixed in tests).
     pub(crate) jitter: fn() -> f64,

@@ -10,7 +10,7 @@ use kube::runtime::watcher::Event;
 use crate::recovery::{self, PodFacts};
 
 /// A pod as the metadata-only watch delivers it.
-pub type PodMeta = PartialObjectMeta<Pod>;
+pub type PodMetadata = PartialObjectMeta<Pod>;
 
 /// Namespace and name of a pod.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,7 +54,7 @@ pub(crate) fn meta_facts(meta: &ObjectMeta) -> PodFacts {
 
 /// Keeps what the reconciler reads: identity, deletion fields, owners (recovery episodes group by Job),
 /// and only the configured annotation keys. Drops managedFields, labels, other annotations.
-pub(crate) fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
+pub(crate) fn strip(pod: &PodMetadata, config: &recovery::Config) -> PodMetadata {
     let m = &pod.metadata;
     let annotations: BTreeMap<String, String> = m
         .annotations
@@ -84,7 +84,7 @@ pub(crate) fn strip(pod: &PodMeta, config: &recovery::Config) -> PodMeta {
 #[derive(Debug, Default)]
 pub(crate) struct Filtered {
     /// What to apply to the store of eligible pods.
-    pub(crate) store_event: Option<Event<PodMeta>>,
+    pub(crate) store_event: Option<Event<PodMetadata>>,
     /// A pod to reconcile.
     pub(crate) trigger: Option<PodKey>,
     /// A pod the reconciler may forget (gone, or no longer eligible).
@@ -94,8 +94,8 @@ pub(crate) struct Filtered {
 /// Filters one pod watch event: eligible pods enter the store (stripped) and are triggered;
 /// a pod that stops being eligible (its opt-in annotation removed) leaves the store as if
 /// deleted; ineligible pods of the initial list are dropped on the floor.
-pub(crate) fn filter_pod_event(event: Event<PodMeta>, config: &recovery::Config) -> Filtered {
-    let eligible = |p: &PodMeta| recovery::is_eligible(&meta_facts(&p.metadata), config);
+pub(crate) fn filter_pod_event(event: Event<PodMetadata>, config: &recovery::Config) -> Filtered {
+    let eligible = |p: &PodMetadata| recovery::is_eligible(&meta_facts(&p.metadata), config);
     match event {
         Event::Init => Filtered {
             store_event: Some(Event::Init),
@@ -129,7 +129,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pod(annotations: serde_json::Value, deleting: bool) -> PodMeta {
+    fn pod(annotations: serde_json::Value, deleting: bool) -> PodMetadata {
         let mut meta = json!({
             "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
             "metadata": {

@@ -12,8 +12,10 @@
 //! them true; a failed event is logged, not retried. Under `--dry-run` the writer sends nothing:
 //! the decision is returned as if it had been recorded, without an event.
 //!
-//! A 409 Conflict on the state write means someone else changed the Job: re-read it and decide
-//! again (never act on stale data). Other API errors are returned for the caller's retry policy.
+//! A 409 Conflict on the state write means someone else changed the Job: [`EpisodeStart::Conflict`]
+//! ends this pass, and the reconcile's one retry level re-reads the pod, plans again and comes
+//! back here with a fresh read of the Job (never act on stale data). Other API errors are
+//! returned for the caller's retry policy.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -31,6 +33,7 @@ use crate::recovery::episode::{
     LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, episode_note,
     limit_note,
 };
+use crate::recovery::plan::{deactivates_workload, suspend_without_workload};
 
 /// `action` of the episode event (the same action as the pod events).
 pub(crate) const EPISODE_ACTION: &str = "ForcefulTermination";
@@ -38,19 +41,11 @@ pub(crate) const EPISODE_ACTION: &str = "ForcefulTermination";
 pub(crate) const LIMIT_ACTION_STOP: &str = "StopRecovery";
 pub(crate) const LIMIT_ACTION_SUSPEND: &str = "SuspendJob";
 pub(crate) const LIMIT_ACTION_DEACTIVATE: &str = "DeactivateWorkload";
-/// How many times a conflicting state write is re-read and re-decided before giving up.
-pub(crate) const MAX_CONFLICT_ATTEMPTS: usize = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum JobStateError {
     #[error("Kubernetes API: {0}")]
     Api(#[from] kube::Error),
-    #[error("job {namespace}/{name}: still conflicting after {attempts} attempts")]
-    Conflict {
-        namespace: String,
-        name: String,
-        attempts: usize,
-    },
     #[error("job {namespace}/{name} has no metadata.resourceVersion")]
     NoResourceVersion { namespace: String, name: String },
 }
@@ -65,6 +60,8 @@ pub(crate) enum EpisodeStart {
     JobGone,
     /// The state needed a write and this replica is not the leader: do nothing.
     NotLeader,
+    /// The state write met a newer resourceVersion: read again and decide again.
+    Conflict,
     /// The decision, already recorded on the Job when it needed a write (Recover and the first
     /// LimitExceeded; under `--dry-run` not written). `job` refers to the Job for the events.
     Decided {
@@ -89,7 +86,7 @@ pub(crate) async fn begin_episode(
     jitter: f64,
 ) -> Result<EpisodeStart, JobStateError> {
     let jobs: Api<Job> = Api::namespaced(client.clone(), &job_key.namespace);
-    for _ in 0..MAX_CONFLICT_ATTEMPTS {
+    {
         let Some((job, decision)) =
             read_and_decide(&jobs, job_key, due, config, now, jitter).await?
         else {
@@ -100,13 +97,7 @@ pub(crate) async fn begin_episode(
         // then record the state; without a Workload, fall back to suspend.
         let mut decision = decision;
         let mut fallback = false;
-        if let EpisodeDecision::LimitExceeded {
-            new_state: Some(state),
-            suspend,
-        } = &mut decision
-            && state.limit_exceeded.as_ref().map(|l| l.action)
-                == Some(LimitAction::DeactivateWorkload)
-        {
+        if deactivates_workload(&decision) {
             let deactivated = match find_workload(client, job_key).await? {
                 None => false,
                 Some((name, version)) => match writer
@@ -131,11 +122,8 @@ pub(crate) async fn begin_episode(
                 },
             };
             if !deactivated {
+                decision = suspend_without_workload(decision);
                 fallback = true;
-                *suspend = true;
-                if let Some(limit) = state.limit_exceeded.as_mut() {
-                    limit.action = LimitAction::Suspend;
-                }
             }
         }
         let write = match &decision {
@@ -173,8 +161,8 @@ pub(crate) async fn begin_episode(
                 });
             }
             Err(kube::Error::Api(status)) if status.is_conflict() => {
-                tracing::debug!(job = %job_key.name, "recovery state write conflicted; re-reading");
-                continue;
+                tracing::debug!(job = %job_key.name, "recovery state write conflicted");
+                return Ok(EpisodeStart::Conflict);
             }
             Err(kube::Error::Api(status)) if status.is_not_found() => {
                 return Ok(EpisodeStart::JobGone);
@@ -207,16 +195,11 @@ pub(crate) async fn begin_episode(
                 .event(&job_ref, &job_event_text(kind, &note), now)
                 .await;
         }
-        return Ok(EpisodeStart::Decided {
+        Ok(EpisodeStart::Decided {
             decision,
             job: job_ref,
-        });
+        })
     }
-    Err(JobStateError::Conflict {
-        namespace: job_key.namespace.clone(),
-        name: job_key.name.clone(),
-        attempts: MAX_CONFLICT_ATTEMPTS,
-    })
 }
 
 /// The Kueue Workload the Job owns: Kueue's jobframework creates it with a controller owner

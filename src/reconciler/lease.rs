@@ -39,19 +39,42 @@ impl LeaseConfig {
     }
 }
 
-/// Whether this replica may act now. Cheap to clone; shared by the elector and the reconciler.
-#[derive(Clone, Debug, Default)]
+/// What the elector last knew of this replica's part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// No election round has ended yet.
+    Candidate,
+    /// Another replica holds the Lease (or ours lapsed).
+    Following,
+    /// We hold the Lease.
+    Leading,
+}
+
+/// Whether this replica may act now, and its role as a watch channel (kubert's `LeaseManager`
+/// hands out the same). Cheap to clone; shared by the elector, the reconciler and the watches.
+#[derive(Clone, Debug)]
 pub struct Leadership {
     /// Leader until this instant; `None` when not leader.
     valid_until: Arc<Mutex<Option<Instant>>>,
+    role: Arc<tokio::sync::watch::Sender<Role>>,
     metrics: Option<RecoveryMetrics>,
+}
+
+impl Default for Leadership {
+    fn default() -> Leadership {
+        Leadership {
+            valid_until: Arc::default(),
+            role: Arc::new(tokio::sync::watch::Sender::new(Role::Candidate)),
+            metrics: None,
+        }
+    }
 }
 
 impl Leadership {
     pub(crate) fn new(metrics: RecoveryMetrics) -> Leadership {
         Leadership {
-            valid_until: Arc::default(),
             metrics: Some(metrics),
+            ..Leadership::default()
         }
     }
 
@@ -64,27 +87,34 @@ impl Leadership {
     }
 
     /// True while the last successful renewal is younger than the renew deadline. Checked
-    /// before every write, so a replica that lost the Lease stops acting at once.
+    /// before every write, so a replica that lost the Lease stops acting at once, before the
+    /// elector's next round notices.
     pub(crate) fn is_leader(&self) -> bool {
         let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
-        let leading = until.is_some_and(|t| Instant::now() < t);
-        if let Some(m) = &self.metrics {
-            m.leader.set(i64::from(leading));
-        }
-        leading
+        until.is_some_and(|t| Instant::now() < t)
+    }
+
+    /// The role, changing as the elector's rounds end.
+    pub(crate) fn role(&self) -> tokio::sync::watch::Receiver<Role> {
+        self.role.subscribe()
     }
 
     fn set_until(&self, until: Instant) {
         *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
-        if let Some(m) = &self.metrics {
-            m.leader.set(1);
-        }
+        self.set_role(Role::Leading);
     }
 
     fn clear(&self) {
         *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.set_role(Role::Following);
+    }
+
+    /// The role and `jobgate_recovery_leader` follow the elector's rounds.
+    fn set_role(&self, role: Role) {
+        self.role
+            .send_if_modified(|r| std::mem::replace(r, role) != role);
         if let Some(m) = &self.metrics {
-            m.leader.set(0);
+            m.leader.set(i64::from(role == Role::Leading));
         }
     }
 }
@@ -264,9 +294,11 @@ pub(crate) async fn run_elector(
             Err(e) => {
                 metrics.error("lease");
                 tracing::warn!(lease = %config.name, error = %e, "lease round failed");
-                // Leadership expires by itself at the renew deadline.
+                // Leadership expires by itself at the renew deadline (writes stop then); the
+                // role follows here, within one retry period.
                 if was_leader && !leadership.is_leader() {
                     tracing::warn!(lease = %config.name, "renew deadline passed; stopped acting");
+                    leadership.clear();
                     was_leader = false;
                 }
             }

@@ -28,6 +28,18 @@ pub(crate) struct WriteLabels {
     pub(crate) result: &'static str,
 }
 
+/// The `error` values of `jobgate_recovery_errors_total` (reconcile.rs `metric_label`, lease,
+/// watch, writer), all exported from the start.
+pub(crate) const ERROR_KINDS: [&str; 7] = [
+    "reconcile_api",
+    "reconcile_conflicts",
+    "reconcile_job_state",
+    "event",
+    "lease",
+    "watch_pods",
+    "watch_nodes",
+];
+
 /// The reconciler's metrics; cheap to clone (all handles are shared).
 #[derive(Clone, Debug)]
 pub struct RecoveryMetrics {
@@ -130,11 +142,20 @@ impl RecoveryMetrics {
             "Zones whose recoveries the partition brake holds or slows",
             metrics.disrupted_zones.clone(),
         );
+        // Every error kind at 0 from the start, so JobgateRecoveryErrors and the dashboard see
+        // a series (and its first increase) on a fresh install.
+        for error in ERROR_KINDS {
+            metrics.errors.get_or_create_owned(&ErrorLabels { error });
+        }
         metrics
     }
 
-    /// Counts one error of kind `error`.
+    /// Counts one error of kind `error` (one of [`ERROR_KINDS`]).
     pub fn error(&self, error: &'static str) {
+        debug_assert!(
+            ERROR_KINDS.contains(&error),
+            "error kind {error} is not in ERROR_KINDS"
+        );
         self.errors.get_or_create(&ErrorLabels { error }).inc();
     }
 
@@ -148,6 +169,20 @@ impl RecoveryMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fresh reconciler exports every error kind at 0: JobgateRecoveryErrors and the
+    /// dashboard's error panel read them.
+    #[test]
+    fn a_fresh_reconciler_exports_every_error_kind_at_zero() {
+        let mut registry = Registry::default();
+        RecoveryMetrics::register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+        for error in ERROR_KINDS {
+            let line = format!("jobgate_recovery_errors_total{{error=\"{error}\"}} 0");
+            assert!(text.contains(&line), "{line} missing from\n{text}");
+        }
+    }
 
     #[test]
     fn metric_names_as_documented() {

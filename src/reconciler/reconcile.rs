@@ -1,8 +1,11 @@
-//! One pod's reconcile, top to bottom: read the pod, ask [`recovery::decide`], confirm the node,
-//! pass the Job gate ([`job_gate`]: the Job's recovery episode), then recover ([`recover`])
-//! through the writer. The decisions are pure functions in `src/recovery/`; this file only
-//! reads, sequences and remembers.
+//! One pod's reconcile, a thin executor of [`recovery::plan`](crate::recovery::plan): read the
+//! pod (and, when the cache says it is due, its node afresh), plan, then do what the plan says:
+//! requeue, hold (one Warning event), ask the Job's episode ([`job_gate`]), recover
+//! ([`recover`]) through the writer. One retry level: a 409 on any write re-reads the pod and
+//! plans again, up to [`CONFLICT_ATTEMPTS`] times; anything else goes to the error policy
+//! ([`error_backoff`]).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -17,8 +20,9 @@ use super::filter::PodKey;
 use super::job_state::{self, EpisodeStart, JobStateError};
 use super::metrics::NodeLabels;
 use super::writer::Skipped;
-use crate::recovery::brake::{self, BrakeDecision, LastRelease};
+use crate::recovery::brake::{self, Disruption, LastRelease};
 use crate::recovery::episode::{DuePod, JobKey, KnownPod, PodGate, due_pods_of_job, pod_gate};
+use crate::recovery::plan::{self, AfterEpisode, Plan, PlanFacts, after_episode};
 use crate::recovery::{self, Decision, Ignored, NodeFacts, PodFacts, Recovery};
 
 /// Re-reads of the pod after a 409 Conflict within one reconcile, before backing off.
@@ -69,16 +73,6 @@ fn until(at: Timestamp, now: Timestamp) -> Duration {
     d.min(MAX_REQUEUE)
 }
 
-/// The short name of what a reconcile decided, for the span's `decision` field.
-fn decision_name(decision: &Decision) -> &'static str {
-    match decision {
-        Decision::Ignore(reason) => reason.as_str(),
-        Decision::RequeueAt(_) => "wait-for-deadline",
-        Decision::WaitForNode { .. } => "wait-for-node",
-        Decision::Recover(_) => "recover",
-    }
-}
-
 fn record_decision(decision: &'static str) {
     tracing::Span::current().record("decision", decision);
 }
@@ -122,178 +116,241 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
         let facts = recovery::pod_facts(&pod);
         let now = ctx.now();
         let cached = facts.node_name.as_deref().and_then(|n| ctx.cached_node(n));
-        let mut decision = recovery::decide(&facts, cached.as_ref(), now, &ctx.config);
-        let mut fresh_node = None;
-        if let Decision::Recover(r) = &decision {
-            // Never act on the cache alone: confirm the taint with a fresh read of the node.
-            let fresh = nodes.get_opt(&r.node).await?;
-            fresh_node = fresh.as_ref().map(recovery::node_facts);
-            decision = recovery::decide(&facts, fresh_node.as_ref(), now, &ctx.config);
-        }
+        // Never act on the cache alone: a pod the cache says is due is planned again with a
+        // fresh read of its node.
+        let due = matches!(
+            recovery::decide(&facts, cached.as_ref(), now, &ctx.config),
+            Decision::Recover(_)
+        );
+        let node = match (&facts.node_name, due) {
+            (Some(name), true) => nodes
+                .get_opt(name)
+                .await?
+                .as_ref()
+                .map(recovery::node_facts),
+            _ => cached,
+        };
+        let job = ctx
+            .episodes
+            .as_ref()
+            .and_then(|_| job_state::pod_job(&pod.metadata));
+        let plan = plan_pod(ctx, &facts, node.as_ref(), job.as_ref(), due, now);
         let span = tracing::Span::current();
         if let Some(node) = &facts.node_name {
             span.record("node", node.as_str());
         }
-        record_decision(decision_name(&decision));
-        tracing::debug!(?decision, "decided");
-        let node = facts.node_name.clone();
-        match decision {
-            Decision::Ignore(reason) => {
+        record_decision(plan_name(&plan));
+        tracing::debug!(?plan, "planned");
+        let node_name = facts.node_name.clone();
+        let (recovery, gate) = match plan {
+            Plan::Ignore(reason) => {
                 match reason {
                     // No longer eligible: the watch drops it too; keep no state behind.
                     Ignored::NotOptedIn | Ignored::NotTerminating => ctx.forget(key),
                     Ignored::NotScheduled | Ignored::NodeNotFound => ctx.update(key, |t| {
-                        t.node = node;
+                        t.node = node_name;
                         t.waiting = None;
                     }),
                 }
                 return Ok(Action::await_change());
             }
-            Decision::RequeueAt(at) => {
+            Plan::WaitForDeadline(at) => {
                 ctx.update(key, |t| {
-                    t.node = node;
+                    t.node = node_name;
                     t.waiting = Some(Waiting::Deadline(at));
                 });
                 return Ok(Action::requeue(until(at, now)));
             }
-            Decision::WaitForNode { node: waiting_for } => {
+            Plan::WaitForNode { node: waiting_for } => {
                 ctx.update(key, |t| {
-                    t.node = node;
+                    t.node = node_name;
                     t.waiting = Some(Waiting::Node(waiting_for));
                 });
                 return Ok(Action::requeue(WAIT_FOR_NODE_RESYNC));
             }
-            Decision::Recover(recovery) => {
-                ctx.update(key, |t| t.node = node);
-                // A recovery already recorded on the pod (its delete failed, a restart,
-                // --no-delete, or Kueue's own controller) is no new intervention: it never
-                // starts or counts an episode.
-                let gate = if recovery::recovery_recorded(&facts) {
+            Plan::Hold { disruption, until } => {
+                ctx.update(key, |t| t.node = node_name);
+                report_held(ctx, &pod, &disruption, now).await;
+                let message = disruption.message();
+                (
+                    None,
+                    Gate::Hold(Waiting::Held {
+                        zone: disruption.zone,
+                        message,
+                        until,
+                    }),
+                )
+            }
+            Plan::Recover {
+                recovery,
+                recorded,
+                release,
+            } => {
+                ctx.update(key, |t| t.node = node_name);
+                remember_release(ctx, node.as_ref(), release);
+                if recorded {
                     record_decision("recorded");
-                    Gate::Recover
-                } else {
-                    match brake_gate(ctx, &pod, fresh_node.as_ref(), now).await {
-                        Gate::Recover => job_gate(ctx, &pod, &recovery, now).await?,
-                        held => held,
+                }
+                (Some(recovery), Gate::Recover)
+            }
+            Plan::AskJob {
+                recovery,
+                job,
+                release,
+            } => {
+                ctx.update(key, |t| t.node = node_name);
+                remember_release(ctx, node.as_ref(), release);
+                let gate = job_gate(ctx, &pod, &job, &recovery, now).await?;
+                (Some(recovery), gate)
+            }
+        };
+        let recovery = match (gate, recovery) {
+            (Gate::Recover, Some(recovery)) => recovery,
+            (Gate::NotLeader, _) => {
+                record_decision("not-leader");
+                return Ok(Action::await_change());
+            }
+            (Gate::Conflict, _) => {
+                tracing::debug!(attempt, "job state conflict; re-reading");
+                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                continue;
+            }
+            (Gate::Hold(waiting), _) => {
+                let action = match &waiting {
+                    Waiting::JobBackoff(at) => {
+                        record_decision("job-backoff");
+                        Action::requeue(until(*at, now))
+                    }
+                    Waiting::Held { until: at, .. } => {
+                        record_decision("held");
+                        // The node watch triggers held pods when their zone heals; the
+                        // resync is a safety net.
+                        Action::requeue(match at {
+                            Some(at) => until(*at, now),
+                            None => WAIT_FOR_NODE_RESYNC,
+                        })
+                    }
+                    // No Job watch: look again to notice a reset (annotation removed,
+                    // Job resumed).
+                    Waiting::JobRecoveryLimit => {
+                        record_decision("job-recovery-limit");
+                        Action::requeue(WAIT_FOR_NODE_RESYNC)
+                    }
+                    Waiting::NotInEpisode => {
+                        record_decision("not-in-episode");
+                        Action::requeue(WAIT_FOR_NODE_RESYNC)
+                    }
+                    // Set before the gate, never returned by it.
+                    Waiting::Deadline(_) | Waiting::Node(_) => {
+                        Action::requeue(WAIT_FOR_NODE_RESYNC)
                     }
                 };
-                match gate {
-                    Gate::Recover => {}
-                    Gate::NotLeader => {
-                        record_decision("not-leader");
-                        return Ok(Action::await_change());
-                    }
-                    Gate::Hold(waiting) => {
-                        let action = match &waiting {
-                            Waiting::JobBackoff(at) => {
-                                record_decision("job-backoff");
-                                Action::requeue(until(*at, now))
-                            }
-                            Waiting::Held { until: at, .. } => {
-                                record_decision("held");
-                                // The node watch triggers held pods when their zone heals; the
-                                // resync is a safety net.
-                                Action::requeue(match at {
-                                    Some(at) => until(*at, now),
-                                    None => WAIT_FOR_NODE_RESYNC,
-                                })
-                            }
-                            // No Job watch: look again to notice a reset (annotation removed,
-                            // Job resumed).
-                            Waiting::JobRecoveryLimit => {
-                                record_decision("job-recovery-limit");
-                                Action::requeue(WAIT_FOR_NODE_RESYNC)
-                            }
-                            Waiting::NotInEpisode => {
-                                record_decision("not-in-episode");
-                                Action::requeue(WAIT_FOR_NODE_RESYNC)
-                            }
-                            // Set before the gate, never returned by it.
-                            Waiting::Deadline(_) | Waiting::Node(_) => {
-                                Action::requeue(WAIT_FOR_NODE_RESYNC)
-                            }
-                        };
-                        ctx.update(key, |t| t.waiting = Some(waiting));
-                        return Ok(action);
-                    }
-                }
-                match recover(ctx, &pod, &facts, &recovery, now).await? {
-                    RecoveryOutcome::Done => {
-                        ctx.update(key, |t| {
-                            t.waiting = None;
-                            t.retries = 0;
-                        });
-                        return Ok(Action::await_change());
-                    }
-                    RecoveryOutcome::NotLeader => {
-                        record_decision("not-leader");
-                        return Ok(Action::await_change());
-                    }
-                    RecoveryOutcome::Conflict => {
-                        tracing::debug!(attempt, "status patch conflict; re-reading");
-                        tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
-                    }
-                }
+                ctx.update(key, |t| t.waiting = Some(waiting));
+                return Ok(action);
+            }
+            // A recovery gate always comes with its recovery.
+            (Gate::Recover, None) => return Ok(Action::await_change()),
+        };
+        match recover(ctx, &pod, &facts, &recovery, now).await? {
+            RecoveryOutcome::Done => {
+                ctx.update(key, |t| {
+                    t.waiting = None;
+                    t.retries = 0;
+                });
+                return Ok(Action::await_change());
+            }
+            RecoveryOutcome::NotLeader => {
+                record_decision("not-leader");
+                return Ok(Action::await_change());
+            }
+            RecoveryOutcome::Conflict => {
+                tracing::debug!(attempt, "status patch conflict; re-reading");
+                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
             }
         }
     }
     Err(ReconcileError::Conflicts(CONFLICT_ATTEMPTS))
 }
 
-/// The partition brake between the pod's decision and its Job gate: a due pod in a zone that
-/// looks partitioned is held (one Warning event per pod), or waits for the zone's next release.
-async fn brake_gate(ctx: &Context, pod: &Pod, node: Option<&NodeFacts>, now: Timestamp) -> Gate {
-    let Some(node) = node else {
-        return Gate::Recover;
+/// The plan for the pod, with the node cache's zones and the zone's last throttled release.
+/// Zones are counted only for a pod the cache found due: for any other, `decide` (the plan's
+/// first step, over the same node) ends the plan before the brake.
+fn plan_pod(
+    ctx: &Context,
+    facts: &PodFacts,
+    node: Option<&NodeFacts>,
+    job: Option<&JobKey>,
+    due: bool,
+    now: Timestamp,
+) -> Plan {
+    let zones = if due {
+        let zones = brake::zones(lock(&ctx.nodes).nodes());
+        ctx.metrics.disrupted_zones.set(
+            i64::try_from(brake::disrupted_zones(&zones, &ctx.brake).len()).unwrap_or(i64::MAX),
+        );
+        zones
+    } else {
+        BTreeMap::new()
     };
-    let zones = brake::zones(lock(&ctx.nodes).nodes());
-    ctx.metrics
-        .disrupted_zones
-        .set(i64::try_from(brake::disrupted_zones(&zones, &ctx.brake).len()).unwrap_or(i64::MAX));
-    let last = lock(&ctx.zone_releases).get(&node.zone).cloned();
-    let (disruption, until) = match brake::brake(node, &zones, last.as_ref(), now, &ctx.brake) {
-        BrakeDecision::Release => return Gate::Recover,
-        BrakeDecision::ReleaseThrottled => {
-            lock(&ctx.zone_releases).insert(
-                node.zone.clone(),
-                LastRelease {
-                    node: node.name.clone(),
-                    at: now,
-                },
-            );
-            return Gate::Recover;
-        }
-        BrakeDecision::Throttled(d, at) => (d, Some(at)),
-        BrakeDecision::Hold(d) => (d, None),
-    };
+    let last_release = node.and_then(|n| lock(&ctx.zone_releases).get(&n.zone).cloned());
+    plan::plan(
+        PlanFacts {
+            pod: facts,
+            node,
+            zones: &zones,
+            last_release: last_release.as_ref(),
+            job,
+            now,
+        },
+        &ctx.config,
+        &ctx.brake,
+    )
+}
+
+/// The short name of a plan, for the span's `decision` field.
+fn plan_name(plan: &Plan) -> &'static str {
+    match plan {
+        Plan::Ignore(reason) => reason.as_str(),
+        Plan::WaitForDeadline(_) => "wait-for-deadline",
+        Plan::WaitForNode { .. } => "wait-for-node",
+        Plan::Hold { .. } => "held",
+        Plan::Recover { .. } | Plan::AskJob { .. } => "recover",
+    }
+}
+
+/// A throttled release of the zone, remembered for the zone's next pod.
+fn remember_release(ctx: &Context, node: Option<&NodeFacts>, release: Option<LastRelease>) {
+    if let (Some(node), Some(release)) = (node, release) {
+        lock(&ctx.zone_releases).insert(node.zone.clone(), release);
+    }
+}
+
+/// One Warning event per held pod (uid).
+async fn report_held(ctx: &Context, pod: &Pod, disruption: &Disruption, now: Timestamp) {
     let message = disruption.message();
     let key = PodKey::of(&pod.metadata);
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let first = ctx.update(&key, |t| t.held_reported.as_deref() != Some(uid.as_str()));
-    if first {
-        tracing::warn!(pod = %key, zone = %brake::zone_name(&disruption.zone), "{message}");
-        let regarding = pod_reference(
-            &key.namespace,
-            &key.name,
-            pod.metadata.uid.clone(),
-            pod.metadata.resource_version.clone(),
-        );
-        let text = EventText {
-            type_: "Warning",
-            reason: HELD_REASON,
-            action: crate::kueue::EVENT_ACTION,
-            note: &message,
-        };
-        // Posted (or dry run): not again for this pod. Not leader: the next leader posts it.
-        if ctx.writer.event(&regarding, &text, now).await != Err(Skipped::NotLeader) {
-            ctx.update(&key, |t| t.held_reported = Some(uid.clone()));
-        }
+    if !first {
+        return;
     }
-    Gate::Hold(Waiting::Held {
-        zone: disruption.zone,
-        message,
-        until,
-    })
+    tracing::warn!(pod = %key, zone = %brake::zone_name(&disruption.zone), "{message}");
+    let regarding = pod_reference(
+        &key.namespace,
+        &key.name,
+        pod.metadata.uid.clone(),
+        pod.metadata.resource_version.clone(),
+    );
+    let text = EventText {
+        type_: "Warning",
+        reason: HELD_REASON,
+        action: crate::kueue::EVENT_ACTION,
+        note: &message,
+    };
+    // Posted (or dry run): not again for this pod. Not leader: the next leader posts it.
+    if ctx.writer.event(&regarding, &text, now).await != Err(Skipped::NotLeader) {
+        ctx.update(&key, |t| t.held_reported = Some(uid.clone()));
+    }
 }
 
 /// Reason of the Warning event on a pod the partition brake holds.
@@ -305,6 +362,8 @@ enum Gate {
     Recover,
     Hold(Waiting),
     NotLeader,
+    /// The Job's state write conflicted: re-read and plan again.
+    Conflict,
 }
 
 /// Between the pod's decision and [`recover`]: a due pod of a Job is recovered only within one
@@ -313,13 +372,11 @@ enum Gate {
 async fn job_gate(
     ctx: &Context,
     pod: &Pod,
+    job: &JobKey,
     recovery: &Recovery,
     now: Timestamp,
 ) -> Result<Gate, ReconcileError> {
     let Some(episodes) = &ctx.episodes else {
-        return Ok(Gate::Recover);
-    };
-    let Some(job) = job_state::pod_job(&pod.metadata) else {
         return Ok(Gate::Recover);
     };
     let this = DuePod {
@@ -328,12 +385,12 @@ async fn job_gate(
         node: recovery.node.clone(),
         deadline: recovery.deadline,
     };
-    let due = due_with_siblings(ctx, episodes, &job, this.clone(), now);
+    let due = due_with_siblings(ctx, episodes, job, this.clone(), now);
     let jitter = (episodes.jitter)();
     let start = job_state::begin_episode(
         &ctx.client,
         &ctx.writer,
-        &job,
+        job,
         &due,
         &episodes.config,
         now,
@@ -343,38 +400,38 @@ async fn job_gate(
     let decision = match start {
         EpisodeStart::JobGone => return Ok(Gate::Recover),
         EpisodeStart::NotLeader => return Ok(Gate::NotLeader),
+        EpisodeStart::Conflict => return Ok(Gate::Conflict),
         EpisodeStart::Decided { decision, .. } => decision,
     };
     tracing::debug!(job = %job.name, ?decision, "job episode decided");
-    Ok(match pod_gate(&decision, &this) {
-        PodGate::NewEpisode { episode } => {
-            if let recovery::episode::EpisodeDecision::Recover {
-                pods, new_state, ..
-            } = &decision
-            {
-                tracing::info!(
-                    job = %job.name,
-                    namespace = %job.namespace,
-                    episode,
-                    pods = pods.len(),
-                    nodes = ?new_state.last_nodes,
-                    requeue_at = ?new_state.requeue_at,
-                    "recovery episode"
-                );
-                // The other pods of the episode are recovered by their own reconciles, which
-                // find them leftovers of the episode just recorded.
-                for other in pods.iter().filter(|p| **p != this) {
-                    let _ = episodes
-                        .triggers
-                        .unbounded_send(PodKey::new(&other.namespace, &other.name));
-                }
-            }
-            Gate::Recover
+    let gate = pod_gate(&decision, &this);
+    if let PodGate::NewEpisode { episode } = gate
+        && let recovery::episode::EpisodeDecision::Recover {
+            pods, new_state, ..
+        } = &decision
+    {
+        tracing::info!(
+            job = %job.name,
+            namespace = %job.namespace,
+            episode,
+            pods = pods.len(),
+            nodes = ?new_state.last_nodes,
+            requeue_at = ?new_state.requeue_at,
+            "recovery episode"
+        );
+        // The other pods of the episode are recovered by their own reconciles, which
+        // find them leftovers of the episode just recorded.
+        for other in pods.iter().filter(|p| **p != this) {
+            let _ = episodes
+                .triggers
+                .unbounded_send(PodKey::new(&other.namespace, &other.name));
         }
-        PodGate::Leftover => Gate::Recover,
-        PodGate::Backoff(at) => Gate::Hold(Waiting::JobBackoff(at)),
-        PodGate::LimitExceeded { .. } => Gate::Hold(Waiting::JobRecoveryLimit),
-        PodGate::NotCovered => Gate::Hold(Waiting::NotInEpisode),
+    }
+    Ok(match after_episode(&gate) {
+        AfterEpisode::Recover => Gate::Recover,
+        AfterEpisode::Backoff(at) => Gate::Hold(Waiting::JobBackoff(at)),
+        AfterEpisode::LimitReached => Gate::Hold(Waiting::JobRecoveryLimit),
+        AfterEpisode::NotCovered => Gate::Hold(Waiting::NotInEpisode),
     })
 }
 

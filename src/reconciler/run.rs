@@ -8,25 +8,23 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, store::Writer};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use prometheus_client::registry::Registry;
 
 use super::args::ReconcileArgs;
 use super::cluster::{self, ClusterError};
 use super::context::{Context, EpisodeGate, Options};
-use super::filter::{PodKey, PodMeta};
+use super::filter::{PodKey, PodMetadata};
 use super::lease::{self, Leadership, LeaseConfig};
 use super::metrics::RecoveryMetrics;
 use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
-use super::watch::{drive_node_watch, drive_pod_watch};
+use super::watch::drive_watches_while_leading;
 use crate::admin::{AdminState, Readiness};
 
 /// Why `jobgate reconcile` could not run.
@@ -99,11 +97,10 @@ pub(crate) async fn run_with_client(
     let admin_addr = listener.local_addr().map_err(listen_error)?;
     on_listening(admin_addr);
     tracing::info!(admin = %admin_addr, identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
-    let router = crate::admin::router(admin.clone());
-    let admin_task = tokio::spawn(async move { axum::serve(listener, router).await });
+    let admin_server = crate::admin::AdminServer::spawn(listener, admin.clone());
 
     let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
-    let writer: Writer<PodMeta> = Writer::default();
+    let writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     let leadership = Leadership::new(metrics.clone());
     let ctx = Arc::new(
@@ -127,23 +124,14 @@ pub(crate) async fn run_with_client(
         }),
     );
 
-    let pods_synced = Arc::new(AtomicBool::new(false));
-    let pod_task = tokio::spawn(drive_pod_watch(
-        Api::<PodMeta>::all(client.clone()),
-        watcher::Config::default(),
+    let watch_task = tokio::spawn(drive_watches_while_leading(
+        Api::<PodMetadata>::all(client.clone()),
+        Api::<Node>::all(client.clone()),
         writer,
         ctx.clone(),
         trigger_tx.clone(),
-        pods_synced.clone(),
         admin.readiness.clone(),
-    ));
-    let node_task = tokio::spawn(drive_node_watch(
-        Api::<Node>::all(client.clone()),
-        ctx.clone(),
-        store.clone(),
-        trigger_tx.clone(),
-        pods_synced.clone(),
-        admin.readiness.clone(),
+        leadership.role(),
     ));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -170,10 +158,10 @@ pub(crate) async fn run_with_client(
 
     let shutdown = shutdown.shared();
     let reconciles = kube::runtime::applier(
-        |obj: Arc<PodMeta>, ctx: Arc<Context>| {
+        |obj: Arc<PodMetadata>, ctx: Arc<Context>| {
             Box::pin(async move { reconcile_pod(&ctx, &PodKey::of(&obj.metadata)).await })
         },
-        |obj: Arc<PodMeta>, err: &ReconcileError, ctx: Arc<Context>| {
+        |obj: Arc<PodMetadata>, err: &ReconcileError, ctx: Arc<Context>| {
             let key = PodKey::of(&obj.metadata);
             let delay = error_backoff(&ctx, &key, err);
             tracing::warn!(pod = %key, error = %err, retry_in = ?delay, "reconcile failed");
@@ -185,7 +173,7 @@ pub(crate) async fn run_with_client(
         // once the running ones are done.
         trigger_rx
             .map(|key| {
-                Ok::<_, Infallible>(ObjectRef::<PodMeta>::new(&key.name).within(&key.namespace))
+                Ok::<_, Infallible>(ObjectRef::<PodMetadata>::new(&key.name).within(&key.namespace))
             })
             .take_until(shutdown.clone()),
         kube::runtime::Config::default().concurrency(8),
@@ -214,8 +202,7 @@ pub(crate) async fn run_with_client(
     let _ = stop_tx.send(true);
     // Give the elector a moment to release the Lease so a standby takes over quickly.
     let _ = tokio::time::timeout(Duration::from_secs(5), elector).await;
-    pod_task.abort();
-    node_task.abort();
-    admin_task.abort();
+    watch_task.abort();
+    admin_server.stop().await;
     Ok(())
 }

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tower_test::mock::Handle;
 
 use super::context::{EpisodeGate, PodState, Waiting, lock};
-use super::filter::{PodKey, PodMeta};
+use super::filter::{PodKey, PodMetadata};
 use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
 use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::reconcile::{
@@ -784,7 +784,7 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
         pages,
         Some("as=PartialObjectMetadata"),
     ));
-    let writer: Writer<PodMeta> = Writer::default();
+    let mut writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let synced = Arc::new(AtomicBool::new(false));
@@ -794,15 +794,21 @@ async fn pod_watch_stores_only_eligible_pods_and_triggers_them_after_the_list() 
     ctx.update(&vanished, |t| {
         t.waiting = Some(Waiting::Node("node-a".into()))
     });
-    let driver = tokio::spawn(drive_pod_watch(
-        Api::<PodMeta>::all(client),
-        watcher::Config::default().page_size(2),
-        writer,
-        ctx.clone(),
-        tx,
-        synced.clone(),
-        readiness.clone(),
-    ));
+    let driver = tokio::spawn({
+        let (ctx, synced, readiness) = (ctx.clone(), synced.clone(), readiness.clone());
+        async move {
+            drive_pod_watch(
+                Api::<PodMetadata>::all(client),
+                watcher::Config::default().page_size(2),
+                &mut writer,
+                ctx,
+                tx,
+                synced,
+                readiness,
+            )
+            .await
+        }
+    });
     wait_until("the pod list", || synced.load(Ordering::SeqCst)).await;
     let mut stored: Vec<String> = store
         .state()
@@ -847,9 +853,9 @@ async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
     let on_b = PodKey::new("ns", "on-b");
     ctx.update(&on_a, |t| t.node = Some("node-a".into()));
     ctx.update(&on_b, |t| t.node = Some("node-b".into()));
-    let mut writer: Writer<PodMeta> = Writer::default();
+    let mut writer: Writer<PodMetadata> = Writer::default();
     for name in ["on-a", "on-b"] {
-        let p: PodMeta =
+        let p: PodMetadata =
             serde_json::from_value(meta_item(name, json!({KEY: "true"}), true)).expect("meta");
         writer.apply_watcher_event(&Event::Apply(p));
     }
@@ -930,13 +936,14 @@ async fn node_deleted_since_the_cache_is_ignored() {
 async fn fake_apiserver(
     mut handle: Handle<Request<Body>, Response<Body>>,
     log: Arc<Mutex<Vec<String>>>,
+    lease: Option<Value>,
     deletion_timestamp: String,
     mut hold: Option<(
         tokio::sync::oneshot::Sender<()>,
         tokio::sync::oneshot::Receiver<()>,
     )>,
 ) {
-    let mut lease: Option<Value> = None;
+    let mut lease = lease;
     let mut deleted = false;
     let mut held = vec![];
     let eligible_pod = |rv: &str, phase: &str| {
@@ -957,6 +964,7 @@ async fn fake_apiserver(
             .unwrap_or_default();
         let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if query.contains("watch=true") {
+            lock(&log).push(format!("WATCH {path}"));
             held.push(send);
             continue;
         }
@@ -1048,36 +1056,34 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     out
 }
 
-#[tokio::test]
-async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
+/// `jobgate reconcile` as replica-1 (Lease namespace `jobgate`, admin port on a free port, plus
+/// `extra` flags) over `client`, until the returned sender fires; with its admin address.
+async fn start_replica(
+    client: Client,
+    extra: &[&str],
+) -> (
+    tokio::task::JoinHandle<Result<(), RunError>>,
+    tokio::sync::oneshot::Sender<()>,
+    std::net::SocketAddr,
+) {
     use clap::Parser;
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
         args: ReconcileArgs,
     }
-    let args = Cli::try_parse_from([
+    let flags = [
         "jobgate",
         "--lease-namespace=jobgate",
         "--leader-election-id=replica-1",
         "--admin-addr=127.0.0.1:0",
-    ])
-    .expect("args")
-    .args;
-    let (client, handle) = mock();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let deletion = Timestamp::now()
-        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
-        .expect("ts");
-    let server = tokio::spawn(fake_apiserver(
-        handle,
-        log.clone(),
-        recovery::record::rfc3339_seconds(deletion),
-        None,
-    ));
+    ];
+    let args = Cli::try_parse_from(flags.iter().chain(extra))
+        .expect("args")
+        .args;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let sidecar = tokio::spawn(run_with_client(
+    let replica = tokio::spawn(run_with_client(
         client,
         args,
         async move {
@@ -1088,6 +1094,24 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
         },
     ));
     let admin = addr_rx.await.expect("admin address");
+    (replica, stop_tx, admin)
+}
+
+#[tokio::test]
+async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
+    let (client, handle) = mock();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let deletion = Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
+        .expect("ts");
+    let server = tokio::spawn(fake_apiserver(
+        handle,
+        log.clone(),
+        None,
+        recovery::record::rfc3339_seconds(deletion),
+        None,
+    ));
+    let (sidecar, stop_tx, admin) = start_replica(client, &[]).await;
     wait_until("the pod deleted", || {
         lock(&log)
             .iter()
@@ -1161,12 +1185,12 @@ fn job_json(rv: &str, state: Option<&RecoveryState>) -> Value {
 
 struct EpisodeHarness {
     ctx: Context,
-    writer: Writer<PodMeta>,
+    writer: Writer<PodMetadata>,
     triggers: futures::channel::mpsc::UnboundedReceiver<PodKey>,
 }
 
 fn episode_context(client: Client, config: EpisodeConfig) -> EpisodeHarness {
-    let writer: Writer<PodMeta> = Writer::default();
+    let writer: Writer<PodMetadata> = Writer::default();
     let (tx, rx) = futures::channel::mpsc::unbounded();
     let ctx =
         context(client, Options::default(), Leadership::always(), NOW).with_episodes(EpisodeGate {
@@ -1200,7 +1224,7 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
     let (client, handle) = mock();
     let mut h = episode_context(client, EpisodeConfig::default());
     // A sibling in the store, last seen on node-a, due since 19:58.
-    let sibling: PodMeta = serde_json::from_value(owned_by_train(json!({
+    let sibling: PodMetadata = serde_json::from_value(owned_by_train(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "sibling", "namespace": "ns", "uid": "uid-2",
                      "annotations": {KEY: "true"}, "deletionTimestamp": "2026-11-21T19:57:00Z"}
@@ -1503,7 +1527,7 @@ enum Agreed {
 }
 
 fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
-    use crate::recovery::episode::PodGate;
+    use crate::recovery::plan::{AfterEpisode, after_episode};
     use crate::status::verdict::PodVerdict as V;
     match verdict {
         V::WaitingForDeadline(d) => Agreed::Deadline(*d),
@@ -1511,11 +1535,12 @@ fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
         V::WaitingForNode => Agreed::Node,
         V::Recorded | V::DueWithoutJob => Agreed::Recover,
         V::Held(_) => Agreed::Held,
-        V::Job { gate, .. } => match gate {
-            PodGate::NewEpisode { .. } | PodGate::Leftover => Agreed::Recover,
-            PodGate::Backoff(at) => Agreed::Backoff(*at),
-            PodGate::LimitExceeded { .. } => Agreed::Limit,
-            PodGate::NotCovered => panic!("status left a due pod undecided"),
+        // The reconciler maps its own pod's gate with the same function.
+        V::Job { gate, .. } => match after_episode(gate) {
+            AfterEpisode::Recover => Agreed::Recover,
+            AfterEpisode::Backoff(at) => Agreed::Backoff(at),
+            AfterEpisode::LimitReached => Agreed::Limit,
+            AfterEpisode::NotCovered => panic!("status left a due pod undecided"),
         },
     }
 }
@@ -1627,7 +1652,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             job.clone(),
                             writes.clone(),
                         ));
-                        let store: Writer<PodMeta> = Writer::default();
+                        let store: Writer<PodMetadata> = Writer::default();
                         let (tx, _rx) = futures::channel::mpsc::unbounded();
                         let options = Options {
                             dry_run,
@@ -1751,21 +1776,6 @@ async fn status_and_reconciler_agree_over_the_state_table() {
 // delete before the Lease is released and `run` returns.
 #[tokio::test]
 async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ReconcileArgs,
-    }
-    let args = Cli::try_parse_from([
-        "jobgate",
-        "--lease-namespace=jobgate",
-        "--leader-election-id=replica-1",
-        "--admin-addr=127.0.0.1:0",
-        "--shutdown-timeout=5s",
-    ])
-    .expect("args")
-    .args;
     let (client, handle) = mock();
     let log = Arc::new(Mutex::new(Vec::new()));
     let deletion = Timestamp::now()
@@ -1776,18 +1786,11 @@ async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
     let server = tokio::spawn(fake_apiserver(
         handle,
         log.clone(),
+        None,
         recovery::record::rfc3339_seconds(deletion),
         Some((arrived_tx, release_rx)),
     ));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let sidecar = tokio::spawn(run_with_client(
-        client,
-        args,
-        async move {
-            let _ = stop_rx.await;
-        },
-        |_| {},
-    ));
+    let (sidecar, stop_tx, _) = start_replica(client, &["--shutdown-timeout=5s"]).await;
     arrived_rx.await.expect("the status patch is sent");
     stop_tx.send(()).expect("stop");
     // SIGTERM is in; the patch answer comes only now.
@@ -2113,7 +2116,7 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
         }
     });
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
-    let writer: Writer<PodMeta> = Writer::default();
+    let writer: Writer<PodMetadata> = Writer::default();
     let driver = tokio::spawn(drive_node_watch(
         Api::<Node>::all(client),
         ctx.clone(),
@@ -2134,4 +2137,94 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
     assert_eq!(ctx.metrics.disrupted_zones.get(), 0);
     driver.abort();
     server.abort();
+}
+
+// One retry level: a Job whose state write always meets a newer resourceVersion is read once per
+// attempt of the reconcile (pod, node and Job read again each time, never a stale decision), and
+// the reconcile ends in the conflicts error for the error policy. It used to be read up to
+// 4 × 5 times.
+#[tokio::test]
+async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
+    let (client, mut handle) = mock();
+    let requests = Arc::new(Mutex::new(Vec::<String>::new()));
+    let server = tokio::spawn({
+        let requests = requests.clone();
+        async move {
+            while let Some((request, send)) = handle.next_request().await {
+                let line = format!("{} {}", request.method(), request.uri().path());
+                lock(&requests).push(line.clone());
+                let (status, body) = match line.as_str() {
+                    l if l == format!("GET {POD_PATH}") => {
+                        (200, owned_by_train(running_pod("100")))
+                    }
+                    l if l == format!("GET {NODE_PATH}") => (200, node_json("node-a", true)),
+                    l if l == format!("GET {JOB_PATH}") => (200, job_json("7", None)),
+                    _ => (409, status_body(409, "Conflict")),
+                };
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .header("content-type", "application/json")
+                        .body(Body::from(serde_json::to_vec(&body).expect("json")))
+                        .expect("response"),
+                );
+            }
+        }
+    });
+    let h = episode_context(client, EpisodeConfig::default());
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        reconcile_pod(&h.ctx, &PodKey::new("ns", "pod")),
+    )
+    .await
+    .expect("reconcile hung")
+    .expect_err("conflicts");
+    server.abort();
+    assert_eq!(err.metric_label(), "reconcile_conflicts");
+    let requests = lock(&requests).clone();
+    let count = |line: String| requests.iter().filter(|r| **r == line).count();
+    let attempts = CONFLICT_ATTEMPTS as usize;
+    assert_eq!(count(format!("GET {JOB_PATH}")), attempts, "{requests:?}");
+    assert_eq!(count(format!("PATCH {JOB_PATH}")), attempts, "{requests:?}");
+    assert_eq!(count(format!("GET {POD_PATH}")), attempts, "{requests:?}");
+    assert_eq!(requests.len(), 4 * attempts, "{requests:?}");
+}
+
+// Standbys watch nothing: with another replica holding a live Lease, a replica sends only its
+// election rounds (a Lease read every retry period) and lists or watches no pod and no node, so
+// three replicas hold one copy of the cluster's pods and nodes, not three. It is ready (a
+// follower) and reports itself not leader.
+#[tokio::test]
+async fn a_standby_opens_no_watch_and_lists_nothing() {
+    let (client, handle) = mock();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let server = tokio::spawn(fake_apiserver(
+        handle,
+        log.clone(),
+        Some(lease_json("replica-0", "5", 0)),
+        NOW.to_string(),
+        None,
+    ));
+    let (standby, stop_tx, admin) = start_replica(client, &[]).await;
+    // Two election rounds (retry period 2 s), well within the Lease's 15 s.
+    wait_until("two election rounds", || {
+        lock(&log)
+            .iter()
+            .filter(|l| **l == format!("GET {LEASE_PATH}"))
+            .count()
+            >= 2
+    })
+    .await;
+    let ready = http_get(admin, "/readyz").await;
+    let metrics = http_get(admin, "/metrics").await;
+    stop_tx.send(()).expect("stop");
+    standby.await.expect("join").expect("run");
+    server.abort();
+    let log = lock(&log).clone();
+    assert!(
+        log.iter().all(|l| *l == format!("GET {LEASE_PATH}")),
+        "a standby sent more than Lease reads: {log:?}"
+    );
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    assert!(metrics.contains("jobgate_recovery_leader 0"), "{metrics}");
 }

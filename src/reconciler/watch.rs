@@ -1,6 +1,8 @@
 //! The two watch drivers: the metadata-only pod watch (filtered on arrival into the store of
 //! eligible pods) and the node watch (the node cache and its rising edges). Both send the pods to
-//! reconcile to the trigger channel and set readiness once synced.
+//! reconcile to the trigger channel and set readiness once synced. They run only while this
+//! replica leads ([`drive_watches_while_leading`]): a standby holds no watch and no copy of the
+//! cluster's pods or nodes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,10 +15,76 @@ use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::context::{Context, lock};
-use super::filter::{self, PodKey, PodMeta};
-use super::node_cache;
+use super::filter::{self, PodKey, PodMetadata};
+use super::lease::Role;
+use super::node_cache::{self, NodeCache};
 use crate::admin::Readiness;
 use crate::recovery::brake;
+
+/// Runs the pod and node watches while `role` says this replica leads, and stops them when it
+/// no longer does, forgetting what they built (the store of eligible pods, the node cache, the
+/// per-pod state): the next leadership starts from a fresh list. Readiness: a follower is ready
+/// once its first election round ended; a leader once both watches have listed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn drive_watches_while_leading(
+    pods: Api<PodMetadata>,
+    nodes: Api<Node>,
+    mut writer: Writer<PodMetadata>,
+    ctx: Arc<Context>,
+    triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
+    readiness: Readiness,
+    mut role: tokio::sync::watch::Receiver<Role>,
+) {
+    let pods_synced = Arc::new(AtomicBool::new(false));
+    loop {
+        let current = *role.borrow_and_update();
+        match current {
+            Role::Candidate => readiness.set(false),
+            Role::Following => readiness.set(true),
+            Role::Leading => {
+                readiness.set(false);
+                let store = writer.as_reader();
+                let watches = futures::future::join(
+                    drive_pod_watch(
+                        pods.clone(),
+                        watcher::Config::default(),
+                        &mut writer,
+                        ctx.clone(),
+                        triggers.clone(),
+                        pods_synced.clone(),
+                        readiness.clone(),
+                    ),
+                    drive_node_watch(
+                        nodes.clone(),
+                        ctx.clone(),
+                        store,
+                        triggers.clone(),
+                        pods_synced.clone(),
+                        readiness.clone(),
+                    ),
+                );
+                tokio::select! {
+                    _ = watches => {}
+                    changed = role.wait_for(|r| *r != Role::Leading) => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                }
+                tracing::info!("not leading: watches stopped");
+                pods_synced.store(false, Ordering::SeqCst);
+                writer.apply_watcher_event(&watcher::Event::Init);
+                writer.apply_watcher_event(&watcher::Event::InitDone);
+                *lock(&ctx.nodes) = NodeCache::default();
+                ctx.retain(&HashSet::new());
+                continue;
+            }
+        }
+        if role.changed().await.is_err() {
+            return;
+        }
+    }
+}
 
 fn update_readiness(ctx: &Context, pods_synced: &AtomicBool, readiness: &Readiness) {
     readiness.set(pods_synced.load(Ordering::SeqCst) && ctx.nodes_synced());
@@ -26,9 +94,9 @@ fn update_readiness(ctx: &Context, pods_synced: &AtomicBool, readiness: &Readine
 /// keeps eligible pods in `writer`'s store, forgets the rest, and sends pods to reconcile to
 /// `triggers` (pods of a (re)list only once the list is complete and the store swapped in).
 pub async fn drive_pod_watch(
-    api: Api<PodMeta>,
+    api: Api<PodMetadata>,
     watch_config: watcher::Config,
-    mut writer: Writer<PodMeta>,
+    writer: &mut Writer<PodMetadata>,
     ctx: Arc<Context>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     pods_synced: Arc<AtomicBool>,
@@ -84,7 +152,7 @@ pub async fn drive_pod_watch(
 pub(crate) async fn drive_node_watch(
     api: Api<Node>,
     ctx: Arc<Context>,
-    store: Store<PodMeta>,
+    store: Store<PodMetadata>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
     pods_synced: Arc<AtomicBool>,
     readiness: Readiness,

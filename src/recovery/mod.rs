@@ -20,6 +20,7 @@ pub(crate) mod backoff;
 pub(crate) mod brake;
 pub(crate) mod episode;
 mod facts;
+pub(crate) mod plan;
 pub(crate) mod record;
 
 #[cfg(test)]

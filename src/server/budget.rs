@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Bodies up to this size may use the reserve (an ordinary Job's review is a few KiB; a 1 MiB
@@ -69,6 +70,10 @@ pub(crate) struct MemoryBudget {
 #[derive(Debug)]
 struct Inner {
     limits: BudgetLimits,
+    /// `jobgate_admission_body_bytes_reserved`: every body reservation adds its bytes and takes
+    /// them away again when dropped, so the gauge is exact at rest whatever path (early answer,
+    /// timeout, cancelled request, panic) the reservation left by.
+    body_bytes_reserved: Gauge,
     large: Arc<Semaphore>,
     reserve: Arc<Semaphore>,
     review: Arc<Semaphore>,
@@ -93,6 +98,8 @@ pub(crate) struct OverBudget {
 pub(crate) struct Reservation {
     permit: Option<OwnedSemaphorePermit>,
     large: bool,
+    /// Bytes this reservation added to `body_bytes_reserved` (0 for the review budget).
+    counted: i64,
     budget: MemoryBudget,
 }
 
@@ -101,11 +108,13 @@ fn units(bytes: usize) -> u32 {
 }
 
 impl MemoryBudget {
-    pub(crate) fn new(limits: BudgetLimits) -> MemoryBudget {
+    /// A budget that keeps `body_bytes_reserved` equal to the body bytes it has reserved.
+    pub(crate) fn new(limits: BudgetLimits, body_bytes_reserved: Gauge) -> MemoryBudget {
         let large = limits.body_bytes.saturating_sub(limits.reserve_bytes);
         MemoryBudget {
             inner: Arc::new(Inner {
                 limits,
+                body_bytes_reserved,
                 large: Arc::new(Semaphore::new(units(large) as usize)),
                 reserve: Arc::new(Semaphore::new(units(limits.reserve_bytes) as usize)),
                 review: Arc::new(Semaphore::new(units(
@@ -122,7 +131,8 @@ impl MemoryBudget {
         self.inner.limits
     }
 
-    /// Bytes of request bodies reserved now (the `jobgate_admission_body_bytes_reserved` gauge).
+    /// Bytes of request bodies reserved now, read off the semaphores.
+    #[cfg(test)]
     pub(crate) fn reserved_bytes(&self) -> usize {
         let held = |s: &Semaphore, total: usize| total.saturating_sub(s.available_permits());
         let l = self.inner.limits;
@@ -139,7 +149,7 @@ impl MemoryBudget {
         if bytes <= SMALL_BODY
             && let Ok(permit) = self.inner.reserve.clone().try_acquire_many_owned(n)
         {
-            return Ok(self.reservation(permit, false));
+            return Ok(self.body_reservation(permit, n, false));
         }
         let large = bytes > SMALL_BODY;
         match self
@@ -150,7 +160,7 @@ impl MemoryBudget {
                 if large {
                     self.inner.trim_pending.store(true, Ordering::Relaxed);
                 }
-                Ok(self.reservation(permit, large))
+                Ok(self.body_reservation(permit, n, large))
             }
             None => Err(self.refused()),
         }
@@ -187,8 +197,22 @@ impl MemoryBudget {
         Reservation {
             permit: Some(permit),
             large,
+            counted: 0,
             budget: self.clone(),
         }
+    }
+
+    fn body_reservation(
+        &self,
+        permit: OwnedSemaphorePermit,
+        units: u32,
+        large: bool,
+    ) -> Reservation {
+        let counted = i64::from(units) * UNIT as i64;
+        self.inner.body_bytes_reserved.inc_by(counted);
+        let mut reservation = self.reservation(permit, large);
+        reservation.counted = counted;
+        reservation
     }
 
     fn refused(&self) -> OverBudget {
@@ -216,6 +240,7 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         // Release the bytes before asking whether the budget is idle.
         drop(self.permit.take());
+        self.budget.inner.body_bytes_reserved.dec_by(self.counted);
         if self.large {
             self.budget.large_released();
         }
@@ -228,17 +253,51 @@ mod tests {
 
     const MIB: usize = 1024 * 1024;
 
+    fn gauge(b: &MemoryBudget) -> i64 {
+        b.inner.body_bytes_reserved.get()
+    }
+
+    /// The gauge follows the reservations on every path: kept, refused, and dropped by a task
+    /// that panics while holding them.
+    #[tokio::test]
+    async fn the_gauge_returns_to_zero_after_refusals_and_panics() {
+        let b = budget(10);
+        let held: Vec<_> = futures::future::join_all((0..3).map(|_| b.reserve_body(7 * MIB)))
+            .await
+            .into_iter()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(gauge(&b), 21 * MIB as i64);
+        assert!(b.reserve_body(7 * MIB).await.is_err());
+        assert_eq!(gauge(&b), 21 * MIB as i64);
+        let panicking = tokio::spawn({
+            let b = b.clone();
+            async move {
+                let _small = b.reserve_body(64 * 1024).await;
+                let _review = b.reserve_review(64 * 1024).await;
+                panic!("a review that panics while holding its reservations");
+            }
+        });
+        assert!(panicking.await.unwrap_err().is_panic());
+        assert_eq!(gauge(&b), 21 * MIB as i64);
+        drop(held);
+        assert_eq!(gauge(&b), 0);
+    }
+
     fn budget(wait_ms: u64) -> MemoryBudget {
         budget_with(wait_ms, wait_ms)
     }
 
     fn budget_with(wait_ms: u64, review_wait_ms: u64) -> MemoryBudget {
-        MemoryBudget::new(BudgetLimits::new(
-            32 * MIB,
-            7 * MIB,
-            Duration::from_millis(wait_ms),
-            Duration::from_millis(review_wait_ms),
-        ))
+        MemoryBudget::new(
+            BudgetLimits::new(
+                32 * MIB,
+                7 * MIB,
+                Duration::from_millis(wait_ms),
+                Duration::from_millis(review_wait_ms),
+            ),
+            Gauge::default(),
+        )
     }
 
     #[tokio::test]
@@ -260,9 +319,11 @@ mod tests {
             .map(|r| r.unwrap())
             .collect();
         assert_eq!(b.reserved_bytes(), 21 * MIB + 100 * 64 * 1024);
+        assert_eq!(gauge(&b), b.reserved_bytes() as i64);
         drop(small);
         drop(held);
         assert_eq!(b.reserved_bytes(), 0);
+        assert_eq!(gauge(&b), 0);
         // The burst is over: the next refusal is logged again.
         let again: Vec<_> = futures::future::join_all((0..3).map(|_| b.reserve_body(7 * MIB)))
             .await

@@ -43,6 +43,16 @@ pub struct WarningLabels {
     pub kind: &'static str,
 }
 
+/// The `code` values of `jobgate_admission_rejected_requests_total` (`rejection::status_label`).
+pub(crate) const REJECTION_CODES: [&str; 9] = [
+    "400", "404", "405", "408", "413", "415", "429", "500", "other",
+];
+
+/// The kinds and operations the webhook rules send (deploy/base): the series a fresh install
+/// shows as 0.
+const REVIEWED_KINDS: [&str; 2] = ["Job", "CronJob"];
+const REVIEWED_OPERATIONS: [&str; 2] = ["CREATE", "UPDATE"];
+
 /// Labels of `jobgate_admission_rejected_requests_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectionLabels {
@@ -115,7 +125,45 @@ impl ServerMetrics {
             "Request-body bytes reserved from the memory budget now (--body-memory-budget)",
             metrics.body_bytes_reserved.clone(),
         );
+        metrics.start_at_zero();
         metrics
+    }
+
+    /// Creates every series the shipped alerts and dashboard read, at 0, for the label values
+    /// known up front: a fresh install shows 0 (and rates of 0), not "No data", and an alert
+    /// on `rate(...) > 0` sees its first increase.
+    fn start_at_zero(&self) {
+        for endpoint in crate::admission::Endpoint::ALL.map(crate::admission::Endpoint::label) {
+            self.duration
+                .get_or_create_owned(&EndpointLabels { endpoint });
+            for code in REJECTION_CODES {
+                self.rejected
+                    .get_or_create_owned(&RejectionLabels { endpoint, code });
+            }
+            for kind in REVIEWED_KINDS {
+                self.warnings
+                    .get_or_create_owned(&WarningLabels { endpoint, kind });
+                for operation in REVIEWED_OPERATIONS {
+                    // Only the mutating endpoints patch.
+                    let patched: &[&str] = if endpoint == "validate" {
+                        &["false"]
+                    } else {
+                        &["false", "true"]
+                    };
+                    for (allowed, patched) in [("true", patched), ("false", &["false"][..])] {
+                        for &patched in patched {
+                            self.requests.get_or_create_owned(&RequestLabels {
+                                endpoint,
+                                kind,
+                                operation,
+                                allowed,
+                                patched,
+                            });
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -134,6 +182,75 @@ impl RequestLabels {
             operation: summary.operation,
             allowed: bool_label(summary.allowed),
             patched: bool_label(summary.patched),
+        }
+    }
+}
+
+/// One review counted in `jobgate_admission_in_flight_requests` for as long as it lives: the
+/// gauge goes down on every path, a cancelled request or a panic included.
+pub(crate) struct InFlight(Gauge);
+
+impl InFlight {
+    pub(crate) fn enter(gauge: &Gauge) -> InFlight {
+        gauge.inc();
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(registry: &Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).expect("encode");
+        text
+    }
+
+    #[test]
+    fn a_fresh_server_exports_zero_for_every_series_an_alert_or_panel_reads() {
+        let mut registry = Registry::default();
+        ServerMetrics::register(&mut registry);
+        let text = encoded(&registry);
+        for line in [
+            r#"jobgate_admission_rejected_requests_total{endpoint="validate",code="429"} 0"#,
+            r#"jobgate_admission_rejected_requests_total{endpoint="mutate",code="500"} 0"#,
+            r#"jobgate_admission_requests_total{endpoint="validate",kind="Job",operation="CREATE",allowed="false",patched="false"} 0"#,
+            r#"jobgate_admission_requests_total{endpoint="mutate-recovery",kind="CronJob",operation="UPDATE",allowed="true",patched="true"} 0"#,
+            r#"jobgate_admission_warnings_total{endpoint="validate",kind="CronJob"} 0"#,
+            r#"jobgate_admission_duration_seconds_count{endpoint="mutate"} 0"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+        // The validating endpoint never patches: no series that could only mislead.
+        assert!(!text.contains(
+            r#"endpoint="validate",kind="Job",operation="CREATE",allowed="true",patched="true""#
+        ));
+        // 3 endpoints x 9 codes.
+        assert_eq!(
+            text.matches("jobgate_admission_rejected_requests_total{")
+                .count(),
+            27
+        );
+    }
+
+    #[test]
+    fn every_rejection_code_is_one_status_label_gives() {
+        for code in REJECTION_CODES.iter().filter(|c| **c != "other") {
+            let status = code
+                .parse()
+                .ok()
+                .and_then(|n| axum::http::StatusCode::from_u16(n).ok());
+            assert_eq!(
+                status.map(super::super::rejection::status_label),
+                Some(*code)
+            );
         }
     }
 }

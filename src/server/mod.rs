@@ -4,7 +4,10 @@
 pub(crate) mod allocator;
 pub(crate) mod budget;
 pub(crate) mod expiry;
+pub(crate) mod extract;
+pub mod linger;
 pub mod metrics;
+pub(crate) mod rejection;
 pub mod reload;
 pub mod tls;
 pub(crate) mod webhook;
@@ -16,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum_server::Handle;
-use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use hyper_util::rt::TokioTimer;
 use prometheus_client::registry::Registry;
@@ -112,7 +114,8 @@ fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
     Ok(listener)
 }
 
-/// The webhook port's server: rustls with a handshake timeout, TCP_NODELAY, HTTP/1.1 keep-alive
+/// The webhook port's server: rustls with a handshake timeout, TCP_NODELAY, a lingering close
+/// (`linger`), HTTP/1.1 keep-alive
 /// with a header read timeout, HTTP/2 keep-alive pings and a stream limit. `examples/ceiling.rs`
 /// uses it too, so the load test's ceiling differs from `serve` only in what it answers.
 pub fn https_server(
@@ -120,12 +123,12 @@ pub fn https_server(
     tls: RustlsConfig,
     handshake_timeout: Duration,
     header_read_timeout: Duration,
-) -> std::io::Result<axum_server::Server<SocketAddr, RustlsAcceptor<NoDelayAcceptor>>> {
+) -> std::io::Result<axum_server::Server<SocketAddr, RustlsAcceptor<linger::LingerAcceptor>>> {
     // TCP_NODELAY: a review is one small request and one small answer; without it, HTTP/2's
     // separate HEADERS and DATA writes wait on delayed ACKs (~40 ms p99 under load).
     let acceptor = RustlsAcceptor::new(tls)
         .handshake_timeout(handshake_timeout)
-        .acceptor(NoDelayAcceptor::new());
+        .acceptor(linger::LingerAcceptor);
     let mut server = axum_server::from_tcp(listener)?.acceptor(acceptor);
     server
         .http_builder()
@@ -192,30 +195,29 @@ pub async fn serve(
         registry: Arc::new(registry),
     };
 
-    let (admin_stop_tx, admin_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let admin_listener =
         tokio::net::TcpListener::from_std(admin_listener).map_err(ServeError::Serve)?;
-    let admin_task = tokio::spawn(async move {
-        let app = crate::admin::router(admin_state);
-        axum::serve(admin_listener, app)
-            .with_graceful_shutdown(async {
-                let _ = admin_stop_rx.await;
-            })
-            .await
-    });
+    let admin = crate::admin::AdminServer::spawn(admin_listener, admin_state);
 
     let app = webhook::router(webhook::WebhookState {
         config: Arc::new(options.rules.clone()),
+        limits: extract::BodyLimits {
+            body_timeout: options.body_timeout,
+            max_body_bytes: webhook::MAX_BODY_BYTES,
+            budget: budget::MemoryBudget::new(
+                budget::BudgetLimits::new(
+                    options.body_memory_budget,
+                    webhook::MAX_BODY_BYTES,
+                    options.body_budget_wait,
+                    // A body already read may wait for review as long as a client may take to
+                    // send it.
+                    options.body_timeout,
+                ),
+                metrics.body_bytes_reserved.clone(),
+            ),
+        },
         metrics,
-        body_timeout: options.body_timeout,
-        max_body_bytes: webhook::MAX_BODY_BYTES,
-        budget: budget::MemoryBudget::new(budget::BudgetLimits::new(
-            options.body_memory_budget,
-            webhook::MAX_BODY_BYTES,
-            options.body_budget_wait,
-            // A body already read may wait for review as long as a client may take to send it.
-            options.body_timeout,
-        )),
+        reviewer: crate::admission::review,
     });
     let handle: Handle<SocketAddr> = Handle::new();
     let rustls_config = RustlsConfig::from_config(tls_config);
@@ -244,7 +246,7 @@ pub async fn serve(
         result = wait(server_task) => {
             // The server stopped on its own: an accept-loop failure.
             readiness.set(false);
-            let _ = admin_stop_tx.send(());
+            admin.stop().await;
             return result;
         }
     }
@@ -268,8 +270,7 @@ pub async fn serve(
             "connections still open after the shutdown timeout"
         );
     }
-    let _ = admin_stop_tx.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(1), admin_task).await;
+    admin.stop().await;
     tracing::info!("stopped");
     Ok(())
 }

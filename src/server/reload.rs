@@ -68,6 +68,12 @@ impl ReloadMetrics {
             "notAfter of the served certificate, in seconds since the Unix epoch",
             metrics.expiration.clone(),
         );
+        // Both results exist from the start: a fresh install shows 0 reloads, not "No data".
+        for result in ["success", "failure"] {
+            metrics
+                .reloads
+                .get_or_create_owned(&ReloadLabels { result });
+        }
         metrics
     }
 

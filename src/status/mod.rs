@@ -6,6 +6,7 @@
 //! the reconciler's own decision ([`verdict`]: `recovery::decide`, the episode decision), so it is
 //! by construction what `jobgate reconcile` with the same flags does; [`render`] prints it.
 
+pub(crate) mod json;
 pub(crate) mod render;
 pub(crate) mod snapshot;
 pub(crate) mod verdict;
@@ -45,6 +46,19 @@ pub struct StatusArgs {
     pub(crate) lease_name: String,
     #[arg(long, env = "JOBGATE_LEASE_NAMESPACE", default_value = DEFAULT_LEASE_NAMESPACE)]
     pub(crate) lease_namespace: String,
+    /// Output format: the tables, or one JSON document.
+    #[arg(long, short = 'o', value_enum, default_value_t = StatusOutput::Text)]
+    pub(crate) output: StatusOutput,
+}
+
+/// `jobgate status --output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum StatusOutput {
+    /// the leader line and two tables
+    #[default]
+    Text,
+    /// one JSON document: leader, jobs, pods
+    Json,
 }
 
 /// Why `jobgate status` could not read the cluster.
@@ -83,6 +97,10 @@ pub async fn run(args: StatusArgs) -> Result<(), StatusError> {
         &args.lease_name,
     )
     .await?;
-    print!("{}", render(&snapshot, &options, Timestamp::now()));
+    let now = Timestamp::now();
+    match args.output {
+        StatusOutput::Text => print!("{}", render(&snapshot, &options, now)),
+        StatusOutput::Json => println!("{:#}", json::render_json(&snapshot, &options, now)),
+    }
     Ok(())
 }

@@ -489,3 +489,28 @@ fn status_names_the_workload_deactivation_at_the_limit() {
         "{text}"
     );
 }
+
+#[test]
+fn json_output_carries_the_same_leader_jobs_and_verdicts_as_the_tables() {
+    let now = ts("2026-11-21T03:03:00Z");
+    let snap = snapshot();
+    let text = render(&snap, &options(), now);
+    let v = super::json::render_json(&snap, &options(), now);
+    assert_eq!(v["leader"]["summary"], text.lines().next().unwrap_or(""));
+    let pods = v["pods"].as_array().expect("pods");
+    assert!(!pods.is_empty());
+    for p in pods {
+        let (name, status) = (p["name"].as_str().unwrap(), p["status"].as_str().unwrap());
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!(" {name} ")) && l.trim_end().ends_with(status)),
+            "{name}: {status}\n{text}"
+        );
+    }
+    let jobs = v["jobs"].as_array().expect("jobs");
+    assert!(!jobs.is_empty());
+    for j in jobs {
+        let name = j["name"].as_str().unwrap();
+        assert!(text.contains(name), "{name}");
+    }
+}

@@ -1,19 +1,20 @@
-//! What the reconciler would do with each opted-in terminating pod, computed with the
-//! reconciler's own pure decisions: [`recovery::decide`] for the pod (deadline first, then the
-//! node), [`recovery::recovery_recorded`] for a recovery already on the pod, and
-//! [`decide_episode`] + [`pod_gate`] for its Job. Nothing here decides on its own.
+//! What the reconciler would do with each opted-in terminating pod: the reconciler's own plan
+//! ([`plan::plan`]: the pod's decision, a recovery already recorded, the partition brake) and,
+//! for a due pod of a Job, [`decide_episode`] + [`pod_gate`] over the Job's due pods. Nothing
+//! here decides on its own.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
 
 use super::Snapshot;
-use crate::recovery::brake::{self, BrakeConfig, BrakeDecision, Disruption};
+use crate::recovery::brake::{self, BrakeConfig, Disruption};
 use crate::recovery::episode::{
     DuePod, EpisodeConfig, JobKey, JobView, PodGate, RecoveryState, decide_episode, group_by_job,
     job_owner, pod_gate,
 };
-use crate::recovery::{self, Decision, Ignored, NodeFacts};
+use crate::recovery::plan::{self, Plan, PlanFacts};
+use crate::recovery::{self, Ignored, NodeFacts};
 
 /// The settings of the decisions (the reconciler's flags, see `RecoveryArgs`).
 #[derive(Debug, Clone)]
@@ -46,21 +47,21 @@ impl NodeState {
 /// What the reconciler does with a pod on its next pass.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PodVerdict {
-    /// `Decision::RequeueAt`.
+    /// `Plan::WaitForDeadline`.
     WaitingForDeadline(Timestamp),
-    /// `Decision::Ignore(NotScheduled)`.
+    /// `Plan::Ignore(NotScheduled)`.
     NotScheduled,
-    /// `Decision::Ignore(NodeNotFound)`.
+    /// `Plan::Ignore(NodeNotFound)`.
     NodeMissing,
-    /// `Decision::WaitForNode`.
+    /// `Plan::WaitForNode`.
     WaitingForNode,
-    /// `Decision::Recover` on a pod whose recovery is recorded: only the delete is left.
+    /// `Plan::Recover` on a pod whose recovery is recorded: only the delete is left.
     Recorded,
-    /// `Decision::Recover` held by the partition brake (`brake::brake` says `Hold`).
+    /// `Plan::Hold`: the partition brake holds the pod's zone.
     Held(Disruption),
-    /// `Decision::Recover` on a pod without a Job: no episode, no backoff.
+    /// `Plan::Recover` on a pod without a Job: no episode, no backoff.
     DueWithoutJob,
-    /// `Decision::Recover` on a pod of a Job: what the Job's episode decision says, with the
+    /// `Plan::AskJob`: what the Job's episode decision says, with the
     /// Job's recorded episode count.
     Job { gate: PodGate, count: u32 },
 }
@@ -135,39 +136,40 @@ pub(crate) fn pod_rows(
             (Some(_), Some(n)) if recovery::is_unreachable(n) => NodeState::Unreachable,
             (Some(_), Some(_)) => NodeState::Reachable,
         };
-        // The reconciler's brake, without its memory of the zone's last throttled release.
-        let held =
-            node.as_ref().and_then(
-                |n| match brake::brake(n, &zones, None, now, &options.brake) {
-                    BrakeDecision::Hold(d) => Some(d),
-                    _ => None,
-                },
-            );
+        // The reconciler's plan, without its memory of the zone's last throttled release.
+        let facts_of = PlanFacts {
+            pod: &facts,
+            node: node.as_ref(),
+            zones: &zones,
+            last_release: None,
+            job: job.as_ref(),
+            now,
+        };
         let mut due = None;
-        let verdict = match recovery::decide(&facts, node.as_ref(), now, config) {
-            Decision::RequeueAt(at) => PodVerdict::WaitingForDeadline(at),
-            Decision::Ignore(Ignored::NotScheduled) => PodVerdict::NotScheduled,
+        let verdict = match plan::plan(facts_of, config, &options.brake) {
+            Plan::WaitForDeadline(at) => PodVerdict::WaitingForDeadline(at),
+            Plan::Ignore(Ignored::NotScheduled) => PodVerdict::NotScheduled,
             // Eligible pods are opted in and terminating: only a missing node is left.
-            Decision::Ignore(_) => PodVerdict::NodeMissing,
-            Decision::WaitForNode { .. } => PodVerdict::WaitingForNode,
-            Decision::Recover(_) if recovery::recovery_recorded(&facts) => PodVerdict::Recorded,
-            Decision::Recover(r) => match (held, &job) {
-                (Some(d), _) => PodVerdict::Held(d),
-                (None, None) => PodVerdict::DueWithoutJob,
-                (None, Some(_)) => {
-                    due = Some(DuePod {
-                        namespace: namespace.clone(),
-                        name: pod.metadata.name.clone().unwrap_or_default(),
-                        node: r.node.clone(),
-                        deadline: r.deadline,
-                    });
-                    // Filled in below, once every due pod of the Job is known.
-                    PodVerdict::Job {
-                        gate: PodGate::NotCovered,
-                        count: 0,
-                    }
+            Plan::Ignore(_) => PodVerdict::NodeMissing,
+            Plan::WaitForNode { .. } => PodVerdict::WaitingForNode,
+            Plan::Recover { recorded: true, .. } => PodVerdict::Recorded,
+            Plan::Hold { disruption, .. } => PodVerdict::Held(disruption),
+            Plan::Recover {
+                recorded: false, ..
+            } => PodVerdict::DueWithoutJob,
+            Plan::AskJob { recovery: r, .. } => {
+                due = Some(DuePod {
+                    namespace: namespace.clone(),
+                    name: pod.metadata.name.clone().unwrap_or_default(),
+                    node: r.node.clone(),
+                    deadline: r.deadline,
+                });
+                // Filled in below, once every due pod of the Job is known.
+                PodVerdict::Job {
+                    gate: PodGate::NotCovered,
+                    count: 0,
                 }
-            },
+            }
         };
         rows.push((
             PodRow {

@@ -11,6 +11,7 @@
 #   CERT_MANAGER  cert-manager release for OVERLAY=cert-manager (default v1.16.2)
 #   CHECK_OUTAGE  1 to also scale jobgate to 0 and check the failure policies (default 1)
 #   KEEP          1 to leave the test namespaces behind (default 0)
+#   NS            the namespace jobgate is installed into (default jobgate-system)
 #
 # What it does, in order:
 #   1. builds the image (Dockerfile) and loads it into kind;
@@ -34,7 +35,8 @@ OVERLAY=${OVERLAY:-self-signed}
 CERT_MANAGER=${CERT_MANAGER:-v1.16.2}
 CHECK_OUTAGE=${CHECK_OUTAGE:-1}
 KEEP=${KEEP:-0}
-NS=jobgate-system
+# Any namespace: the e2e overlay sets it with one `namespace:` line, as a platform team would.
+NS=${NS:-jobgate-system}
 TEST_NS=jobgate-e2e
 RECOVERY_NS=jobgate-e2e-recovery
 
@@ -85,11 +87,11 @@ server_minor=$(kubectl version -o json | jq -r '.serverVersion.major + "." + (.s
 cat >"$work/e2e/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
+namespace: $NS
 resources:
   - ../deploy/overlays/$OVERLAY
 configMapGenerator:
   - name: jobgate-kubernetes
-    namespace: $NS
     behavior: replace
     literals:
       - JOBGATE_KUBERNETES_VERSION=$server_minor

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod kustomize;
+
 pub struct Jobgate {
     pub child: Child,
     pub port: u16,
@@ -160,4 +162,35 @@ pub fn post_file(jg: &Jobgate, path: &str, file: &Path, http: &str) -> Reply {
         &data,
         &jg.url(path),
     ])
+}
+
+/// A rustls client configuration that trusts `jg`'s dev CA and offers `alpn` (`b"h2"`,
+/// `b"http/1.1"`), for tests that drive TLS themselves.
+pub fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConfig {
+    jobgate::server::tls::install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(&jg.ca).expect("dev CA");
+    use rustls::pki_types::pem::PemObject;
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(cert.expect("CA certificate")).expect("add CA");
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config
+}
+
+/// The `*.request.json` AdmissionReviews under `tests/fixtures/<dir>`, in name order.
+pub fn fixture_requests(dir: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".request.json"))
+        .collect();
+    paths.sort();
+    paths
 }

@@ -14,17 +14,43 @@ fn versions_1_33_to_1_37_parse_and_print_as_major_minor() {
     assert_eq!(all, ["1.33", "1.34", "1.35", "1.36", "1.37"]);
     assert_eq!(v("v1.36"), KubernetesVersion::V1_36);
     assert_eq!(v(" 1.33 "), KubernetesVersion::V1_33);
+    // As `kubectl version` prints a server: patch, and a semver pre-release or build suffix.
+    for printed in [
+        "1.35.2",
+        "v1.35.0",
+        "v1.35.2+k3s1",
+        "v1.35.2-eks-1d9b4d9",
+        "v1.35.10-gke.1200",
+    ] {
+        assert_eq!(v(printed), KubernetesVersion::V1_35, "{printed}");
+    }
     assert_eq!(KubernetesVersion::default(), KubernetesVersion::V1_37);
 }
 
 #[test]
 fn versions_outside_the_range_or_not_major_minor_are_errors_naming_the_range() {
     for bad in [
-        "1.32", "1.38", "2.35", "1.36.2", "1", "1.", ".36", "1.x", "", "v", "1.036", "1.-1",
+        "1.32",
+        "1.38",
+        "2.35",
+        "1.36.x",
+        "1.36.",
+        "1.36.2.1",
+        "1.36+k3s1",
+        "1.36.2+",
+        "1",
+        "1.",
+        ".36",
+        "1.x",
+        "",
+        "v",
+        "1.036",
+        "1.-1",
+        "v1.38.0",
     ] {
         let e = KubernetesVersion::parse(bad).unwrap_err();
         assert!(
-            e.contains("expected MAJOR.MINOR from 1.33 to 1.37"),
+            e.contains("expected MAJOR.MINOR[.PATCH] from 1.33 to 1.37"),
             "{bad:?}: {e}"
         );
     }

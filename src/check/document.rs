@@ -1,0 +1,435 @@
+//! One document through the chain the cluster runs: kube-apiserver's strict decoding (unknown
+//! and duplicate fields, as `kubectl apply --validate` asks for), the mutating webhook as the
+//! deployed configuration calls it, the apiserver's defaulting, then `/validate`.
+
+use serde_json::Value;
+
+use super::input::Unreadable;
+use super::locate::{Positions, segments};
+use super::report::{Checked, Ignored, Located, Location, Report};
+use crate::job::review::{self, Finding, Source};
+use crate::job::{self, Config, JobObject, Kind, Operation, RecoveryScope, defaults, schema};
+
+/// `kubectl --validate`: what happens to unknown and duplicate fields (server-side field
+/// validation, `metav1.FieldValidation{Strict,Warn,Ignore}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum FieldValidation {
+    /// The request is refused (`kubectl apply`'s default).
+    #[default]
+    Strict,
+    /// Accepted with a warning per field.
+    Warn,
+    /// Accepted silently.
+    Ignore,
+}
+
+impl FieldValidation {
+    /// kubectl's values: `strict` (or `true`), `warn`, `ignore` (or `false`).
+    pub(crate) fn parse(s: &str) -> Result<FieldValidation, String> {
+        match s {
+            "strict" | "true" => Ok(FieldValidation::Strict),
+            "warn" => Ok(FieldValidation::Warn),
+            "ignore" | "false" => Ok(FieldValidation::Ignore),
+            other => Err(format!(
+                "invalid - validate option {other:?}; must be one of: strict (or true), warn, ignore (or false)"
+            )),
+        }
+    }
+}
+
+/// How the cluster the documents go to is set up.
+#[derive(Debug, Clone)]
+pub(crate) struct Chain<'a> {
+    pub(crate) config: &'a Config,
+    /// Whether `/mutate` (or `/mutate/recovery`) runs first: `check` runs it, `audit` judges
+    /// objects already stored.
+    pub(crate) mutate: bool,
+    /// Namespaces whose Jobs go to `/mutate/recovery` (labelled
+    /// `jobgate.dev/failure-recovery=enabled` in the deployed configuration).
+    pub(crate) recovery_namespaces: &'a [String],
+    /// The namespace of an object that names none (kubectl's current namespace).
+    pub(crate) default_namespace: &'a str,
+    pub(crate) field_validation: FieldValidation,
+}
+
+impl Chain<'_> {
+    /// Only `/validate`, as for objects already in a cluster.
+    pub(crate) fn validate_only(config: &Config) -> Chain<'_> {
+        Chain {
+            config,
+            mutate: false,
+            recovery_namespaces: &[],
+            default_namespace: "",
+            field_validation: FieldValidation::Ignore,
+        }
+    }
+
+    fn scope(&self, namespace: &str) -> RecoveryScope {
+        if self.recovery_namespaces.iter().any(|n| n == namespace) {
+            RecoveryScope::Namespace
+        } else {
+            RecoveryScope::JobAnnotation
+        }
+    }
+}
+
+/// Where a document (or an item inside one) is: its source's name, the positions of the
+/// document's fields, and the path from the document's root to this value.
+#[derive(Debug, Clone)]
+pub(crate) struct Place<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) positions: &'a Positions,
+    pub(crate) prefix: Vec<String>,
+}
+
+impl<'a> Place<'a> {
+    /// A place with no positions (`audit`: the namespace).
+    pub(crate) fn unpositioned(name: &'a str) -> Place<'a> {
+        static NONE: std::sync::LazyLock<Positions> = std::sync::LazyLock::new(Positions::default);
+        Place {
+            name,
+            positions: &NONE,
+            prefix: Vec::new(),
+        }
+    }
+
+    fn child(&self, segment: impl Into<String>) -> Place<'a> {
+        let mut prefix = self.prefix.clone();
+        prefix.push(segment.into());
+        Place {
+            name: self.name,
+            positions: self.positions,
+            prefix,
+        }
+    }
+
+    /// Where `path` (segments under this place) is written.
+    fn at(&self, path: &[String]) -> Location {
+        let mut full = self.prefix.clone();
+        full.extend_from_slice(path);
+        Location {
+            file: self.name.to_string(),
+            at: self.positions.find(&full),
+        }
+    }
+
+    fn location(&self) -> Location {
+        self.at(&[])
+    }
+
+    fn unreadable(&self, reason: String) -> Unreadable {
+        Unreadable {
+            location: self.location().to_string(),
+            reason,
+        }
+    }
+}
+
+fn str_at<'v>(v: &'v Value, key: &str) -> &'v str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Checks one document (a Job, CronJob, `List`, AdmissionReview, or something to skip).
+pub(crate) fn check_document(
+    place: &Place<'_>,
+    doc: Value,
+    chain: &Chain<'_>,
+    report: &mut Report,
+) {
+    if doc.is_null() {
+        return; // an empty YAML document (`---` alone)
+    }
+    if let Value::Array(items) = doc {
+        for (i, item) in items.into_iter().enumerate() {
+            check_document(&place.child(i.to_string()), item, chain, report);
+        }
+        return;
+    }
+    let api_version = str_at(&doc, "apiVersion");
+    let kind = str_at(&doc, "kind");
+    let batch_v1 = matches!(api_version, "" | "batch/v1");
+    match (kind, Kind::from_kind(kind)) {
+        (_, Some(k)) if batch_v1 => {
+            let decoded = decode(place, k, &doc, chain.field_validation);
+            let object = Object {
+                operation: Operation::Create,
+                kind: k,
+                doc,
+                old_doc: None,
+                namespace_hint: String::new(),
+                name_hint: String::new(),
+            };
+            check_object(place, object, decoded, chain, report)
+        }
+        ("AdmissionReview", _) if api_version.starts_with("admission.k8s.io/") => {
+            check_review(place, doc, chain, report)
+        }
+        (k, _) if k.ends_with("List") && doc.get("items").is_some_and(Value::is_array) => {
+            let items = place.child("items");
+            if let Some(Value::Array(list)) = doc.get("items").cloned() {
+                for (i, item) in list.into_iter().enumerate() {
+                    check_document(&items.child(i.to_string()), item, chain, report);
+                }
+            }
+        }
+        _ => report.ignored.push(Ignored {
+            location: place.location().to_string(),
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            name: doc
+                .get("metadata")
+                .map(|m| str_at(m, "name").to_string())
+                .unwrap_or_default(),
+        }),
+    }
+}
+
+/// kube-apiserver's strict decoding of a document as `kind`: unknown fields from the schema,
+/// duplicate keys from the text. An AdmissionReview's object comes from the apiserver, which
+/// has decoded it already, so it never gets here.
+fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidation) -> Vec<Located> {
+    if validation == FieldValidation::Ignore {
+        return Vec::new();
+    }
+    // `sigs.k8s.io/json` reports duplicates first, then unknown fields; only the positions know
+    // about duplicates (a parsed value keeps the last one).
+    let duplicates = place
+        .positions
+        .duplicates
+        .iter()
+        .filter_map(|(steps, at)| {
+            let under = schema::segments(steps);
+            under.starts_with(&place.prefix).then(|| {
+                let printed = schema::printed(&steps[place.prefix.len()..]);
+                (
+                    format!("duplicate field {}", go_quoted(&printed)),
+                    Some(*at),
+                )
+            })
+        })
+        .collect::<Vec<_>>();
+    let unknown = schema::unknown_fields(kind, doc).into_iter().map(|f| {
+        let at = place.at(&schema::segments(&f.0)).at;
+        (format!("unknown field {}", go_quoted(&f.printed())), at)
+    });
+    duplicates
+        .into_iter()
+        .chain(unknown)
+        .map(|(message, at)| {
+            let said = match validation {
+                // `runtime.NewStrictDecodingError`: every error behind one prefix.
+                FieldValidation::Strict => {
+                    review::Said::Rejected(format!("strict decoding error: {message}"))
+                }
+                _ => review::Said::Warning(message),
+            };
+            Located {
+                finding: Finding {
+                    source: Source::KubeApiserver,
+                    path: None,
+                    said,
+                },
+                at: Location {
+                    file: place.name.to_string(),
+                    at: at.or_else(|| place.location().at),
+                },
+            }
+        })
+        .collect()
+}
+
+fn go_quoted(s: &str) -> String {
+    crate::job::field::go_quote(s)
+}
+
+/// A Job or CronJob to check, as read from a document or an AdmissionReview.
+struct Object {
+    operation: Operation,
+    kind: Kind,
+    doc: Value,
+    old_doc: Option<Value>,
+    /// The review's `request.namespace`, when the object came in one.
+    namespace_hint: String,
+    /// The review's `request.name`.
+    name_hint: String,
+}
+
+fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut Report) {
+    // The envelope is read by the webhook's own reader, so `check` and `/validate` agree on
+    // which reviews can be answered at all (a v1 AdmissionReview, a request object, a uid).
+    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    let parsed = match crate::admission::parse(&bytes) {
+        Ok(p) => p,
+        Err(e) => return report.unreadable.push(place.unreadable(e.to_string())),
+    };
+    let request = &doc["request"];
+    let gvk = request.get("kind").cloned().unwrap_or(Value::Null);
+    let kind = str_at(&gvk, "kind");
+    let name = parsed.name.clone().unwrap_or_default();
+    let (Some(k), Some(op @ (Operation::Create | Operation::Update))) =
+        (parsed.job_kind, parsed.operation)
+    else {
+        report.ignored.push(Ignored {
+            location: place.location().to_string(),
+            api_version: str_at(&doc, "apiVersion").to_string(),
+            kind: format!(
+                "AdmissionReview ({} {}/{} {kind})",
+                str_at(request, "operation"),
+                str_at(&gvk, "group"),
+                str_at(&gvk, "version")
+            ),
+            name,
+        });
+        return;
+    };
+    let object = request.get("object").cloned().unwrap_or(Value::Null);
+    let old = request.get("oldObject").cloned().filter(|v| !v.is_null());
+    if op == Operation::Update && old.is_none() {
+        return report
+            .unreadable
+            .push(place.unreadable("request.oldObject is required for UPDATE".into()));
+    }
+    let object = Object {
+        operation: op,
+        kind: k,
+        doc: object,
+        old_doc: old,
+        namespace_hint: parsed.namespace.clone().unwrap_or_default(),
+        name_hint: name,
+    };
+    check_object(
+        &place.child("request").child("object"),
+        object,
+        Vec::new(),
+        chain,
+        report,
+    );
+}
+
+/// Reads `doc` as `kind` the way `/validate` reads `request.object`.
+fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
+    let mut object = JobObject::from_value(o.kind, doc.clone())
+        .map_err(|e| place.unreadable(format!("{at}not a valid {}: {e}", o.kind.as_str())))?;
+    if o.operation == Operation::Update && o.kind == Kind::Job {
+        object.keep_whole_template(doc);
+        // The immutability rule must not pass silently on a template it cannot read.
+        if let Some(job::template::WholeTemplate::Unreadable(e)) = &object.spec.template.whole {
+            return Err(place.unreadable(format!("{at}spec.template cannot be read: {e}")));
+        }
+    }
+    Ok(object)
+}
+
+fn check_object(
+    place: &Place<'_>,
+    o: Object,
+    decoded: Vec<Located>,
+    chain: &Chain<'_>,
+    report: &mut Report,
+) {
+    let config = chain.config;
+    let mut object = match read(place, &o, &o.doc, "") {
+        Ok(object) => object,
+        Err(u) => return report.unreadable.push(u),
+    };
+    let mut old = match o
+        .old_doc
+        .as_ref()
+        .map(|d| read(place, &o, d, "oldObject: "))
+        .transpose()
+    {
+        Ok(old) => old,
+        Err(u) => return report.unreadable.push(u),
+    };
+    let namespace = match (
+        object.metadata.namespace.as_deref(),
+        o.namespace_hint.as_str(),
+    ) {
+        (Some(ns), _) if !ns.is_empty() => ns.to_string(),
+        (_, "") => chain.default_namespace.to_string(),
+        (_, hint) => hint.to_string(),
+    };
+    let name = match (object.display_name(), o.name_hint.as_str()) {
+        ("", "") => "<unnamed>".to_string(),
+        ("", hint) => hint.to_string(),
+        (n, _) => n.to_string(),
+    };
+    let mut checked = Checked {
+        location: place.location(),
+        namespace,
+        kind: o.kind.as_str(),
+        name,
+        operation: o.operation.as_str(),
+        findings: Vec::new(),
+        patch: json_patch::Patch::default(),
+        mutation_changes: false,
+    };
+    let rejected = decoded
+        .iter()
+        .any(|f| f.finding.severity() == review::Severity::Error);
+    checked.findings = decoded;
+    if rejected {
+        // kube-apiserver refuses the request before any admission webhook is called.
+        report.objects.push(checked);
+        return;
+    }
+    let mut outcome = review::Outcome::default();
+    if chain.mutate {
+        let mutated = review::mutate(
+            &job::Review {
+                operation: o.operation,
+                object: &object,
+                old_object: old.as_ref(),
+            },
+            config,
+            chain.scope(&checked.namespace),
+        );
+        if !mutated.patch.0.is_empty() {
+            let mut doc = o.doc.clone();
+            let applied = json_patch::patch(&mut doc, &mutated.patch.0)
+                .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))
+                .and_then(|()| read(place, &o, &doc, ""));
+            let mut patched = match applied {
+                Ok(patched) => patched,
+                Err(u) => return report.unreadable.push(u),
+            };
+            // A patch that only writes what the apiserver defaults anyway changes nothing stored.
+            let mut unpatched = object.clone();
+            defaults::apply_apiserver_defaults(&mut unpatched, &config.cluster);
+            defaults::apply_apiserver_defaults(&mut patched, &config.cluster);
+            // (A CronJob's template text differs with any patch; its fields are compared.)
+            let fields = |o: &JobObject| JobObject {
+                job_template_json: None,
+                ..o.clone()
+            };
+            checked.mutation_changes = fields(&patched) != fields(&unpatched);
+            object = patched;
+        }
+        outcome = mutated;
+    }
+    // kube-apiserver defaults the object (again, after mutation) before it validates it.
+    defaults::apply_apiserver_defaults(&mut object, &config.cluster);
+    if let Some(old) = old.as_mut() {
+        defaults::apply_apiserver_defaults(old, &config.cluster);
+    }
+    let validated = review::validate(
+        &job::Review {
+            operation: o.operation,
+            object: &object,
+            old_object: old.as_ref(),
+        },
+        config,
+    );
+    outcome.findings.extend(validated.findings);
+    checked
+        .findings
+        .extend(outcome.findings.into_iter().map(|finding| {
+            let at = match finding.field() {
+                Some(p) => place.at(&segments(p.as_str())),
+                None => place.location(),
+            };
+            Located { finding, at }
+        }));
+    checked.patch = outcome.patch;
+    report.objects.push(checked);
+}

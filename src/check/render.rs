@@ -1,0 +1,223 @@
+//! `jobgate check`'s output formats: one report, rendered as lines, JSON, YAML, GitHub Actions
+//! workflow commands or SARIF 2.1.0.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::OutputFormat;
+use super::report::{Located, Report};
+use crate::job::PolicyName;
+use crate::job::review::Severity;
+
+/// Writes `report` in `format`: findings on `out`; in text, notes and the summary on `err`.
+pub(crate) fn write(
+    report: &Report,
+    format: OutputFormat,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    match format {
+        OutputFormat::Text => write_text(report, out, err),
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, report)?;
+            writeln!(out)
+        }
+        OutputFormat::Yaml => {
+            let yaml = serde_yaml_ng::to_string(report).map_err(std::io::Error::other)?;
+            out.write_all(yaml.as_bytes())
+        }
+        OutputFormat::Github => write_github(report, out, err),
+        OutputFormat::Sarif => {
+            serde_json::to_writer_pretty(&mut *out, &sarif(report))?;
+            writeln!(out)
+        }
+    }
+}
+
+/// `<file>:<line>:<column> <Kind>/<name>: <message>` per finding (warnings as kubectl prints them,
+/// `Warning: ...`); what the mutation changed, skipped documents, unreadable inputs and the
+/// summary on `err`.
+pub(crate) fn write_text(
+    report: &Report,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    for o in &report.objects {
+        o.write_lines(out, |f| format!("{} {}/{}", f.at, o.kind, o.name))?;
+        for op in o.patch.0.iter().filter(|_| o.mutation_changes) {
+            writeln!(
+                err,
+                "{}: note: jobgate's mutating webhook would {}",
+                o.who(),
+                describe(op)
+            )?;
+        }
+    }
+    for i in &report.ignored {
+        let what = match (i.kind.as_str(), i.name.as_str()) {
+            ("", _) => "a document without kind".to_string(),
+            (k, "") => k.to_string(),
+            (k, n) => format!("{k}/{n}"),
+        };
+        let api = if i.api_version.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", i.api_version)
+        };
+        writeln!(
+            err,
+            "{}: note: skipped {what}{api}: jobgate checks batch/v1 Jobs and CronJobs",
+            i.location
+        )?;
+    }
+    report.write_unreadable(err)?;
+    let s = report.summary();
+    writeln!(
+        err,
+        "jobgate check: {} checked, {} denied, {} with warnings, {} skipped, {} unreadable",
+        s.checked, s.denied, s.warned, s.skipped, s.unreadable
+    )
+}
+
+/// `add /spec/podReplacementPolicy "Failed"`.
+fn describe(op: &json_patch::PatchOperation) -> String {
+    match serde_json::to_value(op) {
+        Ok(v) => {
+            let verb = v["op"].as_str().unwrap_or("");
+            let path = v["path"].as_str().unwrap_or("");
+            match v.get("value") {
+                Some(value) => format!("{verb} {path} {value}"),
+                None => format!("{verb} {path}"),
+            }
+        }
+        Err(_) => String::from("change the object"),
+    }
+}
+
+/// GitHub Actions' escaping of a workflow command's message (`%`, CR, LF).
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// ... and of a property value (also `:` and `,`).
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `::error file=...,line=...,col=...,title=...::message` per finding and unreadable input
+/// (GitHub shows them on the pull request's diff), the summary on `err`.
+fn write_github(report: &Report, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+    for o in &report.objects {
+        for f in &o.findings {
+            let level = match f.finding.severity() {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            };
+            let title = format!("jobgate ({}) {}/{}", f.finding.source, o.kind, o.name);
+            writeln!(
+                out,
+                "::{level} {}title={}::{}",
+                github_position(f),
+                escape_property(&title),
+                escape_data(&f.finding.message())
+            )?;
+        }
+    }
+    for u in &report.unreadable {
+        let (file, rest) = split_location(&u.location);
+        writeln!(
+            out,
+            "::error file={}{rest},title=jobgate::{}",
+            escape_property(file),
+            escape_data(&u.reason)
+        )?;
+    }
+    let s = report.summary();
+    writeln!(
+        err,
+        "jobgate check: {} checked, {} denied, {} with warnings, {} skipped, {} unreadable",
+        s.checked, s.denied, s.warned, s.skipped, s.unreadable
+    )
+}
+
+fn github_position(f: &Located) -> String {
+    let file = format!("file={},", escape_property(&f.at.file));
+    match f.at.at {
+        Some(p) => format!("{file}line={},col={},", p.line, p.column),
+        None => file,
+    }
+}
+
+/// `file:line:col` (as unreadable inputs are located) into the file and `,line=..,col=..`.
+fn split_location(location: &str) -> (&str, String) {
+    let mut parts = location.rsplitn(3, ':');
+    let (col, line, file) = (parts.next(), parts.next(), parts.next());
+    match (
+        file,
+        line.and_then(|l| l.parse::<usize>().ok()),
+        col.and_then(|c| c.parse::<usize>().ok()),
+    ) {
+        (Some(file), Some(line), Some(col)) => (file, format!(",line={line},col={col}")),
+        _ => (location, String::new()),
+    }
+}
+
+/// SARIF 2.1.0 (OASIS): one run of the `jobgate` driver, one rule per source (kube-apiserver,
+/// each policy, the mutating webhook), one result per finding and unreadable input.
+fn sarif(report: &Report) -> Value {
+    let mut rules = vec![
+        json!({"id": "kube-apiserver", "shortDescription": {"text": "kube-apiserver's decoding and validation of Jobs and CronJobs"}}),
+        json!({"id": "jobgate-mutation", "shortDescription": {"text": "what jobgate's mutating webhook changes or leaves"}}),
+        json!({"id": "jobgate-input", "shortDescription": {"text": "an input jobgate check cannot read"}}),
+    ];
+    rules.extend(
+        PolicyName::ALL
+            .iter()
+            .map(|p| json!({"id": p.as_str(), "shortDescription": {"text": p.description()}})),
+    );
+    let mut results = Vec::new();
+    for o in &report.objects {
+        for f in &o.findings {
+            let mut region = json!({});
+            if let Some(p) = f.at.at {
+                region = json!({"startLine": p.line, "startColumn": p.column});
+            }
+            results.push(json!({
+                "ruleId": f.finding.source.as_str(),
+                "level": match f.finding.severity() {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                },
+                "message": {"text": format!("{}/{}: {}", o.kind, o.name, f.finding.message())},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": {"uri": f.at.file},
+                    "region": region,
+                }}],
+            }));
+        }
+    }
+    for u in &report.unreadable {
+        let (file, _) = split_location(&u.location);
+        results.push(json!({
+            "ruleId": "jobgate-input",
+            "level": "error",
+            "message": {"text": u.reason},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": file}}}],
+        }));
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "jobgate",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}

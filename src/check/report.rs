@@ -1,0 +1,204 @@
+//! What `jobgate check` (and `jobgate audit`) found: each object with its located findings and
+//! the mutation's patch, the documents skipped and the inputs that could not be read.
+
+use serde::Serialize;
+use serde::ser::SerializeStruct;
+
+use super::input::Unreadable;
+use super::locate::Position;
+use crate::job::review::{Finding, Said, Severity};
+
+/// Everything `check` found, in input order.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    pub(crate) objects: Vec<Checked>,
+    pub(crate) ignored: Vec<Ignored>,
+    pub(crate) unreadable: Vec<Unreadable>,
+}
+
+/// Where something is: the file (or, for `audit`, the namespace) and, when known, the line and
+/// column.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Location {
+    pub(crate) file: String,
+    pub(crate) at: Option<Position>,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.at {
+            Some(p) => write!(f, "{}:{}:{}", self.file, p.line, p.column),
+            None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// A finding and where its field is written.
+#[derive(Debug, Clone)]
+pub(crate) struct Located {
+    pub(crate) finding: Finding,
+    pub(crate) at: Location,
+}
+
+/// One Job or CronJob and what the chain said about it.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    pub(crate) location: Location,
+    pub(crate) namespace: String,
+    pub(crate) kind: &'static str,
+    pub(crate) name: String,
+    pub(crate) operation: &'static str,
+    pub(crate) findings: Vec<Located>,
+    /// The mutating webhook's patch (RFC 6902), empty when none.
+    pub(crate) patch: json_patch::Patch,
+    /// Whether the patch changes the object as stored (not only writing the apiserver's
+    /// defaults).
+    pub(crate) mutation_changes: bool,
+}
+
+impl Checked {
+    pub(crate) fn allowed(&self) -> bool {
+        self.findings
+            .iter()
+            .all(|f| f.finding.severity() == Severity::Warning)
+    }
+
+    pub(crate) fn has_warnings(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.finding.severity() == Severity::Warning)
+    }
+
+    /// The findings of `severity`, in order.
+    pub(crate) fn with_severity(&self, severity: Severity) -> impl Iterator<Item = &Located> {
+        self.findings
+            .iter()
+            .filter(move |f| f.finding.severity() == severity)
+    }
+
+    /// `<location> <Kind>/<name>`: what every line about this object starts with.
+    pub(crate) fn who(&self) -> String {
+        format!("{} {}/{}", self.location, self.kind, self.name)
+    }
+
+    /// One line per finding, as kubectl prints errors and warnings: `<who>: <message>`,
+    /// `<who>: Warning: <message>`; `who` says where each finding is.
+    pub(crate) fn write_lines(
+        &self,
+        out: &mut dyn std::io::Write,
+        who: impl Fn(&Located) -> String,
+    ) -> std::io::Result<()> {
+        for f in &self.findings {
+            let warning = match f.finding.severity() {
+                Severity::Error => "",
+                Severity::Warning => "Warning: ",
+            };
+            writeln!(out, "{}: {warning}{}", who(f), f.finding.message())?;
+        }
+        Ok(())
+    }
+}
+
+/// A document skipped: not a batch/v1 Job or CronJob.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Ignored {
+    pub(crate) location: String,
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
+}
+
+/// The counts every output format ends with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct Summary {
+    pub(crate) checked: usize,
+    pub(crate) denied: usize,
+    pub(crate) warned: usize,
+    pub(crate) errors: usize,
+    pub(crate) warnings: usize,
+    pub(crate) skipped: usize,
+    pub(crate) unreadable: usize,
+}
+
+impl Report {
+    pub(crate) fn summary(&self) -> Summary {
+        let count = |s: Severity| {
+            self.objects
+                .iter()
+                .map(|o| o.with_severity(s).count())
+                .sum()
+        };
+        Summary {
+            checked: self.objects.len(),
+            denied: self.objects.iter().filter(|o| !o.allowed()).count(),
+            warned: self.objects.iter().filter(|o| o.has_warnings()).count(),
+            errors: count(Severity::Error),
+            warnings: count(Severity::Warning),
+            skipped: self.ignored.len(),
+            unreadable: self.unreadable.len(),
+        }
+    }
+
+    /// One `<location>: error: <reason>` line per unreadable input.
+    pub(crate) fn write_unreadable(&self, err: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for u in &self.unreadable {
+            writeln!(err, "{}: error: {}", u.location, u.reason)?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Located {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = &self.finding;
+        let mut st = s.serialize_struct("Finding", 8)?;
+        st.serialize_field("source", f.source.as_str())?;
+        st.serialize_field("severity", &f.severity())?;
+        st.serialize_field("field", &f.field().map(|p| p.as_str()))?;
+        if let Said::Error(e) = &f.said {
+            st.serialize_field("reason", e.kind.cause())?;
+        }
+        st.serialize_field("message", &f.message())?;
+        st.serialize_field("file", &self.at.file)?;
+        st.serialize_field("line", &self.at.at.map(|p| p.line))?;
+        st.serialize_field("column", &self.at.at.map(|p| p.column))?;
+        st.end()
+    }
+}
+
+impl Serialize for Checked {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Checked", 12)?;
+        st.serialize_field("location", &self.location.to_string())?;
+        st.serialize_field("file", &self.location.file)?;
+        st.serialize_field("line", &self.location.at.map(|p| p.line))?;
+        st.serialize_field("column", &self.location.at.map(|p| p.column))?;
+        st.serialize_field("namespace", &self.namespace)?;
+        st.serialize_field("kind", self.kind)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("operation", self.operation)?;
+        st.serialize_field("allowed", &self.allowed())?;
+        st.serialize_field("findings", &self.findings)?;
+        st.serialize_field("patch", &self.patch)?;
+        st.serialize_field("mutated", &self.mutation_changes)?;
+        st.end()
+    }
+}
+
+impl Serialize for Unreadable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::json!({"location": self.location, "reason": self.reason}).serialize(s)
+    }
+}
+
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Report", 4)?;
+        st.serialize_field("objects", &self.objects)?;
+        st.serialize_field("ignored", &self.ignored)?;
+        st.serialize_field("unreadable", &self.unreadable)?;
+        st.serialize_field("summary", &self.summary())?;
+        st.end()
+    }
+}

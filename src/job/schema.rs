@@ -1,0 +1,414 @@
+//! Which fields of a Job or CronJob kube-apiserver's types do not have: what its strict decoding
+//! (`k8s.io/apimachinery/pkg/runtime/serializer/json`, over `sigs.k8s.io/json`'s
+//! `UnmarshalStrict`) reports as `unknown field "spec.backofLimit"` when a client asks for field
+//! validation (`kubectl apply`'s default, `--validate=strict`, GA in 1.27).
+//!
+//! The field names come from the real schema: k8s-openapi's types for the newest supported
+//! release, each of which names its fields when deserialized (`deserialize_struct`'s `fields`).
+//! [`unknown_fields`] drives those `Deserialize` impls over the document with a deserializer that
+//! never fails on a value (a number where a string is expected reads as that string, anything
+//! else as its zero value): only the shape is walked, every key compared with the fields its
+//! struct names. Values are judged elsewhere (`model`, `validate`).
+//!
+//! A field added in a release newer than the user's is accepted here (k8s-openapi's schema is
+//! 1.37's): never stricter than the cluster.
+
+use std::cell::RefCell;
+
+use serde::de::{
+    self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
+};
+use serde_json::{Map, Value};
+
+use super::Kind;
+
+/// One step of a path: a key of an object or an index of an array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// A field the apiserver's types do not have, by its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnknownField(pub(crate) Vec<Step>);
+
+impl UnknownField {
+    /// The path as `sigs.k8s.io/json` prints it in strict errors: keys joined with `.`, indexes
+    /// in brackets (`spec.template.spec.containers[0].imagePullPolcy`).
+    pub(crate) fn printed(&self) -> String {
+        printed(&self.0)
+    }
+}
+
+/// A path as `sigs.k8s.io/json` prints it in strict errors: keys joined with `.`, indexes in
+/// brackets.
+pub(crate) fn printed(steps: &[Step]) -> String {
+    let mut out = String::new();
+    for step in steps {
+        match step {
+            Step::Key(k) if out.is_empty() => out.push_str(k),
+            Step::Key(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// The steps as strings (keys, and indexes in decimal).
+pub(crate) fn segments(steps: &[Step]) -> Vec<String> {
+    steps
+        .iter()
+        .map(|s| match s {
+            Step::Key(k) => k.clone(),
+            Step::Index(i) => i.to_string(),
+        })
+        .collect()
+}
+
+/// The fields of `object` (a Job or CronJob as JSON) that `kind`'s schema does not have, in
+/// key order (a parsed document keeps its keys sorted; sigs.k8s.io/json reports them in the
+/// order written). `apiVersion` and `kind` are known at the top.
+pub(crate) fn unknown_fields(kind: Kind, object: &Value) -> Vec<UnknownField> {
+    use k8s_openapi::api::batch::v1 as batch;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let found = RefCell::new(Vec::new());
+    let Some(map) = object.as_object() else {
+        return Vec::new();
+    };
+    for (key, value) in map {
+        let at = Walk {
+            value: Some(value),
+            path: vec![Step::Key(key.clone())],
+            found: &found,
+        };
+        // A value that cannot be walked stops only its own subtree.
+        let _ = match (key.as_str(), kind) {
+            ("apiVersion" | "kind", _) => Ok(()),
+            ("metadata", _) => walk::<ObjectMeta>(at),
+            ("spec", Kind::Job) => walk::<batch::JobSpec>(at),
+            ("status", Kind::Job) => walk::<batch::JobStatus>(at),
+            ("spec", Kind::CronJob) => walk::<batch::CronJobSpec>(at),
+            ("status", Kind::CronJob) => walk::<batch::CronJobStatus>(at),
+            _ => {
+                found.borrow_mut().push(UnknownField(at.path));
+                Ok(())
+            }
+        };
+    }
+    found.into_inner()
+}
+
+fn walk<'de, T: serde::Deserialize<'de>>(at: Walk<'de, '_>) -> Result<(), WalkError> {
+    T::deserialize(at).map(drop)
+}
+
+/// Why a walk stopped (a value no zero value satisfies, such as a malformed timestamp).
+#[derive(Debug)]
+struct WalkError(String);
+
+impl std::fmt::Display for WalkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WalkError {}
+
+impl de::Error for WalkError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        WalkError(msg.to_string())
+    }
+}
+
+/// A value being walked; `None` stands for a field the document leaves out, read as its zero
+/// value so that a required field's absence does not stop the walk.
+struct Walk<'de, 'f> {
+    value: Option<&'de Value>,
+    path: Vec<Step>,
+    found: &'f RefCell<Vec<UnknownField>>,
+}
+
+impl<'de, 'f> Walk<'de, 'f> {
+    fn child(&self, step: Step, value: Option<&'de Value>) -> Walk<'de, 'f> {
+        let mut path = self.path.clone();
+        path.push(step);
+        Walk {
+            value,
+            path,
+            found: self.found,
+        }
+    }
+
+    fn map<V: Visitor<'de>>(
+        self,
+        fields: Option<&'static [&'static str]>,
+        visitor: V,
+    ) -> Result<V::Value, WalkError> {
+        static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+        let entries = match self.value {
+            Some(Value::Object(m)) => m,
+            _ => &*EMPTY,
+        };
+        if let Some(fields) = fields {
+            for key in entries.keys() {
+                if !fields.contains(&key.as_str()) {
+                    let mut path = self.path.clone();
+                    path.push(Step::Key(key.clone()));
+                    self.found.borrow_mut().push(UnknownField(path));
+                }
+            }
+        }
+        let missing: Vec<&'static str> = fields
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(|f| !entries.contains_key(*f))
+            .collect();
+        visitor.visit_map(MapWalk {
+            at: self,
+            entries: entries.iter(),
+            missing: missing.into_iter(),
+            pending: None,
+        })
+    }
+}
+
+struct MapWalk<'de, 'f> {
+    at: Walk<'de, 'f>,
+    entries: serde_json::map::Iter<'de>,
+    missing: std::vec::IntoIter<&'static str>,
+    pending: Option<(String, Option<&'de Value>)>,
+}
+
+impl<'de> MapAccess<'de> for MapWalk<'de, '_> {
+    type Error = WalkError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, WalkError> {
+        let (key, value) = match self.entries.next() {
+            Some((k, v)) => (k.clone(), Some(v)),
+            None => match self.missing.next() {
+                Some(k) => (k.to_string(), None),
+                None => return Ok(None),
+            },
+        };
+        let read = seed.deserialize(key.as_str().into_deserializer())?;
+        self.pending = Some((key, value));
+        Ok(Some(read))
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, WalkError> {
+        let (key, value) = self
+            .pending
+            .take()
+            .ok_or_else(|| WalkError("a value without a key".into()))?;
+        seed.deserialize(self.at.child(Step::Key(key), value))
+    }
+}
+
+struct SeqWalk<'de, 'f> {
+    at: Walk<'de, 'f>,
+    items: std::iter::Enumerate<std::slice::Iter<'de, Value>>,
+}
+
+impl<'de> SeqAccess<'de> for SeqWalk<'de, '_> {
+    type Error = WalkError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, WalkError> {
+        match self.items.next() {
+            Some((i, v)) => seed
+                .deserialize(self.at.child(Step::Index(i), Some(v)))
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+macro_rules! zero_or {
+    ($($method:ident => $visit:ident($zero:expr)),* $(,)?) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+                visitor.$visit($zero)
+            }
+        )*
+    };
+}
+
+impl<'de, 'f> Deserializer<'de> for Walk<'de, 'f> {
+    type Error = WalkError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        match self.value {
+            None => visitor.visit_str(""),
+            Some(Value::Null) => visitor.visit_unit(),
+            Some(Value::Bool(b)) => visitor.visit_bool(*b),
+            Some(Value::Number(n)) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => visitor.visit_i64(i),
+                (_, Some(u)) => visitor.visit_u64(u),
+                _ => visitor.visit_f64(n.as_f64().unwrap_or(0.0)),
+            },
+            Some(Value::String(s)) => visitor.visit_borrowed_str(s),
+            Some(Value::Array(_)) => self.deserialize_seq(visitor),
+            Some(Value::Object(_)) => self.map(None, visitor),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        match self.value {
+            None | Some(Value::Null) => visitor.visit_none(),
+            Some(_) => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, WalkError> {
+        self.map(Some(fields), visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        self.map(None, visitor)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        let items: &'de [Value] = match self.value {
+            Some(Value::Array(items)) => items,
+            _ => &[],
+        };
+        visitor.visit_seq(SeqWalk {
+            at: self,
+            items: items.iter().enumerate(),
+        })
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        match self.value {
+            Some(Value::String(s)) => visitor.visit_borrowed_str(s),
+            // `cpu: 1` is a quantity the apiserver reads from a number.
+            Some(Value::Number(n)) => visitor.visit_string(n.to_string()),
+            _ => visitor.visit_str(""),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, WalkError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
+        visitor.visit_unit()
+    }
+
+    zero_or!(
+        deserialize_bool => visit_bool(false),
+        deserialize_i8 => visit_i64(0),
+        deserialize_i16 => visit_i64(0),
+        deserialize_i32 => visit_i64(0),
+        deserialize_i64 => visit_i64(0),
+        deserialize_u8 => visit_u64(0),
+        deserialize_u16 => visit_u64(0),
+        deserialize_u32 => visit_u64(0),
+        deserialize_u64 => visit_u64(0),
+        deserialize_f32 => visit_f64(0.0),
+        deserialize_f64 => visit_f64(0.0),
+    );
+
+    serde::forward_to_deserialize_any! {
+        i128 u128 char bytes byte_buf unit_struct tuple tuple_struct enum
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn unknown(kind: Kind, doc: Value) -> Vec<String> {
+        unknown_fields(kind, &doc)
+            .iter()
+            .map(UnknownField::printed)
+            .collect()
+    }
+
+    #[test]
+    fn typos_are_unknown_fields_with_sigs_k8s_io_json_paths() {
+        let doc = json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "pi", "labelz": {}},
+            "spec": {
+                "backofLimit": 3,
+                "podFailurePolicy": {"rule": []},
+                "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "a", "image": "x", "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}},
+                        {"name": "b", "imagePullPolcy": "Always", "ports": [{"containerPort": "80"}]}
+                    ]
+                }}
+            },
+            "extra": true
+        });
+        // In key order (a parsed document keeps its keys sorted).
+        assert_eq!(
+            unknown(Kind::Job, doc),
+            [
+                "extra",
+                "metadata.labelz",
+                "spec.backofLimit",
+                "spec.podFailurePolicy.rule",
+                "spec.template.spec.containers[1].imagePullPolcy",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_correct_job_and_cron_job_have_none() {
+        let job = json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "pi", "creationTimestamp": null, "annotations": {"a": "b"}},
+            "spec": {"backoffLimit": 3, "podReplacementPolicy": "Failed",
+                "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+                "template": {"metadata": {"labels": {"x": "y"}}, "spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "a", "image": "x", "env": [{"name": "A", "value": "1"}],
+                        "livenessProbe": {"httpGet": {"port": 8080, "path": "/"}}}]}}},
+            "status": {"active": 1}
+        });
+        assert_eq!(unknown(Kind::Job, job), Vec::<String>::new());
+        let cron = json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "n"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"metadata": {"annotations": {}},
+                "spec": {"template": {"spec": {"containers": [{"name": "a"}]}}, "backofLimit": 1}}}
+        });
+        assert_eq!(
+            unknown(Kind::CronJob, cron),
+            ["spec.jobTemplate.spec.backofLimit"]
+        );
+    }
+}
