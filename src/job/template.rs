@@ -10,7 +10,8 @@
 //! per input byte (a dense `[1,1,...]` array), so a 7 MB review would take hundreds of megabytes;
 //! instead each template is reduced to four 128-bit digests (as is, without the scheduling
 //! directives, and its pod spec without the containers' `resources`, with and without the
-//! scheduling directives) whose equality is that comparison's:
+//! scheduling directives), computed together in one pass (`one_pass.rs`), whose equality is
+//! that comparison's:
 //! - absent, `null` and `[]` members are the same (Go's nil pointer and nil slice);
 //! - `{}` is absent where Go holds a map or a struct value, and every `resource.Quantity` is
 //!   hashed by its value (`1Gi` is `1073741824`), as `schema.rs` and `quantity.rs` say;
@@ -25,6 +26,7 @@
 //! A quantity kube-apiserver could not parse (`1x`) never reaches a webhook (the object fails to
 //! decode); here it is compared by its text, which is never stricter than the apiserver.
 
+mod one_pass;
 mod schema;
 
 use std::collections::HashSet;
@@ -35,6 +37,7 @@ use std::sync::OnceLock;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::quantity::Quantity;
+use one_pass::{Multi, MultiSeed};
 use schema::{Shape, Ty};
 
 /// A template as the immutability check sees it.
@@ -51,8 +54,44 @@ pub(crate) enum WholeTemplate {
 }
 
 impl WholeTemplate {
-    /// From the JSON text of `spec.template` (`null` when absent).
+    /// From the JSON text of `spec.template` (`null` when absent), in one pass.
     pub(crate) fn from_json(text: &str) -> WholeTemplate {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let digests = MultiSeed(Multi::root())
+            .deserialize(&mut de)
+            .and_then(|d| de.end().map(|()| d));
+        WholeTemplate::from_one_pass(digests)
+    }
+
+    /// From an already parsed template (`jobgate check`), in one pass.
+    pub(crate) fn from_value(value: &serde_json::Value) -> WholeTemplate {
+        WholeTemplate::from_one_pass(MultiSeed(Multi::root()).deserialize(value))
+    }
+
+    fn from_one_pass(digests: Result<one_pass::Digests, serde_json::Error>) -> WholeTemplate {
+        match digests {
+            Ok(
+                [
+                    Some(plain),
+                    Some(stripped),
+                    Some(pod_spec),
+                    Some(pod_spec_stripped),
+                ],
+            ) => WholeTemplate::Read {
+                plain: plain.hash,
+                stripped: stripped.hash,
+                pod_spec: pod_spec.hash,
+                pod_spec_stripped: pod_spec_stripped.hash,
+            },
+            // The root is kept by every comparison, so each has a digest.
+            Ok(_) => WholeTemplate::Unreadable("a comparison left the template out".into()),
+            Err(e) => WholeTemplate::Unreadable(e.to_string()),
+        }
+    }
+
+    /// The four digests in four passes, one comparison each: the one-pass reading's oracle.
+    #[cfg(test)]
+    fn four_passes(text: &str) -> WholeTemplate {
         let digest = |mode| {
             let mut de = serde_json::Deserializer::from_str(text);
             let d = Seed(Pos::root(mode)).deserialize(&mut de)?;
@@ -63,13 +102,7 @@ impl WholeTemplate {
             .unwrap_or_else(|e| WholeTemplate::Unreadable(e.to_string()))
     }
 
-    /// From an already parsed template (`jobgate check`).
-    pub(crate) fn from_value(value: &serde_json::Value) -> WholeTemplate {
-        let digest = |mode| Seed(Pos::root(mode)).deserialize(value).map(|d| d.hash);
-        WholeTemplate::from_digests(digest)
-            .unwrap_or_else(|e| WholeTemplate::Unreadable(e.to_string()))
-    }
-
+    #[cfg(test)]
     fn from_digests<E>(digest: impl Fn(Mode) -> Result<u128, E>) -> Result<WholeTemplate, E> {
         Ok(WholeTemplate::Read {
             plain: digest(Mode::Plain)?,
@@ -215,6 +248,7 @@ struct Pos {
 }
 
 impl Pos {
+    #[cfg(test)]
     fn root(mode: Mode) -> Pos {
         Pos {
             mode,
@@ -776,6 +810,93 @@ mod tests {
         );
         // `null` and `{}` for the whole template: Go's zero `PodTemplateSpec`.
         assert_eq!(differs("{}", "null", false), Ok(false));
+    }
+
+    /// The one-pass reading gives each comparison the digest its own pass gives.
+    #[test]
+    fn one_pass_equals_four_passes() {
+        let mut templates: Vec<String> = QUANTITY_FIELDS
+            .iter()
+            .flat_map(|(_, f)| [f.replace('Q', r#""1Gi""#), f.replace('Q', "null")])
+            .collect();
+        templates.extend(
+            [
+                "null",
+                "{}",
+                "[]",
+                "1",
+                r#""x""#,
+                r#"{"metadata":{"labels":{"a":"1"},"annotations":{"b":"2"},"name":"n"},"spec":{"nodeSelector":{"x":"y"},"tolerations":[{"key":"k"}],"schedulingGates":[{"name":"g"}],"affinity":{"nodeAffinity":{"x":1},"podAffinity":{"y":2}},"containers":[{"name":"c","image":"i","resources":{"limits":{"cpu":"1"}}}],"initContainers":[{"name":"i","resources":{}}]}}"#,
+                r#"{"metadata":{},"spec":{"affinity":{"nodeAffinity":{}},"containers":[]}}"#,
+                r#"{"spec":null,"metadata":null}"#,
+                r#"{"spec":{"containers":[null,{"name":"c"}],"x":[[1,2],{"a":[]}]}}"#,
+            ]
+            .map(str::to_string),
+        );
+        for t in &templates {
+            assert_eq!(
+                WholeTemplate::from_json(t),
+                WholeTemplate::four_passes(t),
+                "{t}"
+            );
+        }
+        for bad in [r#"{"spec":{"x":1,"x":2}}"#, r#"{"metadata":{"a":1e400}}"#] {
+            assert!(matches!(
+                WholeTemplate::from_json(bad),
+                WholeTemplate::Unreadable(_)
+            ));
+        }
+    }
+
+    proptest::proptest! {
+        /// Any JSON a template can hold, with the keys the comparisons treat specially.
+        #[test]
+        fn one_pass_equals_four_passes_on_arbitrary_json(value in json_value()) {
+            let text = value.to_string();
+            proptest::prop_assert_eq!(
+                WholeTemplate::from_json(&text),
+                WholeTemplate::four_passes(&text)
+            );
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let key = prop::sample::select(vec![
+            "metadata",
+            "spec",
+            "labels",
+            "annotations",
+            "nodeSelector",
+            "tolerations",
+            "schedulingGates",
+            "affinity",
+            "nodeAffinity",
+            "containers",
+            "initContainers",
+            "resources",
+            "limits",
+            "requests",
+            "name",
+            "x",
+        ]);
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            prop::sample::select(vec!["1Gi", "1073741824", "500m", "0.5", "", "x"])
+                .prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(key.clone(), inner, 0..5).prop_map(|m| {
+                    serde_json::Value::Object(
+                        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    )
+                }),
+            ]
+        })
     }
 
     #[test]
