@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::job::model::JobSeed;
+use crate::job::read::JobSeed;
 use crate::job::strict::Strict;
 use crate::job::{JobObject, Kind, Operation};
 

@@ -2,7 +2,7 @@
 //! `pkg/apis/core/v1/defaults.go`). Mutation uses the KEP-3939 rule; `jobgate check` applies all of
 //! them before validating, as the apiserver does before validation.
 
-use super::model::{Field, JobObject, JobSpec};
+use super::model::{JobObject, JobSpec, Presence};
 use super::version::{Cluster, FeatureGate};
 
 pub(crate) const FAILED: &str = "Failed";
@@ -49,17 +49,17 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
     if !cluster.enabled(FeatureGate::JobPodReplacementPolicy) {
         // Kept aside: on UPDATE the apiserver keeps the field when the old Job had one
         // (`dropDisabledFields`), which `validate` restores.
-        let dropped = std::mem::replace(&mut spec.pod_replacement_policy, Field::Absent);
+        let dropped = std::mem::replace(&mut spec.pod_replacement_policy, Presence::Absent);
         if dropped.is_set() {
             spec.dropped_pod_replacement_policy = Some(dropped);
         }
     } else if !spec.pod_replacement_policy.is_set() {
         spec.pod_replacement_policy =
-            Field::Value(pod_replacement_policy_default(spec).to_string());
+            Presence::Value(pod_replacement_policy_default(spec).to_string());
     }
     let defaults_status =
         object.kind == super::Kind::Job || cluster.defaults_cron_job_pod_condition_status();
-    if let (Field::Value(policy), true) = (&mut spec.pod_failure_policy, defaults_status) {
+    if let (Presence::Value(policy), true) = (&mut spec.pod_failure_policy, defaults_status) {
         for pattern in policy
             .rules
             .iter_mut()
@@ -135,12 +135,18 @@ mod tests {
     fn apiserver_defaults_never_overwrite_an_explicit_empty_pod_replacement_policy() {
         let mut j = job(r#"{"spec":{"podReplacementPolicy":""}}"#);
         apply_apiserver_defaults(&mut j, &Cluster::default());
-        assert_eq!(j.spec.pod_replacement_policy, Field::Value(String::new()));
+        assert_eq!(
+            j.spec.pod_replacement_policy,
+            Presence::Value(String::new())
+        );
         let mut j = job(
             r#"{"spec":{"podReplacementPolicy":null,"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}"#,
         );
         apply_apiserver_defaults(&mut j, &Cluster::default());
-        assert_eq!(j.spec.pod_replacement_policy, Field::Value("Failed".into()));
+        assert_eq!(
+            j.spec.pod_replacement_policy,
+            Presence::Value("Failed".into())
+        );
         let rules = &j.spec.pod_failure_policy.value().unwrap().rules;
         assert_eq!(
             rules[0].on_pod_conditions[0].status.as_deref(),

@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::field::{BadValue, go_json_string, go_quote};
-use super::model::{Field, OnExitCodes, PodFailurePolicy, SuccessPolicy};
+use super::model::{OnExitCodes, PodFailurePolicy, Presence, SuccessPolicy};
 
 /// Stands in for the address `%#v` prints for a non-nil pointer.
 const POINTER: &str = "<pointer>";
@@ -59,7 +59,7 @@ pub(crate) fn exit_codes(req: &OnExitCodes) -> BadValue {
 }
 
 /// `*batch.PodFailurePolicy`.
-pub(crate) fn pod_failure_policy(policy: &Field<PodFailurePolicy>) -> BadValue {
+pub(crate) fn pod_failure_policy(policy: &Presence<PodFailurePolicy>) -> BadValue {
     match policy.value() {
         None => BadValue::null(),
         Some(policy) => BadValue::Composite {

@@ -10,6 +10,7 @@ pub(crate) mod model;
 pub(crate) mod patch;
 pub(crate) mod policy;
 mod quantity;
+pub(crate) mod read;
 pub(crate) mod review;
 pub(crate) mod schema;
 pub(crate) mod strict;
@@ -17,7 +18,7 @@ pub(crate) mod template;
 pub mod version;
 
 pub(crate) use field::{BadValue, FieldError};
-pub use model::{Field, JobObject, Kind};
+pub use model::{JobObject, Kind, Presence};
 
 /// The key the mutating webhook sets by default: the one KEP-6757 names. The reconciler reads
 /// both keys, so the pods are recovered whichever Kueue version runs beside it.

@@ -9,14 +9,11 @@ use std::borrow::Cow;
 use super::annotations::{AnnotationValue, Annotations};
 use super::field::FieldPath;
 use serde::{Deserialize, Deserializer};
-use serde_json::value::RawValue;
-
-use super::strict::{Strict, without_position};
 
 /// A field whose absence, explicit `null` and value mean different things
 /// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Field<T> {
+pub enum Presence<T> {
     /// The field is not in the object.
     #[default]
     Absent,
@@ -26,29 +23,29 @@ pub enum Field<T> {
     Value(T),
 }
 
-impl<T> Field<T> {
+impl<T> Presence<T> {
     /// The value, if one is set (absent and null are both "not set").
     pub(crate) fn value(&self) -> Option<&T> {
         match self {
-            Field::Value(v) => Some(v),
-            Field::Absent | Field::Null => None,
+            Presence::Value(v) => Some(v),
+            Presence::Absent | Presence::Null => None,
         }
     }
 
     pub(crate) fn is_set(&self) -> bool {
-        matches!(self, Field::Value(_))
+        matches!(self, Presence::Value(_))
     }
 }
 
-/// `#[serde(default, deserialize_with = "field")]`: missing -> `Absent`, `null` -> `Null`.
-fn field<'de, D, T>(deserializer: D) -> Result<Field<T>, D::Error>
+/// `#[serde(default, deserialize_with = "presence")]`: missing -> `Absent`, `null` -> `Null`.
+fn presence<'de, D, T>(deserializer: D) -> Result<Presence<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
 {
     Ok(match Option::<T>::deserialize(deserializer)? {
-        Some(v) => Field::Value(v),
-        None => Field::Null,
+        Some(v) => Presence::Value(v),
+        None => Presence::Null,
     })
 }
 
@@ -135,8 +132,8 @@ pub(crate) struct ObjectMeta {
     pub(crate) namespace: Option<String>,
     #[serde(default)]
     pub(crate) deletion_timestamp: Option<String>,
-    #[serde(default, deserialize_with = "field")]
-    pub(crate) annotations: Field<Annotations>,
+    #[serde(default, deserialize_with = "presence")]
+    pub(crate) annotations: Presence<Annotations>,
 }
 
 impl ObjectMeta {
@@ -169,14 +166,14 @@ pub(crate) struct JobSpec {
     pub(crate) completion_mode: Option<String>,
     #[serde(default)]
     pub(crate) suspend: Option<bool>,
-    #[serde(default, deserialize_with = "field")]
-    pub(crate) pod_failure_policy: Field<PodFailurePolicy>,
-    #[serde(default, deserialize_with = "field")]
-    pub(crate) pod_replacement_policy: Field<String>,
+    #[serde(default, deserialize_with = "presence")]
+    pub(crate) pod_failure_policy: Presence<PodFailurePolicy>,
+    #[serde(default, deserialize_with = "presence")]
+    pub(crate) pod_replacement_policy: Presence<String>,
     /// What `defaults::apply_apiserver_defaults` dropped from `podReplacementPolicy` with the
     /// 1.33 gate `JobPodReplacementPolicy` off; an UPDATE may keep it (`dropDisabledFields`).
     #[serde(skip)]
-    pub(crate) dropped_pod_replacement_policy: Option<Field<String>>,
+    pub(crate) dropped_pod_replacement_policy: Option<Presence<String>>,
     #[serde(default)]
     pub(crate) success_policy: Option<SuccessPolicy>,
     #[serde(default)]
@@ -316,8 +313,8 @@ pub(crate) struct SuccessPolicyRule {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PodTemplateSpec {
-    #[serde(default, deserialize_with = "field")]
-    pub(crate) metadata: Field<TemplateMeta>,
+    #[serde(default, deserialize_with = "presence")]
+    pub(crate) metadata: Presence<TemplateMeta>,
     #[serde(default)]
     pub(crate) spec: PodSpec,
     /// The whole template as the immutability check compares it (`job::template` digests),
@@ -340,8 +337,8 @@ impl PodTemplateSpec {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TemplateMeta {
-    #[serde(default, deserialize_with = "field")]
-    pub(crate) annotations: Field<Annotations>,
+    #[serde(default, deserialize_with = "presence")]
+    pub(crate) annotations: Presence<Annotations>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -361,244 +358,7 @@ pub(crate) struct NamedContainer {
     pub(crate) name: String,
 }
 
-#[derive(Deserialize)]
-#[serde(expecting = "a Job object")]
-struct JobDoc {
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    metadata: ObjectMeta,
-    #[serde(default)]
-    spec: JobSpec,
-    #[serde(default)]
-    status: JobStatus,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct JobStatus {
-    #[serde(default)]
-    start_time: Option<String>,
-    #[serde(default)]
-    active: Option<i32>,
-    #[serde(default)]
-    conditions: Option<Vec<JobCondition>>,
-}
-
-#[derive(Deserialize)]
-struct JobCondition {
-    #[serde(default, rename = "type")]
-    type_: Option<String>,
-    #[serde(default)]
-    status: Option<String>,
-}
-
-impl JobStatus {
-    /// `batchvalidation.IsConditionTrue(status.Conditions, batch.JobSuspended)`.
-    fn suspended_condition(&self) -> bool {
-        self.conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_.as_deref() == Some("Suspended") && c.status.as_deref() == Some("True"))
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(expecting = "a CronJob object")]
-struct CronJobDoc {
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    metadata: ObjectMeta,
-    #[serde(default)]
-    spec: CronJobSpec,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CronJobSpec {
-    #[serde(default)]
-    job_template: JobTemplateSpec,
-}
-
-/// `spec.jobTemplate` of a CronJob, left as text.
-#[derive(Deserialize)]
-struct CronJobTemplateText<'a> {
-    #[serde(default, borrow)]
-    spec: Option<CronJobSpecText<'a>>,
-}
-
-#[derive(Deserialize)]
-struct CronJobSpecText<'a> {
-    #[serde(default, borrow, rename = "jobTemplate")]
-    job_template: Option<&'a RawValue>,
-}
-
-#[derive(Default, Deserialize)]
-struct JobTemplateSpec {
-    #[serde(default)]
-    metadata: ObjectMeta,
-    #[serde(default)]
-    spec: JobSpec,
-}
-
-/// Why an object could not be read; `path` is where (`spec.template.spec.containers[0].name`).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}{message}", if path.is_empty() || path == "." { String::new() } else { format!("{path}: ") })]
-pub struct ParseError {
-    pub(crate) path: String,
-    pub(crate) message: String,
-}
-
-fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {
-    let found = match first {
-        Some('[') => "an array",
-        Some('"') => "a string",
-        Some('n') => "null",
-        Some('t' | 'f') => "a boolean",
-        Some(_) => "a number",
-        None => "nothing",
-    };
-    ParseError {
-        path: String::new(),
-        message: format!("expected a {} object, got {found}", kind.as_str()),
-    }
-}
-
-/// `serde_json::from_str` through `job::strict` (objects only, `-0` as 0).
-fn strict_from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<T> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    let value = T::deserialize(Strict(&mut de))?;
-    de.end()?;
-    Ok(value)
-}
-
-/// An object whose own `kind` names another kind is not what the request said it is.
-fn check_kind(expected: Kind, found: Option<&str>) -> Result<(), ParseError> {
-    match found {
-        Some(k) if k != expected.as_str() => Err(ParseError {
-            path: "kind".into(),
-            message: format!("expected {}, got {k:?}", expected.as_str()),
-        }),
-        _ => Ok(()),
-    }
-}
-
 impl JobObject {
-    /// Parses a Job or CronJob from JSON, reading only the fields jobgate uses.
-    pub fn from_json(kind: Kind, json: &str) -> Result<JobObject, ParseError> {
-        // serde's derived structs also accept arrays; an object is the only valid shape.
-        if !json.trim_start().starts_with('{') {
-            return Err(not_an_object(kind, json.trim_start().chars().next()));
-        }
-        let fast = match kind {
-            Kind::Job => {
-                strict_from_str::<JobDoc>(json).map(|d| (d.kind.clone(), JobObject::from_job(d)))
-            }
-            Kind::CronJob => strict_from_str::<CronJobDoc>(json)
-                .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
-        };
-        // The fast path carries no field path in its error; re-read to say where it failed.
-        let (found, object) = fast.map_err(|_| match kind {
-            Kind::Job => Self::locate::<JobDoc>(json),
-            Kind::CronJob => Self::locate::<CronJobDoc>(json),
-        })?;
-        check_kind(kind, found.as_deref())?;
-        let mut object = object;
-        if kind == Kind::CronJob {
-            // Skims the text again for the template's span; it borrows, so nothing is rebuilt.
-            object.job_template_json = serde_json::from_str::<CronJobTemplateText<'_>>(json)
-                .ok()
-                .and_then(|t| t.spec)
-                .and_then(|s| s.job_template)
-                .map(|raw| raw.get().to_string());
-        }
-        Ok(object)
-    }
-
-    /// Builds from an already-decoded JSON value (`jobgate check` reads YAML into values).
-    pub(crate) fn from_value(
-        kind: Kind,
-        value: serde_json::Value,
-    ) -> Result<JobObject, ParseError> {
-        if !value.is_object() {
-            return Err(not_an_object(kind, value.to_string().chars().next()));
-        }
-        let job_template_json = match kind {
-            Kind::CronJob => value
-                .pointer("/spec/jobTemplate")
-                .filter(|t| !t.is_null())
-                .map(|t| t.to_string()),
-            Kind::Job => None,
-        };
-        let result = match kind {
-            Kind::Job => serde_path_to_error::deserialize::<_, JobDoc>(Strict(value))
-                .map(|d| (d.kind.clone(), JobObject::from_job(d))),
-            Kind::CronJob => serde_path_to_error::deserialize::<_, CronJobDoc>(Strict(value))
-                .map(|d| (d.kind.clone(), JobObject::from_cron_job(d))),
-        };
-        let (found, mut object) = result.map_err(|e| ParseError {
-            path: e.path().to_string(),
-            message: without_position(e.inner()),
-        })?;
-        check_kind(kind, found.as_deref())?;
-        object.job_template_json = job_template_json;
-        Ok(object)
-    }
-
-    fn locate<T: for<'de> Deserialize<'de>>(json: &str) -> ParseError {
-        let mut de = serde_json::Deserializer::from_str(json);
-        match serde_path_to_error::deserialize::<_, T>(Strict(&mut de)) {
-            Ok(_) => ParseError {
-                path: String::new(),
-                message: "trailing data after the object".into(),
-            },
-            Err(e) => ParseError {
-                path: e.path().to_string(),
-                message: without_position(e.inner()),
-            },
-        }
-    }
-
-    fn from_job(d: JobDoc) -> JobObject {
-        JobObject {
-            kind: Kind::Job,
-            metadata: d.metadata,
-            job_template_metadata: None,
-            job_template_json: None,
-            spec: d.spec,
-            started: d.status.start_time.as_ref().is_some_and(|t| !t.is_empty()),
-            suspended_condition: d.status.suspended_condition(),
-            active: d.status.active.map_or(0, i64::from),
-        }
-    }
-
-    fn from_cron_job(d: CronJobDoc) -> JobObject {
-        JobObject {
-            kind: Kind::CronJob,
-            metadata: d.metadata,
-            job_template_metadata: Some(d.spec.job_template.metadata),
-            job_template_json: None,
-            spec: d.spec.job_template.spec,
-            started: false,
-            suspended_condition: false,
-            active: 0,
-        }
-    }
-
-    /// Keeps the whole `spec.template` of `document` (this object's JSON) for the UPDATE
-    /// immutability check, which compares every field of the template, not only those modeled.
-    pub(crate) fn keep_whole_template(&mut self, document: &serde_json::Value) {
-        let mut at = Some(document);
-        for token in self.kind.spec_pointer() {
-            at = at.and_then(|v| v.get(token));
-        }
-        let template = at.and_then(|spec| spec.get("template"));
-        self.spec.template.whole = Some(super::template::WholeTemplate::from_value(
-            template.unwrap_or(&serde_json::Value::Null),
-        ));
-    }
-
     /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.
     pub(crate) fn display_name(&self) -> &str {
         match (&self.metadata.name, &self.metadata.generate_name) {
@@ -606,163 +366,5 @@ impl JobObject {
             (_, Some(g)) => g,
             _ => "",
         }
-    }
-}
-
-/// Reads a Job or CronJob straight out of an enclosing document (the AdmissionReview's
-/// `request.object`) in the same pass, so a review is parsed once. Accepts a JSON object or `null`
-/// (`None`). Errors carry no field path: callers fall back to [`JobObject::from_json`] for that.
-pub(crate) struct JobSeed(pub Kind);
-
-impl<'de> serde::de::DeserializeSeed<'de> for JobSeed {
-    type Value = Option<JobObject>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_option(JobSeedVisitor(self.0))
-    }
-}
-
-struct JobSeedVisitor(Kind);
-
-impl<'de> serde::de::Visitor<'de> for JobSeedVisitor {
-    type Value = Option<JobObject>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "a {} object or null", self.0.as_str())
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        // `job::strict`: structs from objects only, `-0` as 0, as everywhere objects are read.
-        let de = Strict(serde::de::value::MapAccessDeserializer::new(map));
-        let (found, object) = match self.0 {
-            Kind::Job => {
-                JobDoc::deserialize(de).map(|d| (d.kind.clone(), JobObject::from_job(d)))?
-            }
-            Kind::CronJob => CronJobDoc::deserialize(de)
-                .map(|d| (d.kind.clone(), JobObject::from_cron_job(d)))?,
-        };
-        check_kind(self.0, found.as_deref()).map_err(serde::de::Error::custom)?;
-        Ok(Some(object))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn absent_null_and_empty_pod_replacement_policy_are_distinct() {
-        let absent = JobObject::from_json(Kind::Job, r#"{"spec":{}}"#).unwrap();
-        let null =
-            JobObject::from_json(Kind::Job, r#"{"spec":{"podReplacementPolicy":null}}"#).unwrap();
-        let empty =
-            JobObject::from_json(Kind::Job, r#"{"spec":{"podReplacementPolicy":""}}"#).unwrap();
-        assert_eq!(absent.spec.pod_replacement_policy, Field::Absent);
-        assert_eq!(null.spec.pod_replacement_policy, Field::Null);
-        assert_eq!(
-            empty.spec.pod_replacement_policy,
-            Field::Value(String::new())
-        );
-    }
-
-    #[test]
-    fn cron_job_spec_is_the_job_template_spec() {
-        let cj = JobObject::from_json(
-            Kind::CronJob,
-            r#"{"metadata":{"name":"nightly"},"spec":{"schedule":"0 0 * * *","jobTemplate":{"metadata":{"annotations":{"a":"b"}},"spec":{"backoffLimit":3}}}}"#,
-        )
-        .unwrap();
-        assert_eq!(cj.spec.backoff_limit, Some(3));
-        assert_eq!(
-            cj.job_template_metadata.unwrap().annotation("a").as_deref(),
-            Some("b")
-        );
-    }
-
-    #[test]
-    fn a_cron_job_keeps_its_job_template_text_from_json_and_from_value() {
-        let text = r#"{"spec":{"schedule":"@daily","jobTemplate": {"spec":{"backoffLimit":3}}}}"#;
-        let cj = JobObject::from_json(Kind::CronJob, text).unwrap();
-        assert_eq!(
-            cj.job_template_json.as_deref(),
-            Some(r#"{"spec":{"backoffLimit":3}}"#)
-        );
-        let value: serde_json::Value = serde_json::from_str(text).unwrap();
-        let cj = JobObject::from_value(Kind::CronJob, value).unwrap();
-        assert_eq!(
-            cj.job_template_json.as_deref(),
-            Some(r#"{"spec":{"backoffLimit":3}}"#)
-        );
-        let job = JobObject::from_json(Kind::Job, r#"{"spec":{}}"#).unwrap();
-        assert_eq!(job.job_template_json, None);
-        let cj = JobObject::from_json(Kind::CronJob, r#"{"spec":{}}"#).unwrap();
-        assert_eq!(cj.job_template_json, None);
-    }
-
-    #[test]
-    fn a_wrongly_typed_field_is_reported_with_its_path() {
-        let err = JobObject::from_json(
-            Kind::Job,
-            r#"{"spec":{"template":{"spec":{"containers":[{"name":7}]}}}}"#,
-        )
-        .unwrap_err();
-        assert_eq!(err.path, "spec.template.spec.containers[0].name");
-        assert!(
-            err.message.contains("invalid type: integer `7`"),
-            "{}",
-            err.message
-        );
-    }
-
-    #[test]
-    fn an_object_of_another_kind_is_rejected() {
-        let err = JobObject::from_json(Kind::Job, r#"{"kind":"Pod","spec":{}}"#).unwrap_err();
-        assert_eq!(err.to_string(), r#"kind: expected Job, got "Pod""#);
-        let err = JobObject::from_json(Kind::Job, "[1]").unwrap_err();
-        assert_eq!(err.to_string(), "expected a Job object, got an array");
-    }
-
-    #[test]
-    fn the_seed_reads_objects_and_null_and_refuses_other_shapes() {
-        use serde::de::DeserializeSeed;
-        let read = |json: &str| {
-            JobSeed(Kind::Job).deserialize(&mut serde_json::Deserializer::from_str(json))
-        };
-        let job = read(r#"{"kind":"Job","spec":{"backoffLimit":2}}"#)
-            .unwrap()
-            .unwrap();
-        assert_eq!(job.spec.backoff_limit, Some(2));
-        assert!(read("null").unwrap().is_none());
-        assert!(read("[1]").is_err());
-        assert!(read(r#"{"kind":"Pod"}"#).is_err());
-        assert_eq!(
-            job,
-            JobObject::from_json(Kind::Job, r#"{"kind":"Job","spec":{"backoffLimit":2}}"#).unwrap()
-        );
-    }
-
-    #[test]
-    fn exit_codes_outside_int32_are_rejected() {
-        let err = JobObject::from_json(
-            Kind::Job,
-            r#"{"spec":{"podFailurePolicy":{"rules":[{"action":"FailJob","onExitCodes":{"operator":"In","values":[2147483648]}}]}}}"#,
-        )
-        .unwrap_err();
-        assert_eq!(
-            err.path,
-            "spec.podFailurePolicy.rules[0].onExitCodes.values[0]"
-        );
     }
 }

@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
 use super::field::go_quote;
-use super::model::{Field, JobObject, Kind};
+use super::model::{JobObject, Kind, Presence};
 use super::patch::{add, pointer, replace};
 use super::version::FeatureGate;
 use super::{Config, Operation, Review, Verdict};
@@ -71,8 +71,8 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
     let replacement_policy_exists = config.cluster.enabled(FeatureGate::JobPodReplacementPolicy);
     // KEP-3939: the default applies only when the field is absent or null, never over "".
     let mut policy = match &spec.pod_replacement_policy {
-        Field::Value(v) => v.as_str(),
-        Field::Absent | Field::Null => pod_replacement_policy_default(spec),
+        Presence::Value(v) => v.as_str(),
+        Presence::Absent | Presence::Null => pod_replacement_policy_default(spec),
     };
 
     if opted_in(object, scope, &mut warnings) {
@@ -134,9 +134,9 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
     let policy_path = || pointer(spec_tokens.iter().copied().chain(["podReplacementPolicy"]));
     match &spec.pod_replacement_policy {
         _ if !replacement_policy_exists => {}
-        Field::Value(v) if v == policy => {}
-        Field::Value(_) => patch.push(replace(policy_path(), Value::from(policy))),
-        Field::Absent | Field::Null => patch.push(add(policy_path(), Value::from(policy))),
+        Presence::Value(v) if v == policy => {}
+        Presence::Value(_) => patch.push(replace(policy_path(), Value::from(policy))),
+        Presence::Absent | Presence::Null => patch.push(add(policy_path(), Value::from(policy))),
     }
     patch.extend(annotation_ops);
     Verdict {
@@ -237,7 +237,7 @@ fn add_template_annotations(
         )
     };
     match &object.spec.template.metadata {
-        Field::Absent | Field::Null => {
+        Presence::Absent | Presence::Null => {
             let mut metadata = Map::new();
             metadata.insert("annotations".into(), map());
             ops.push(add(
@@ -245,14 +245,14 @@ fn add_template_annotations(
                 Value::Object(metadata),
             ));
         }
-        Field::Value(meta) => match &meta.annotations {
-            Field::Absent | Field::Null => {
+        Presence::Value(meta) => match &meta.annotations {
+            Presence::Absent | Presence::Null => {
                 ops.push(add(
                     pointer(template.chain(["metadata", "annotations"])),
                     map(),
                 ));
             }
-            Field::Value(_) => {
+            Presence::Value(_) => {
                 for key in missing {
                     ops.push(add(
                         pointer(

@@ -16,8 +16,8 @@ use super::template::Compare;
 use super::field::{FieldPath, MAX_ERRORS};
 use super::go_values::{self, opt_int};
 use super::model::{
-    Field, JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
-    PodFailurePolicyRule, SuccessPolicy,
+    JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
+    PodFailurePolicyRule, Presence, SuccessPolicy,
 };
 use super::version::{Cluster, OldJobState, TemplateUpdateOptions};
 use super::{BadValue, FieldError, Kind, Operation, Review};
@@ -179,7 +179,7 @@ fn validate_job_spec(
             ));
         }
     }
-    if let Field::Value(policy) = &spec.pod_failure_policy {
+    if let Presence::Value(policy) = &spec.pod_failure_policy {
         validate_pod_failure_policy(spec, policy, &p("podFailurePolicy"), cluster, errs);
     }
     if let Some(success) = &spec.success_policy {
@@ -764,7 +764,7 @@ pub(crate) fn validate_job_update(
 
 /// `apiequality.Semantic.DeepEqual` on the internal types: absent, null and `""` strings are
 /// all Go's zero value, and nil slices equal empty ones.
-fn same_pod_failure_policy(a: &Field<PodFailurePolicy>, b: &Field<PodFailurePolicy>) -> bool {
+fn same_pod_failure_policy(a: &Presence<PodFailurePolicy>, b: &Presence<PodFailurePolicy>) -> bool {
     match (a.value(), b.value()) {
         (None, None) => true,
         (Some(a), Some(b)) => {
