@@ -214,7 +214,8 @@ pub struct Written {
     pub tls_cert: PathBuf,
     /// The serving key file.
     pub tls_key: PathBuf,
-    pub(crate) ca_bundle_patch: PathBuf,
+    /// The caBundle patch file.
+    pub ca_bundle_patch: PathBuf,
 }
 
 /// Generates the bundle for `args` at time `now` and writes the four files.

@@ -14,7 +14,7 @@ use jobgate::duration::parse_duration;
     long_version = crate::version::LONG_VERSION,
     about = "Admission webhook and failure-recovery reconciler for Kubernetes batch Jobs"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Log output format.
     #[arg(long, global = true, env = "JOBGATE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -26,13 +26,13 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     Text,
     Json,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Serve the admission webhooks over TLS (dev mode with a throw-away certificate when no
     /// --tls-cert/--tls-key are given).
     Serve(ServeArgs),
@@ -65,21 +65,21 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct VersionArgs {
+pub(crate) struct VersionArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = crate::version::VersionFormat::Text)]
     pub output: crate::version::VersionFormat,
 }
 
 #[derive(Debug, Args)]
-pub struct CompletionArgs {
+pub(crate) struct CompletionArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// Write jobgate.1 and one page per command (jobgate-serve.1, ...) into this directory
     /// instead of printing jobgate.1.
     #[arg(long, value_name = "DIR")]
@@ -87,7 +87,7 @@ pub struct ManArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Webhook (HTTPS) listen address. In dev mode the host is always 127.0.0.1.
     #[arg(long, env = "JOBGATE_ADDR", default_value = "0.0.0.0:8443")]
     pub addr: SocketAddr,

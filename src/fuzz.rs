@@ -26,7 +26,7 @@ pub fn check_review(endpoint: Endpoint, body: &[u8], config: &Config) {
     }
 }
 
-pub fn review_invariants(endpoint: Endpoint, body: &[u8], config: &Config) -> Result<(), String> {
+fn review_invariants(endpoint: Endpoint, body: &[u8], config: &Config) -> Result<(), String> {
     let outcome = admission::review(endpoint, body, config);
     let answer: Value = serde_json::from_slice(&outcome.body)
         .map_err(|e| format!("the answer is not JSON: {e}"))?;

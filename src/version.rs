@@ -7,7 +7,7 @@ use jobgate::job::version::KubernetesVersion;
 use serde::Serialize;
 
 /// `0.1.0 (commit 6640c30…, built 2026-11-25T03:00:00Z)`: `jobgate --version`.
-pub const LONG_VERSION: &str = concat!(
+pub(crate) const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
     env!("JOBGATE_GIT_COMMIT"),
@@ -44,7 +44,7 @@ impl BuildInfo {
 
 /// The output format of `jobgate version`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum VersionFormat {
+pub(crate) enum VersionFormat {
     /// One field a line, for people.
     #[default]
     Text,
@@ -53,7 +53,7 @@ pub enum VersionFormat {
 }
 
 /// Writes `jobgate version`'s answer.
-pub fn write(format: VersionFormat, out: &mut impl Write) -> io::Result<()> {
+pub(crate) fn write(format: VersionFormat, out: &mut impl Write) -> io::Result<()> {
     let info = BuildInfo::of_this_binary();
     match format {
         VersionFormat::Text => {

@@ -10,7 +10,7 @@ use std::path::Path;
 use base64::Engine;
 use jobgate::admission::{Endpoint, review};
 use jobgate::job::Config;
-use jobgate::job::version::{Cluster, KubernetesVersion};
+use jobgate::job::version::KubernetesVersion;
 use serde_json::Value;
 
 fn decoded(mut response: Value) -> Value {
@@ -36,10 +36,7 @@ fn validate_fixtures_match_the_in_process_review() {
         "expected the validate fixtures, found {names:?}"
     );
     // The fixtures were written for Kubernetes 1.34; they hold on 1.34 and on the default (1.37).
-    let on_1_34 = Config {
-        cluster: Cluster::new(KubernetesVersion::V1_34),
-        ..Config::default()
-    };
+    let on_1_34 = Config::for_release(KubernetesVersion::V1_34);
     for name in names {
         let request = std::fs::read(dir.join(format!("{name}.request.json"))).unwrap();
         let outcome = review(Endpoint::Validate, &request, &Config::default());
@@ -89,10 +86,7 @@ fn versioned_fixtures_match_each_release() {
     for name in names {
         let request = std::fs::read(dir.join(format!("{name}.request.json"))).unwrap();
         for version in KubernetesVersion::all() {
-            let config = Config {
-                cluster: Cluster::new(version),
-                ..Config::default()
-            };
+            let config = Config::for_release(version);
             let outcome = review(Endpoint::Validate, &request, &config);
             assert_eq!(outcome.http_status, 200, "{name} {version}");
             let actual = decoded(serde_json::from_slice(&outcome.body).unwrap());

@@ -11,7 +11,8 @@
 mod request;
 mod response;
 
-pub use request::{ObjectIn, ParsedReview, ReviewError, parse};
+pub use request::parse;
+pub(crate) use request::{ObjectIn, ParsedReview};
 pub(crate) use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
 
 use crate::job::template::WholeTemplate;

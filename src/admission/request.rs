@@ -67,7 +67,7 @@ struct ReviewIn<'a, R> {
 /// The request's object: read in the same pass when the request's `kind` came first (as
 /// kube-apiserver writes it), else kept raw and read afterwards.
 #[derive(Debug)]
-pub enum ObjectIn<'a> {
+pub(crate) enum ObjectIn<'a> {
     /// No object, or `null` (as `oldObject` on CREATE, `object` on DELETE).
     Absent,
     /// The object's JSON, read afterwards (CronJobs, and every object on the slow path).

@@ -28,15 +28,23 @@ use crate::kueue::RECOVERY_ANNOTATION_KEYS;
 pub struct Config {
     /// Pod-template annotation keys the mutating webhook sets to `"true"` for an opted-in Job
     /// (`--inject-recovery-annotation-key`; default: Kueue's `safe-to-forcefully-terminate`).
-    pub recovery_annotation_keys: Vec<String>,
+    pub(crate) recovery_annotation_keys: Vec<String>,
     /// The level of each jobgate policy (`--policy NAME=off|warn|deny`, `policies:` in `--config`).
-    pub policies: Policies,
+    pub(crate) policies: Policies,
     /// The Kubernetes release and feature gates whose kube-apiserver rules `/validate` and
     /// `check` mirror (`--kubernetes-version`, `--feature-gates`; default the newest supported).
-    pub cluster: version::Cluster,
+    pub(crate) cluster: version::Cluster,
 }
 
 impl Config {
+    /// The default settings for a cluster of `release` with its default feature gates.
+    pub fn for_release(release: KubernetesVersion) -> Config {
+        Config {
+            cluster: Cluster::new(release),
+            ..Config::default()
+        }
+    }
+
     /// The keys `/mutate` sets: the configured ones, once each, in order.
     pub(crate) fn injected_recovery_keys(&self) -> Vec<&str> {
         distinct_keys(self.recovery_annotation_keys.iter().map(String::as_str))

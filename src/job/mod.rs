@@ -18,7 +18,7 @@ pub(crate) mod template;
 pub mod version;
 
 pub(crate) use field::{BadValue, FieldError};
-pub use model::{JobObject, Kind, Presence};
+pub use model::{JobObject, Kind};
 
 /// The key the mutating webhook sets by default: the one KEP-6757 names. The reconciler reads
 /// both keys, so the pods are recovered whichever Kueue version runs beside it.
@@ -81,9 +81,9 @@ impl Verdict {
 mod mutate;
 pub(crate) mod validate;
 
-pub use config::{Config, ConfigDocumentError};
+pub use config::Config;
 pub(crate) use mutate::{RecoveryScope, mutate};
-pub use policy::Policies;
+pub(crate) use policy::Policies;
 pub(crate) use policy::{Level, PolicyName};
 #[cfg(test)]
 pub(crate) use validate::validate;

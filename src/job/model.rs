@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer};
 /// A field whose absence, explicit `null` and value mean different things
 /// (KEP-3939 defaults `podReplacementPolicy` only when it is absent or null, never over `""`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Presence<T> {
+pub(crate) enum Presence<T> {
     /// The field is not in the object.
     #[default]
     Absent,

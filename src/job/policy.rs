@@ -125,7 +125,7 @@ impl fmt::Display for PolicyName {
 
 /// The level of each policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policies {
+pub(crate) struct Policies {
     levels: [Level; 5],
 }
 

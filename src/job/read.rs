@@ -252,7 +252,7 @@ impl JobObject {
 /// Reads a Job or CronJob straight out of an enclosing document (the AdmissionReview's
 /// `request.object`) in the same pass, so a review is parsed once. Accepts a JSON object or `null`
 /// (`None`). Errors carry no field path: callers fall back to [`JobObject::from_json`] for that.
-pub(crate) struct JobSeed(pub Kind);
+pub(crate) struct JobSeed(pub(crate) Kind);
 
 impl<'de> serde::de::DeserializeSeed<'de> for JobSeed {
     type Value = Option<JobObject>;

@@ -17,7 +17,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// A deserializer reading structs from objects only, `-0` as 0.
-pub(crate) struct Strict<D>(pub D);
+pub(crate) struct Strict<D>(pub(crate) D);
 
 macro_rules! forward {
     ($($method:ident),* $(,)?) => {

@@ -14,7 +14,7 @@ use crate::recovery::episode::EpisodeConfig;
 /// The recovery flags `reconcile` and `status` share (one declaration), so that `status` given
 /// the reconciler's values predicts exactly what it decides.
 #[derive(Debug, Clone, Args)]
-pub struct RecoveryArgs {
+pub(crate) struct RecoveryArgs {
     /// Time after a pod's deletionTimestamp (which already includes the pod's own grace
     /// period) before an opted-in pod on an unreachable node is forcefully terminated.
     #[arg(

@@ -28,7 +28,7 @@ pub struct Options {
 
 /// Everything the reconciler remembers of one pod, in one place.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PodState {
+pub(crate) struct PodState {
     /// `spec.nodeName` from the last GET, so a node edge finds its pods.
     pub(crate) node: Option<String>,
     /// Waiting for the deadline, the node or the Job (counted in `jobgate_recovery_pending_pods`).
@@ -43,7 +43,7 @@ pub struct PodState {
 
 /// What a pod that is not recovered yet waits for.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Waiting {
+pub(crate) enum Waiting {
     /// Its deadline (`deletionTimestamp` plus the grace period), not reached yet.
     Deadline(Timestamp),
     /// Past its deadline: its node (named) to become unreachable.
@@ -70,7 +70,7 @@ pub enum Waiting {
 
 /// Per-Job recovery episodes: the backoff flags, the store of eligible pods (to find a Job's
 /// other due pods) and the trigger channel (to reconcile them).
-pub struct EpisodeGate {
+pub(crate) struct EpisodeGate {
     pub(crate) config: EpisodeConfig,
     pub(crate) store: Store<PodMetadata>,
     pub(crate) triggers: futures::channel::mpsc::UnboundedSender<PodKey>,

@@ -17,15 +17,18 @@ pub struct NodeLabels {
 /// `error` label of `jobgate_recovery_errors_total`: what failed, as a short fixed word (kube-rs
 /// `controller-rs` `Error::metric_label`), never a message (bounded cardinality).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct ErrorLabels {
-    pub(crate) error: &'static str,
+pub struct ErrorLabels {
+    /// One of [`ERROR_KINDS`].
+    pub error: &'static str,
 }
 
 /// Labels of `jobgate_recovery_writes_total`: the write verb and how it ended.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct WriteLabels {
-    pub(crate) verb: &'static str,
-    pub(crate) result: &'static str,
+pub struct WriteLabels {
+    /// The write (`patch_pod_status`, `delete_pod`, `patch_job`, `patch_workload`, `create_event`).
+    pub verb: &'static str,
+    /// How it ended: `ok`, a failure class, `not_leader` or `dry_run`.
+    pub result: &'static str,
 }
 
 /// The `error` values of `jobgate_recovery_errors_total` (reconcile.rs `metric_label`, lease,
@@ -48,26 +51,26 @@ pub struct RecoveryMetrics {
     pub terminated: Family<NodeLabels, Counter>,
     /// `jobgate_recovery_pending_pods`: opted-in terminating pods waiting for their deadline or
     /// for their node to become unreachable.
-    pub(crate) pending: Gauge,
+    pub pending: Gauge,
     /// `jobgate_recovery_errors_total{error}`: failed reconciles, failed event creations, watch
     /// and lease errors, by kind.
-    pub(crate) errors: Family<ErrorLabels, Counter>,
+    pub errors: Family<ErrorLabels, Counter>,
     /// `jobgate_recovery_writes_total{verb, result}`: every write the writer sent (or skipped).
-    pub(crate) writes: Family<WriteLabels, Counter>,
+    pub writes: Family<WriteLabels, Counter>,
     /// `jobgate_recovery_reconcile_duration_seconds`: time of one pod reconcile.
-    pub(crate) reconcile_duration: Histogram,
+    pub reconcile_duration: Histogram,
     /// `jobgate_recovery_leader`: 1 while this replica holds the Lease and may act.
-    pub(crate) leader: Gauge,
+    pub leader: Gauge,
     /// `jobgate_recovery_episodes_total`: recovery episodes recorded on Jobs.
-    pub(crate) episodes: Counter,
+    pub episodes: Counter,
     /// `jobgate_recovery_limit_exceeded_total`: Jobs whose recovery the limit stopped (counted
     /// when the limit is recorded on the Job, once per Job).
-    pub(crate) limit_exceeded: Counter,
+    pub limit_exceeded: Counter,
     /// `jobgate_recovery_held_pods`: due pods held by the partition brake.
-    pub(crate) held: Gauge,
+    pub held: Gauge,
     /// `jobgate_recovery_disrupted_zones`: zones whose recoveries the partition brake holds or
     /// slows.
-    pub(crate) disrupted_zones: Gauge,
+    pub disrupted_zones: Gauge,
 }
 
 impl Default for RecoveryMetrics {

@@ -39,7 +39,7 @@ pub(crate) mod scripted;
 #[cfg(test)]
 mod tests;
 
-pub use args::{ReconcileArgs, RecoveryArgs};
+pub use args::ReconcileArgs;
 pub use context::{Context, Options};
 pub use run::{RunError, run};
 pub use watch::drive_pod_watch;

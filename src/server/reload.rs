@@ -46,7 +46,7 @@ pub struct ReloadMetrics {
     /// 1 while the files on disk are a bad pair and the previous certificate is still served.
     pub failing: Gauge,
     /// `notAfter` of the served leaf certificate, in seconds since the Unix epoch.
-    pub(crate) expiration: Gauge,
+    pub expiration: Gauge,
 }
 
 impl ReloadMetrics {

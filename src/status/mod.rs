@@ -17,7 +17,7 @@ mod tests;
 use clap::Args;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::reconciler::RecoveryArgs;
+use crate::reconciler::args::RecoveryArgs;
 use crate::reconciler::cluster::{self, ClusterError};
 pub(crate) use render::render;
 pub(crate) use snapshot::{Snapshot, fetch};

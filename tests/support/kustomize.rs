@@ -10,7 +10,7 @@ const KUBECTL_MIN_MINOR: u32 = 35;
 
 /// `kubectl` from PATH, at least 1.[`KUBECTL_MIN_MINOR`]. Missing or older, the test fails and
 /// says how to get it: the install is never left untested because a tool is absent.
-pub fn kubectl() -> &'static str {
+pub(crate) fn kubectl() -> &'static str {
     let out = match Command::new("kubectl")
         .args(["version", "--client", "-o", "json"])
         .output()
@@ -43,7 +43,7 @@ pub fn kubectl() -> &'static str {
 }
 
 /// The documents `kubectl kustomize dir` renders, as JSON values.
-pub fn render(kubectl: &str, dir: &Path) -> Vec<Value> {
+pub(crate) fn render(kubectl: &str, dir: &Path) -> Vec<Value> {
     let out = Command::new(kubectl)
         .arg("kustomize")
         .arg(dir)

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub mod kustomize;
+pub(crate) mod kustomize;
 
-pub struct Jobgate {
+pub(crate) struct Jobgate {
     pub child: Child,
     pub port: u16,
     pub admin_port: u16,
@@ -19,7 +19,7 @@ pub struct Jobgate {
 
 impl Jobgate {
     /// Starts `jobgate serve` in dev mode on free ports, in a temporary working directory.
-    pub fn start(extra: &[&str]) -> Jobgate {
+    pub(crate) fn start(extra: &[&str]) -> Jobgate {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut child = Command::new(env!("CARGO_BIN_EXE_jobgate"))
             .args([
@@ -77,16 +77,16 @@ impl Jobgate {
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("https://localhost:{}{}", self.port, path)
     }
 
-    pub fn admin_url(&self, path: &str) -> String {
+    pub(crate) fn admin_url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{}", self.admin_port, path)
     }
 
     /// Sends SIGTERM and waits for the exit status (at most `within`).
-    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+    pub(crate) fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -110,7 +110,7 @@ impl Drop for Jobgate {
 
 /// An HTTP exchange as curl saw it.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub http_version: String,
     pub body: String,
@@ -119,13 +119,13 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 }
 
 /// Runs curl with `args` plus a trailer that reports status and HTTP version.
-pub fn curl(args: &[&str]) -> Reply {
+pub(crate) fn curl(args: &[&str]) -> Reply {
     let out = Command::new("curl")
         .args([
             "-sS",
@@ -149,7 +149,7 @@ pub fn curl(args: &[&str]) -> Reply {
 }
 
 /// POSTs a file as JSON to jobgate over TLS, verifying the dev CA.
-pub fn post_file(jg: &Jobgate, path: &str, file: &Path, http: &str) -> Reply {
+pub(crate) fn post_file(jg: &Jobgate, path: &str, file: &Path, http: &str) -> Reply {
     let data = format!("@{}", file.display());
     let ca = jg.ca.display().to_string();
     curl(&[
@@ -166,7 +166,7 @@ pub fn post_file(jg: &Jobgate, path: &str, file: &Path, http: &str) -> Reply {
 
 /// `jobgate ARGS --help`, with no JOBGATE_* variable set (clap prints a variable's current
 /// value next to its flag).
-pub fn help(args: &[&str]) -> String {
+pub(crate) fn help(args: &[&str]) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobgate"));
     cmd.args(args).arg("--help");
     for (key, _) in std::env::vars() {
@@ -180,7 +180,7 @@ pub fn help(args: &[&str]) -> String {
 }
 
 /// The commands `jobgate --help` lists, in its order (clap's own `help` left out).
-pub fn subcommands() -> Vec<String> {
+pub(crate) fn subcommands() -> Vec<String> {
     help(&[])
         .lines()
         .skip_while(|l| *l != "Commands:")
@@ -194,7 +194,7 @@ pub fn subcommands() -> Vec<String> {
 
 /// A rustls client configuration that trusts `jg`'s dev CA and offers `alpn` (`b"h2"`,
 /// `b"http/1.1"`), for tests that drive TLS themselves.
-pub fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConfig {
+pub(crate) fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConfig {
     jobgate::server::tls::install_crypto_provider();
     let mut roots = rustls::RootCertStore::empty();
     let pem = std::fs::read(&jg.ca).expect("dev CA");
@@ -210,7 +210,7 @@ pub fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConfig {
 }
 
 /// The `*.request.json` AdmissionReviews under `tests/fixtures/<dir>`, in name order.
-pub fn fixture_requests(dir: &str) -> Vec<PathBuf> {
+pub(crate) fn fixture_requests(dir: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(dir);
