@@ -53,6 +53,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Errors are said as `jobgate <command>: ...`, as `audit` and `check` say theirs.
+    let who = match &cli.command {
+        Command::Serve(_) => "jobgate serve",
+        Command::Certs(_) => "jobgate certs",
+        Command::Reconcile(_) => "jobgate reconcile",
+        Command::Status(_) => "jobgate status",
+        _ => "jobgate",
+    };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Check(_) | Command::Version(_) | Command::Completion(_) | Command::Man(_) => {
@@ -80,7 +88,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             report_error(
-                "jobgate",
+                who,
                 e.as_ref(),
                 "the ClusterRole jobgate (deploy/base) grants the reconciler's calls; jobgate status \
                  needs list on jobs, pods and nodes and get on leases in the lease namespace",

@@ -23,12 +23,12 @@ pub(crate) struct Inventory {
     /// Jobs and CronJobs as the API returned them, `apiVersion` and `kind` set.
     pub(crate) objects: Vec<Value>,
     /// The metadata of the pods that matter here.
-    pub(crate) pods: Vec<PodMeta>,
+    pub(crate) pods: Vec<AuditedPod>,
 }
 
 /// What the audit reads of a pod.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct PodMeta {
+pub(crate) struct AuditedPod {
     pub(crate) namespace: String,
     pub(crate) name: String,
     pub(crate) annotations: BTreeMap<String, String>,
@@ -158,7 +158,7 @@ fn review(
 }
 
 /// The key that opts `pod` in (`"true"` under one of the keys the rules recognize), if any.
-fn opting_key<'a>(pod: &PodMeta, config: &'a Config) -> Option<&'a str> {
+fn opting_key<'a>(pod: &AuditedPod, config: &'a Config) -> Option<&'a str> {
     config
         .recognized_recovery_keys()
         .into_iter()

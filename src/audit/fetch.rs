@@ -9,7 +9,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectList};
 use serde_json::Value;
 
-use super::evaluate::{Inventory, OwnerJob, PodMeta};
+use super::evaluate::{AuditedPod, Inventory, OwnerJob};
 
 pub(crate) const PAGE_SIZE: u32 = 500;
 
@@ -86,7 +86,7 @@ pub(crate) async fn fetch(
                 },
             )
         });
-        PodMeta {
+        AuditedPod {
             namespace: meta.namespace.unwrap_or_default(),
             name: meta.name.unwrap_or_default(),
             annotations: meta.annotations.unwrap_or_default(),

@@ -68,13 +68,24 @@ pub enum StatusError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     /// A read from the Kubernetes API failed.
-    #[error("reading the cluster: {0}")]
-    Api(#[from] kube::Error),
+    #[error("cannot read from the Kubernetes API at {server}: {source}")]
+    Api {
+        /// The API server's URL (the kubeconfig's, or the in-cluster one).
+        server: String,
+        /// What the client said.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// `jobgate status`: read the cluster, print the tables.
 pub async fn run(args: StatusArgs) -> Result<(), StatusError> {
-    let client = args.cluster.client(cluster::Prefer::Kubeconfig).await?;
+    let kube_config = args
+        .cluster
+        .kube_config(cluster::Prefer::Kubeconfig)
+        .await?;
+    let server = kube_config.cluster_url.to_string();
+    let client = kube::Client::try_from(kube_config).map_err(ClusterError::Client)?;
     let namespace = if args.all_namespaces {
         None
     } else {
@@ -96,7 +107,8 @@ pub async fn run(args: StatusArgs) -> Result<(), StatusError> {
         &args.lease_namespace,
         &args.lease_name,
     )
-    .await?;
+    .await
+    .map_err(|source| StatusError::Api { server, source })?;
     let now = Timestamp::now();
     match args.output {
         StatusOutput::Text => print!("{}", render(&snapshot, &options, now)),

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub(crate) mod api_server;
 pub(crate) mod kustomize;
 
 pub(crate) struct Jobgate {
