@@ -277,25 +277,36 @@ impl Workspace {
     /// A user's overlay of `deploy/<name>` in this namespace that also takes `components`
     /// (directories under deploy/components).
     fn overlay_with(&self, name: &str, components: &[&str]) -> PathBuf {
-        let user = self.dir.path().join("user-overlays").join(format!(
-            "{}+{}",
-            name.replace('/', "-"),
-            components.join("+")
-        ));
-        std::fs::create_dir_all(&user).expect("mkdir user overlay");
-        let components: String = components
+        self.overlay_of(&[name], components)
+    }
+
+    /// A user's overlay in this namespace built from several directories of deploy/ (e.g. the
+    /// install and deploy/audit/cronjob, in one kustomization) and `components`.
+    fn overlay_of(&self, resources: &[&str], components: &[&str]) -> PathBuf {
+        let name = resources
             .iter()
-            .map(|c| format!("  - ../../deploy/components/{c}\n"))
-            .collect();
-        std::fs::write(
-            user.join("kustomization.yaml"),
-            format!(
-                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
-                 namespace: {}\nresources:\n  - ../../deploy/{name}\ncomponents:\n{components}",
-                self.namespace
-            ),
-        )
-        .expect("write user overlay");
+            .chain(components)
+            .map(|r| r.replace('/', "-"))
+            .collect::<Vec<_>>()
+            .join("+");
+        let user = self.dir.path().join("user-overlays").join(name);
+        std::fs::create_dir_all(&user).expect("mkdir user overlay");
+        let list = |prefix: &str, dirs: &[&str]| -> String {
+            dirs.iter()
+                .map(|d| format!("  - ../../deploy/{prefix}{d}\n"))
+                .collect()
+        };
+        let mut kustomization = format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             namespace: {}\nresources:\n{}",
+            self.namespace,
+            list("", resources)
+        );
+        if !components.is_empty() {
+            kustomization.push_str("components:\n");
+            kustomization.push_str(&list("components/", components));
+        }
+        std::fs::write(user.join("kustomization.yaml"), kustomization).expect("write user overlay");
         user
     }
 
@@ -1716,15 +1727,28 @@ fn cli_help(subcommand: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Every settings key is a variable one of the two containers reads.
+/// Every settings key is a variable one of the two containers reads, and the audit CronJob,
+/// which reads the same ConfigMap, reads exactly those serve reads: the rule settings, never a
+/// reconciler setting that could change what it does.
 fn check_settings_are_read(r: &Rendered, data: &BTreeMap<String, String>) {
-    let (serve, reconcile) = (cli_help("serve"), cli_help("reconcile"));
+    let (serve, reconcile, audit) = (cli_help("serve"), cli_help("reconcile"), cli_help("audit"));
     for key in data.keys() {
         let env = format!("[env: {key}=");
         assert!(
             serve.contains(&env) || reconcile.contains(&env),
             "{}: neither serve nor reconcile reads {key}",
             r.name
+        );
+        assert_eq!(
+            audit.contains(&env),
+            serve.contains(&env),
+            "{}: {key} is read by {} of serve and audit",
+            r.name,
+            if serve.contains(&env) {
+                "only the first"
+            } else {
+                "only the second"
+            }
         );
     }
 }
@@ -2146,10 +2170,29 @@ fn chart_recovery_annotation_keys_reach_the_settings_and_the_match_conditions() 
             str_at(d, "/kind") == "ConfigMap" && str_at(d, "/metadata/name") == "jobgate-settings"
         })
         .expect("jobgate-settings");
+    // The keys /mutate sets are the keys the reconciler reads, each under its own flag's
+    // variable (the deprecated shared JOBGATE_RECOVERY_ANNOTATION_KEY would warn in both).
+    let keys = "example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete";
+    let data: BTreeMap<String, String> =
+        serde_json::from_value(settings["data"].clone()).expect("string data");
     assert_eq!(
-        str_at(settings, "/data/JOBGATE_RECOVERY_ANNOTATION_KEY"),
-        "example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete"
+        data,
+        BTreeMap::from([
+            (
+                "JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY".to_string(),
+                keys.to_string()
+            ),
+            (
+                "JOBGATE_READ_RECOVERY_ANNOTATION_KEY".to_string(),
+                keys.to_string()
+            ),
+        ])
     );
+    let (inject, read) = (cli_help("serve"), cli_help("reconcile"));
+    assert!(inject.contains("[env: JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY="));
+    assert!(read.contains("[env: JOBGATE_READ_RECOVERY_ANNOTATION_KEY="));
+    let (_, out) = check_bad_annotation(&data);
+    assert!(!out.contains("deprecated"), "{out}");
     let validating = docs
         .iter()
         .find(|d| str_at(d, "/kind") == "ValidatingWebhookConfiguration")
@@ -2230,8 +2273,14 @@ fn chart_audit_enabled_renders_deploy_audit_cronjob_in_the_release_namespace() {
         let moved = Rendered::in_namespace("audit/cronjob", namespace, audit.clone());
         assert_no_default_namespace_unless(&moved, namespace);
         check_audit(&moved, "jobgate-audit");
-        let mut kustomize = render(kubectl, &ws.overlay("overlays/cert-manager"));
-        kustomize.extend(audit);
+        // Built with the install in one kustomization, as docs/src/audit.md says, so that the
+        // CronJob names the generated settings; its reference stays optional (the directory
+        // can be applied alone), the chart's need not be.
+        let mut kustomize = render(
+            kubectl,
+            &ws.overlay_of(&["overlays/cert-manager", "audit/cronjob"], &[]),
+        );
+        kustomize.iter_mut().for_each(settings_required);
         assert_same_objects(
             &format!("audit in {namespace}"),
             kustomize,
@@ -2266,6 +2315,35 @@ fn check_audit(r: &Rendered, name: &str) -> CronJob {
     assert_eq!(account.metadata.namespace, Some(r.namespace.clone()));
     let args = pod.containers[0].args.clone().unwrap_or_default();
     assert_eq!(args[..3], ["audit", "--apply", "--prune"], "{what}");
+    // The install's settings serve reads, never its jobgate-kubernetes (the audit reads the
+    // release from GET /version); a ConfigMap not installed with it must be optional.
+    let reads = audit_config_maps(&cron_job);
+    assert!(!reads.is_empty(), "{what}: the audit reads no settings");
+    let maps = r.all::<ConfigMap>();
+    for (map, optional) in &reads {
+        match maps.iter().find(|m| m.metadata.name.as_ref() == Some(map)) {
+            Some(installed) => {
+                let serve = container(&r.pod_spec().containers, "serve").clone();
+                assert!(
+                    serve
+                        .env_from
+                        .iter()
+                        .flatten()
+                        .any(|e| e.config_map_ref.as_ref().is_some_and(|c| &c.name == map)),
+                    "{what}: the audit reads {map}, serve does not"
+                );
+                assert!(
+                    !installed
+                        .data
+                        .iter()
+                        .flatten()
+                        .any(|(key, _)| key == "JOBGATE_KUBERNETES_VERSION"),
+                    "{what}: the audit reads the release from GET /version, not {map}"
+                );
+            }
+            None => assert!(optional, "{what}: {map} is not installed with the audit"),
+        }
+    }
 
     let reports = format!("{name}-reports");
     let roles = [r.one::<ClusterRole>(name), r.one::<ClusterRole>(&reports)];
@@ -2361,4 +2439,248 @@ fn chart_audit_values_shape_the_cron_job() {
             .collect::<Vec<_>>(),
         ["registry"]
     );
+}
+
+/// The CronJob's container `audit`.
+fn audit_container(cron_job: &CronJob) -> &Container {
+    let pod = cron_job
+        .spec
+        .job_template
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("the CronJob's pod spec");
+    container(&pod.containers, "audit")
+}
+
+/// The ConfigMaps a CronJob's audit container reads (envFrom), in order, with whether each is
+/// optional.
+fn audit_config_maps(cron_job: &CronJob) -> Vec<(String, bool)> {
+    audit_container(cron_job)
+        .env_from
+        .iter()
+        .flatten()
+        .filter_map(|e| e.config_map_ref.as_ref())
+        .map(|c| (c.name.clone(), c.optional.unwrap_or(false)))
+        .collect()
+}
+
+/// deploy/audit/cronjob's settings reference with `optional: true` removed (after checking it is
+/// there), to compare with the chart's, which is required.
+fn settings_required(doc: &mut Value) {
+    if str_at(doc, "/kind") != "CronJob" {
+        return;
+    }
+    let refs = doc
+        .pointer_mut("/spec/jobTemplate/spec/template/spec/containers/0/envFrom")
+        .and_then(Value::as_array_mut)
+        .expect("the audit's envFrom");
+    for r in refs {
+        let map = r
+            .get_mut("configMapRef")
+            .and_then(Value::as_object_mut)
+            .expect("a configMapRef");
+        assert_eq!(map.remove("optional"), Some(Value::Bool(true)), "{map:?}");
+    }
+}
+
+/// The audit container's environment as kubelet makes it: each ConfigMap it reads that the
+/// rendering installs (envFrom, later ones win; a missing one must be optional), then `env`.
+fn audit_environment(r: &Rendered, cron_job: &CronJob) -> BTreeMap<String, String> {
+    let maps = r.all::<ConfigMap>();
+    let mut env = BTreeMap::new();
+    for (name, optional) in audit_config_maps(cron_job) {
+        match maps
+            .iter()
+            .find(|m| m.metadata.name.as_ref() == Some(&name))
+        {
+            Some(map) => env.extend(map.data.clone().unwrap_or_default()),
+            None => assert!(optional, "{}: the audit's {name} is not installed", r.name),
+        }
+    }
+    for var in audit_container(cron_job).env.iter().flatten() {
+        if let Some(value) = &var.value {
+            env.insert(var.name.clone(), value.clone());
+        }
+    }
+    env
+}
+
+/// `jobgate audit` with the CronJob's flags (without `--apply --prune`, which would put the
+/// findings in reports and exit 0) and `env`, against a stand-in API server of release 1.37
+/// holding the Job of [`check_bad_annotation`]: (exit code, output).
+fn audit_bad_annotation(cron_job: &CronJob, env: &BTreeMap<String, String>) -> (i32, String) {
+    let job = serde_json::json!({"metadata": {"name": "train", "namespace": "ml", "uid": "u1"},
+        "spec": {"template": {
+            "metadata": {"annotations": {"kueue.x-k8s.io/safe-to-forcefully-terminate": "yes"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}});
+    let (_dir, kubeconfig, _) = support::api_server::fake_api_server(move |_, path| {
+        let list = |kind: &str, items: Vec<Value>| {
+            serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": items})
+                .to_string()
+        };
+        match path.split('?').next().unwrap_or("") {
+            "/version" => (
+                200,
+                serde_json::json!({"major": "1", "minor": "37", "gitVersion": "v1.37.0",
+                    "gitCommit": "x", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+                    "goVersion": "go1.25", "compiler": "gc", "platform": "linux/amd64"})
+                .to_string(),
+            ),
+            "/apis/batch/v1/jobs" => (200, list("JobList", vec![job.clone()])),
+            "/apis/batch/v1/cronjobs" => (200, list("CronJobList", vec![])),
+            "/api/v1/pods" => (200, list("PartialObjectMetadataList", vec![])),
+            _ => (404, "{}".to_string()),
+        }
+    });
+    let args: Vec<String> = audit_container(cron_job)
+        .args
+        .iter()
+        .flatten()
+        .filter(|a| !["--apply", "--prune"].contains(&a.as_str()))
+        .cloned()
+        .collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobgate"));
+    cmd.args(&args).arg("--kubeconfig").arg(&kubeconfig);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("JOBGATE_") {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd.envs(env).output().expect("run jobgate audit");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The CronJob's audit, in the environment kubelet gives it, judges the Job of
+/// [`check_bad_annotation`] as `jobgate check` (the cluster's and /validate's verdict) does with
+/// the settings serve reads: the same exit code, `expected`, and the same finding.
+fn assert_audit_judges_as_serve(
+    r: &Rendered,
+    cron_job: &CronJob,
+    serve_settings: &BTreeMap<String, String>,
+    expected: i32,
+) {
+    let (audit, audit_out) = audit_bad_annotation(cron_job, &audit_environment(r, cron_job));
+    let (check, check_out) = check_bad_annotation(serve_settings);
+    assert_eq!(
+        (audit, check),
+        (expected, expected),
+        "{}:\naudit: {audit_out}\ncheck: {check_out}",
+        r.name
+    );
+    let finding = "must be \"true\" or \"false\"";
+    assert_eq!(
+        audit_out.contains(finding),
+        check_out.contains(finding),
+        "{}:\naudit: {audit_out}\ncheck: {check_out}",
+        r.name
+    );
+    assert!(!audit_out.contains("deprecated"), "{audit_out}");
+}
+
+/// deploy/audit/cronjob built in one kustomization with the install (docs/src/audit.md): the
+/// audit reads the generated jobgate-settings both containers read, as the components change it,
+/// and judges as serve does: deny by default, warn with rollout-warn, nothing with policies-off.
+#[test]
+fn kustomize_audit_cron_job_judges_with_the_settings_serve_reads() {
+    let kubectl = kubectl();
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0]] {
+        let ws = Workspace::in_namespace(namespace);
+        for (components, expected) in [
+            (&[][..], 1),
+            (&["rollout-warn"][..], 0),
+            (&["policies-off"][..], 0),
+        ] {
+            let dir = ws.overlay_of(&["overlays/cert-manager", "audit/cronjob"], components);
+            let r = Rendered::in_namespace(
+                &format!("cert-manager+audit/cronjob+{components:?}"),
+                namespace,
+                render(kubectl, &dir),
+            );
+            assert_no_default_namespace_unless(&r, namespace);
+            let data = settings(&r);
+            check_settings_are_read(&r, &data);
+            let cron_job = check_audit(&r, "jobgate-audit");
+            let generated = r.generated_config_map("jobgate-settings").metadata.name;
+            assert_eq!(
+                audit_config_maps(&cron_job),
+                [(generated.unwrap_or_default(), true)],
+                "{}",
+                r.name
+            );
+            assert_audit_judges_as_serve(&r, &cron_job, &data, expected);
+        }
+    }
+}
+
+/// Applied alone (`kubectl apply -k deploy/audit/cronjob`), nothing names a settings ConfigMap
+/// of the CronJob's: the reference is optional, and the audit judges with jobgate's defaults.
+#[test]
+fn kustomize_audit_cron_job_alone_judges_with_jobgates_defaults() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let r = Rendered::new(
+        "audit/cronjob",
+        render(kubectl, &ws.overlay("audit/cronjob")),
+    );
+    assert!(r.all::<ConfigMap>().is_empty());
+    let cron_job = check_audit(&r, "jobgate-audit");
+    assert_eq!(
+        audit_config_maps(&cron_job),
+        [("jobgate-settings".to_string(), true)]
+    );
+    assert_audit_judges_as_serve(&r, &cron_job, &BTreeMap::new(), 1);
+}
+
+/// The chart's audit CronJob reads the release's `<fullname>-settings`, the ConfigMap serve
+/// reads (required: the chart always installs it), and judges as serve does with it.
+#[test]
+fn chart_audit_cron_job_judges_with_the_release_settings() {
+    let every_policy_off = [
+        "policies.recovery-annotation-value=off",
+        "policies.recovery-annotation-on-job=off",
+        "policies.recovery-needs-failed=off",
+        "policies.recovery-counts-toward-backoff=off",
+        "policies.indexed-terminating-or-failed=off",
+    ];
+    for (sets, expected) in [
+        (vec![], 1),
+        (vec!["rollout.warnOnly=true"], 0),
+        (every_policy_off.to_vec(), 0),
+        (
+            vec![
+                "policies.recovery-annotation-value=warn",
+                "recoveryAnnotationKeys={example.com/recover}",
+                "reconciler.dryRun=true",
+                "reconciler.partitionBrake=false",
+                "reconciler.recoveryLimit=3",
+                "reconciler.onRecoveryLimit=suspend",
+            ],
+            0,
+        ),
+    ] {
+        let mut sets = sets;
+        sets.push("audit.enabled=true");
+        let r = chart(OTHER_NAMESPACES[0], &sets);
+        let cron_job = check_audit(&r, "jobgate-audit");
+        assert_eq!(
+            audit_config_maps(&cron_job),
+            [("jobgate-settings".to_string(), false)],
+            "{}",
+            r.name
+        );
+        let data = r
+            .one::<ConfigMap>("jobgate-settings")
+            .data
+            .unwrap_or_default();
+        check_settings_are_read(&r, &data);
+        assert_audit_judges_as_serve(&r, &cron_job, &data, expected);
+    }
 }
