@@ -1742,13 +1742,10 @@ fn check_settings_are_read(r: &Rendered, data: &BTreeMap<String, String>) {
         assert_eq!(
             audit.contains(&env),
             serve.contains(&env),
-            "{}: {key} is read by {} of serve and audit",
+            "{}: {key}: serve reads it: {}, audit reads it: {}",
             r.name,
-            if serve.contains(&env) {
-                "only the first"
-            } else {
-                "only the second"
-            }
+            serve.contains(&env),
+            audit.contains(&env)
         );
     }
 }
