@@ -277,25 +277,36 @@ impl Workspace {
     /// A user's overlay of `deploy/<name>` in this namespace that also takes `components`
     /// (directories under deploy/components).
     fn overlay_with(&self, name: &str, components: &[&str]) -> PathBuf {
-        let user = self.dir.path().join("user-overlays").join(format!(
-            "{}+{}",
-            name.replace('/', "-"),
-            components.join("+")
-        ));
-        std::fs::create_dir_all(&user).expect("mkdir user overlay");
-        let components: String = components
+        self.overlay_of(&[name], components)
+    }
+
+    /// A user's overlay in this namespace built from several directories of deploy/ (e.g. the
+    /// install and deploy/audit/cronjob, in one kustomization) and `components`.
+    fn overlay_of(&self, resources: &[&str], components: &[&str]) -> PathBuf {
+        let name = resources
             .iter()
-            .map(|c| format!("  - ../../deploy/components/{c}\n"))
-            .collect();
-        std::fs::write(
-            user.join("kustomization.yaml"),
-            format!(
-                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
-                 namespace: {}\nresources:\n  - ../../deploy/{name}\ncomponents:\n{components}",
-                self.namespace
-            ),
-        )
-        .expect("write user overlay");
+            .chain(components)
+            .map(|r| r.replace('/', "-"))
+            .collect::<Vec<_>>()
+            .join("+");
+        let user = self.dir.path().join("user-overlays").join(name);
+        std::fs::create_dir_all(&user).expect("mkdir user overlay");
+        let list = |prefix: &str, dirs: &[&str]| -> String {
+            dirs.iter()
+                .map(|d| format!("  - ../../deploy/{prefix}{d}\n"))
+                .collect()
+        };
+        let mut kustomization = format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             namespace: {}\nresources:\n{}",
+            self.namespace,
+            list("", resources)
+        );
+        if !components.is_empty() {
+            kustomization.push_str("components:\n");
+            kustomization.push_str(&list("components/", components));
+        }
+        std::fs::write(user.join("kustomization.yaml"), kustomization).expect("write user overlay");
         user
     }
 
@@ -1716,15 +1727,25 @@ fn cli_help(subcommand: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Every settings key is a variable one of the two containers reads.
+/// Every settings key is a variable one of the two containers reads, and the audit CronJob,
+/// which reads the same ConfigMap, reads exactly those serve reads: the rule settings, never a
+/// reconciler setting that could change what it does.
 fn check_settings_are_read(r: &Rendered, data: &BTreeMap<String, String>) {
-    let (serve, reconcile) = (cli_help("serve"), cli_help("reconcile"));
+    let (serve, reconcile, audit) = (cli_help("serve"), cli_help("reconcile"), cli_help("audit"));
     for key in data.keys() {
         let env = format!("[env: {key}=");
         assert!(
             serve.contains(&env) || reconcile.contains(&env),
             "{}: neither serve nor reconcile reads {key}",
             r.name
+        );
+        assert_eq!(
+            audit.contains(&env),
+            serve.contains(&env),
+            "{}: {key}: serve reads it: {}, audit reads it: {}",
+            r.name,
+            serve.contains(&env),
+            audit.contains(&env)
         );
     }
 }
@@ -2146,10 +2167,29 @@ fn chart_recovery_annotation_keys_reach_the_settings_and_the_match_conditions() 
             str_at(d, "/kind") == "ConfigMap" && str_at(d, "/metadata/name") == "jobgate-settings"
         })
         .expect("jobgate-settings");
+    // The keys /mutate sets are the keys the reconciler reads, each under its own flag's
+    // variable (the deprecated shared JOBGATE_RECOVERY_ANNOTATION_KEY would warn in both).
+    let keys = "example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete";
+    let data: BTreeMap<String, String> =
+        serde_json::from_value(settings["data"].clone()).expect("string data");
     assert_eq!(
-        str_at(settings, "/data/JOBGATE_RECOVERY_ANNOTATION_KEY"),
-        "example.com/recover,kueue.x-k8s.io/safe-to-forcefully-delete"
+        data,
+        BTreeMap::from([
+            (
+                "JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY".to_string(),
+                keys.to_string()
+            ),
+            (
+                "JOBGATE_READ_RECOVERY_ANNOTATION_KEY".to_string(),
+                keys.to_string()
+            ),
+        ])
     );
+    let (inject, read) = (cli_help("serve"), cli_help("reconcile"));
+    assert!(inject.contains("[env: JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY="));
+    assert!(read.contains("[env: JOBGATE_READ_RECOVERY_ANNOTATION_KEY="));
+    let (_, out) = check_bad_annotation(&data);
+    assert!(!out.contains("deprecated"), "{out}");
     let validating = docs
         .iter()
         .find(|d| str_at(d, "/kind") == "ValidatingWebhookConfiguration")
@@ -2230,8 +2270,14 @@ fn chart_audit_enabled_renders_deploy_audit_cronjob_in_the_release_namespace() {
         let moved = Rendered::in_namespace("audit/cronjob", namespace, audit.clone());
         assert_no_default_namespace_unless(&moved, namespace);
         check_audit(&moved, "jobgate-audit");
-        let mut kustomize = render(kubectl, &ws.overlay("overlays/cert-manager"));
-        kustomize.extend(audit);
+        // Built with the install in one kustomization, as docs/src/audit.md says, so that the
+        // CronJob names the generated settings; its reference stays optional (the directory
+        // can be applied alone), the chart's need not be.
+        let mut kustomize = render(
+            kubectl,
+            &ws.overlay_of(&["overlays/cert-manager", "audit/cronjob"], &[]),
+        );
+        kustomize.iter_mut().for_each(settings_required);
         assert_same_objects(
             &format!("audit in {namespace}"),
             kustomize,
@@ -2266,6 +2312,35 @@ fn check_audit(r: &Rendered, name: &str) -> CronJob {
     assert_eq!(account.metadata.namespace, Some(r.namespace.clone()));
     let args = pod.containers[0].args.clone().unwrap_or_default();
     assert_eq!(args[..3], ["audit", "--apply", "--prune"], "{what}");
+    // The install's settings serve reads, never its jobgate-kubernetes (the audit reads the
+    // release from GET /version); a ConfigMap not installed with it must be optional.
+    let reads = audit_config_maps(&cron_job);
+    assert!(!reads.is_empty(), "{what}: the audit reads no settings");
+    let maps = r.all::<ConfigMap>();
+    for (map, optional) in &reads {
+        match maps.iter().find(|m| m.metadata.name.as_ref() == Some(map)) {
+            Some(installed) => {
+                let serve = container(&r.pod_spec().containers, "serve").clone();
+                assert!(
+                    serve
+                        .env_from
+                        .iter()
+                        .flatten()
+                        .any(|e| e.config_map_ref.as_ref().is_some_and(|c| &c.name == map)),
+                    "{what}: the audit reads {map}, serve does not"
+                );
+                assert!(
+                    !installed
+                        .data
+                        .iter()
+                        .flatten()
+                        .any(|(key, _)| key == "JOBGATE_KUBERNETES_VERSION"),
+                    "{what}: the audit reads the release from GET /version, not {map}"
+                );
+            }
+            None => assert!(optional, "{what}: {map} is not installed with the audit"),
+        }
+    }
 
     let reports = format!("{name}-reports");
     let roles = [r.one::<ClusterRole>(name), r.one::<ClusterRole>(&reports)];
@@ -2361,4 +2436,466 @@ fn chart_audit_values_shape_the_cron_job() {
             .collect::<Vec<_>>(),
         ["registry"]
     );
+}
+
+/// The CronJob's container `audit`.
+fn audit_container(cron_job: &CronJob) -> &Container {
+    let pod = cron_job
+        .spec
+        .job_template
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("the CronJob's pod spec");
+    container(&pod.containers, "audit")
+}
+
+/// The ConfigMaps a CronJob's audit container reads (envFrom), in order, with whether each is
+/// optional.
+fn audit_config_maps(cron_job: &CronJob) -> Vec<(String, bool)> {
+    audit_container(cron_job)
+        .env_from
+        .iter()
+        .flatten()
+        .filter_map(|e| e.config_map_ref.as_ref())
+        .map(|c| (c.name.clone(), c.optional.unwrap_or(false)))
+        .collect()
+}
+
+/// deploy/audit/cronjob's settings reference with `optional: true` removed (after checking it is
+/// there), to compare with the chart's, which is required.
+fn settings_required(doc: &mut Value) {
+    if str_at(doc, "/kind") != "CronJob" {
+        return;
+    }
+    let refs = doc
+        .pointer_mut("/spec/jobTemplate/spec/template/spec/containers/0/envFrom")
+        .and_then(Value::as_array_mut)
+        .expect("the audit's envFrom");
+    for r in refs {
+        let map = r
+            .get_mut("configMapRef")
+            .and_then(Value::as_object_mut)
+            .expect("a configMapRef");
+        assert_eq!(map.remove("optional"), Some(Value::Bool(true)), "{map:?}");
+    }
+}
+
+/// The audit container's environment as kubelet makes it: each ConfigMap it reads that the
+/// rendering installs (envFrom, later ones win; a missing one must be optional), then `env`.
+fn audit_environment(r: &Rendered, cron_job: &CronJob) -> BTreeMap<String, String> {
+    let maps = r.all::<ConfigMap>();
+    let mut env = BTreeMap::new();
+    for (name, optional) in audit_config_maps(cron_job) {
+        match maps
+            .iter()
+            .find(|m| m.metadata.name.as_ref() == Some(&name))
+        {
+            Some(map) => env.extend(map.data.clone().unwrap_or_default()),
+            None => assert!(optional, "{}: the audit's {name} is not installed", r.name),
+        }
+    }
+    for var in audit_container(cron_job).env.iter().flatten() {
+        if let Some(value) = &var.value {
+            env.insert(var.name.clone(), value.clone());
+        }
+    }
+    env
+}
+
+/// `jobgate audit` with the CronJob's flags (without `--apply --prune`, which would put the
+/// findings in reports and exit 0) and `env`, against a stand-in API server of release 1.37
+/// holding the Job of [`check_bad_annotation`]: (exit code, output).
+fn audit_bad_annotation(cron_job: &CronJob, env: &BTreeMap<String, String>) -> (i32, String) {
+    let job = serde_json::json!({"metadata": {"name": "train", "namespace": "ml", "uid": "u1"},
+        "spec": {"template": {
+            "metadata": {"annotations": {"kueue.x-k8s.io/safe-to-forcefully-terminate": "yes"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}});
+    let (_dir, kubeconfig, _) = support::api_server::fake_api_server(move |_, path| {
+        let list = |kind: &str, items: Vec<Value>| {
+            serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": items})
+                .to_string()
+        };
+        match path.split('?').next().unwrap_or("") {
+            "/version" => (
+                200,
+                serde_json::json!({"major": "1", "minor": "37", "gitVersion": "v1.37.0",
+                    "gitCommit": "x", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+                    "goVersion": "go1.25", "compiler": "gc", "platform": "linux/amd64"})
+                .to_string(),
+            ),
+            "/apis/batch/v1/jobs" => (200, list("JobList", vec![job.clone()])),
+            "/apis/batch/v1/cronjobs" => (200, list("CronJobList", vec![])),
+            "/api/v1/pods" => (200, list("PartialObjectMetadataList", vec![])),
+            _ => (404, "{}".to_string()),
+        }
+    });
+    let args: Vec<String> = audit_container(cron_job)
+        .args
+        .iter()
+        .flatten()
+        .filter(|a| !["--apply", "--prune"].contains(&a.as_str()))
+        .cloned()
+        .collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobgate"));
+    cmd.args(&args).arg("--kubeconfig").arg(&kubeconfig);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("JOBGATE_") {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd.envs(env).output().expect("run jobgate audit");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The CronJob's audit, in the environment kubelet gives it, judges the Job of
+/// [`check_bad_annotation`] as `jobgate check` (the cluster's and /validate's verdict) does with
+/// the settings serve reads: the same exit code, `expected`, and the same finding.
+fn assert_audit_judges_as_serve(
+    r: &Rendered,
+    cron_job: &CronJob,
+    serve_settings: &BTreeMap<String, String>,
+    expected: i32,
+) {
+    let (audit, audit_out) = audit_bad_annotation(cron_job, &audit_environment(r, cron_job));
+    let (check, check_out) = check_bad_annotation(serve_settings);
+    assert_eq!(
+        (audit, check),
+        (expected, expected),
+        "{}:\naudit: {audit_out}\ncheck: {check_out}",
+        r.name
+    );
+    let finding = "must be \"true\" or \"false\"";
+    assert_eq!(
+        audit_out.contains(finding),
+        check_out.contains(finding),
+        "{}:\naudit: {audit_out}\ncheck: {check_out}",
+        r.name
+    );
+    assert!(!audit_out.contains("deprecated"), "{audit_out}");
+}
+
+/// deploy/audit/cronjob built in one kustomization with the install (docs/src/audit.md): the
+/// audit reads the generated jobgate-settings both containers read, as the components change it,
+/// and judges as serve does: deny by default, warn with rollout-warn, nothing with policies-off.
+#[test]
+fn kustomize_audit_cron_job_judges_with_the_settings_serve_reads() {
+    let kubectl = kubectl();
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0]] {
+        let ws = Workspace::in_namespace(namespace);
+        for (components, expected) in [
+            (&[][..], 1),
+            (&["rollout-warn"][..], 0),
+            (&["policies-off"][..], 0),
+        ] {
+            let dir = ws.overlay_of(&["overlays/cert-manager", "audit/cronjob"], components);
+            let r = Rendered::in_namespace(
+                &format!("cert-manager+audit/cronjob+{components:?}"),
+                namespace,
+                render(kubectl, &dir),
+            );
+            assert_no_default_namespace_unless(&r, namespace);
+            let data = settings(&r);
+            check_settings_are_read(&r, &data);
+            let cron_job = check_audit(&r, "jobgate-audit");
+            let generated = r.generated_config_map("jobgate-settings").metadata.name;
+            assert_eq!(
+                audit_config_maps(&cron_job),
+                [(generated.unwrap_or_default(), true)],
+                "{}",
+                r.name
+            );
+            assert_audit_judges_as_serve(&r, &cron_job, &data, expected);
+        }
+    }
+}
+
+/// Applied alone (`kubectl apply -k deploy/audit/cronjob`), nothing names a settings ConfigMap
+/// of the CronJob's: the reference is optional, and the audit judges with jobgate's defaults.
+#[test]
+fn kustomize_audit_cron_job_alone_judges_with_jobgates_defaults() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let r = Rendered::new(
+        "audit/cronjob",
+        render(kubectl, &ws.overlay("audit/cronjob")),
+    );
+    assert!(r.all::<ConfigMap>().is_empty());
+    let cron_job = check_audit(&r, "jobgate-audit");
+    assert_eq!(
+        audit_config_maps(&cron_job),
+        [("jobgate-settings".to_string(), true)]
+    );
+    assert_audit_judges_as_serve(&r, &cron_job, &BTreeMap::new(), 1);
+}
+
+/// The chart's audit CronJob reads the release's `<fullname>-settings`, the ConfigMap serve
+/// reads (required: the chart always installs it), and judges as serve does with it.
+#[test]
+fn chart_audit_cron_job_judges_with_the_release_settings() {
+    let every_policy_off = [
+        "policies.recovery-annotation-value=off",
+        "policies.recovery-annotation-on-job=off",
+        "policies.recovery-needs-failed=off",
+        "policies.recovery-counts-toward-backoff=off",
+        "policies.indexed-terminating-or-failed=off",
+    ];
+    for (sets, expected) in [
+        (vec![], 1),
+        (vec!["rollout.warnOnly=true"], 0),
+        (every_policy_off.to_vec(), 0),
+        (
+            vec![
+                "policies.recovery-annotation-value=warn",
+                "recoveryAnnotationKeys={example.com/recover}",
+                "reconciler.dryRun=true",
+                "reconciler.partitionBrake=false",
+                "reconciler.recoveryLimit=3",
+                "reconciler.onRecoveryLimit=suspend",
+            ],
+            0,
+        ),
+    ] {
+        let mut sets = sets;
+        sets.push("audit.enabled=true");
+        let r = chart(OTHER_NAMESPACES[0], &sets);
+        let cron_job = check_audit(&r, "jobgate-audit");
+        assert_eq!(
+            audit_config_maps(&cron_job),
+            [("jobgate-settings".to_string(), false)],
+            "{}",
+            r.name
+        );
+        let data = r
+            .one::<ConfigMap>("jobgate-settings")
+            .data
+            .unwrap_or_default();
+        check_settings_are_read(&r, &data);
+        assert_audit_judges_as_serve(&r, &cron_job, &data, expected);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deprecated names: kept as hidden aliases that warn at every start; nothing shipped sets them.
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The text of the attribute starting at `text` (`#[arg(` ...) up to its closing parenthesis,
+/// strings skipped.
+fn attribute(text: &str) -> &str {
+    let (mut depth, mut in_string, mut escaped) = (0, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            '(' if !in_string => depth += 1,
+            ')' if !in_string => {
+                depth -= 1;
+                if depth == 0 {
+                    return &text[..=i];
+                }
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// `key = "value"` in an attribute.
+fn attribute_value<'a>(attribute: &'a str, key: &str) -> Option<&'a str> {
+    let start = attribute.find(&format!("{key} = \""))? + key.len() + 4;
+    let len = attribute[start..].find('"')?;
+    Some(&attribute[start..start + len])
+}
+
+/// The deprecated flags of src/ as (`--long`, environment variable): each `#[arg(...)]` with
+/// `hide = true` whose doc comment calls it deprecated.
+fn deprecated_flags() -> BTreeSet<(String, Option<String>)> {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    let mut found = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read source");
+        for (at, _) in text.match_indices("#[arg(") {
+            let arg = attribute(&text[at..]);
+            if !arg.contains("hide = true") {
+                continue;
+            }
+            let doc: String = text[..at]
+                .lines()
+                .rev()
+                .map(str::trim)
+                .skip_while(|l| l.is_empty())
+                .take_while(|l| l.starts_with("///") || l.starts_with("#["))
+                .collect();
+            if doc.to_lowercase().contains("deprecated") {
+                let long = attribute_value(arg, "long").unwrap_or_else(|| {
+                    panic!(
+                        "{}: a deprecated flag without `long = \"...\"`",
+                        file.display()
+                    )
+                });
+                found.insert((
+                    format!("--{long}"),
+                    attribute_value(arg, "env").map(str::to_string),
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// The scan above finds every deprecated flag clap knows of in the library's subcommands (the
+/// hidden ones whose help says "deprecated"), so it cannot pass by finding nothing.
+#[test]
+fn the_deprecated_flags_are_the_hidden_aliases_clap_knows() {
+    use clap::Args as _;
+    let found = deprecated_flags();
+    let commands = [
+        jobgate::rule_flags::RuleArgs::augment_args(clap::Command::new("serve")),
+        jobgate::check::CheckArgs::augment_args(clap::Command::new("check")),
+        jobgate::audit::AuditArgs::augment_args(clap::Command::new("audit")),
+        jobgate::reconciler::ReconcileArgs::augment_args(clap::Command::new("reconcile")),
+        jobgate::status::StatusArgs::augment_args(clap::Command::new("status")),
+        CertsArgs::augment_args(clap::Command::new("certs")),
+    ];
+    let mut known = BTreeSet::new();
+    for command in &commands {
+        for arg in command.get_arguments() {
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            if arg.is_hide_set() && help.to_lowercase().contains("deprecated") {
+                known.insert((
+                    format!("--{}", arg.get_long().unwrap_or_default()),
+                    arg.get_env().and_then(|e| e.to_str()).map(str::to_string),
+                ));
+            }
+        }
+    }
+    assert!(
+        known.is_subset(&found),
+        "clap knows {known:?}, the scan of src/ found {found:?}"
+    );
+}
+
+/// The deprecated flags' names in a rendered document: ConfigMap data keys, and every
+/// container's `env` names and `args`.
+fn deprecated_names_in(doc: &Value, flags: &BTreeSet<(String, Option<String>)>) -> Vec<String> {
+    let variables: BTreeSet<&str> = flags.iter().filter_map(|(_, e)| e.as_deref()).collect();
+    let mut found = Vec::new();
+    if str_at(doc, "/kind") == "ConfigMap" {
+        for key in doc["data"].as_object().into_iter().flat_map(|d| d.keys()) {
+            if variables.contains(key.as_str()) {
+                found.push(format!("data {key}"));
+            }
+        }
+    }
+    fn containers<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+        match v {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("containers" | "initContainers", Value::Array(list)) => {
+                            out.extend(list.iter())
+                        }
+                        _ => containers(value, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| containers(i, out)),
+            _ => {}
+        }
+    }
+    let mut list = Vec::new();
+    containers(doc, &mut list);
+    for c in list {
+        let name = str_at(c, "/name");
+        for var in c["env"].as_array().into_iter().flatten() {
+            if variables.contains(str_at(var, "/name")) {
+                found.push(format!("{name} env {}", str_at(var, "/name")));
+            }
+        }
+        for arg in c["args"].as_array().into_iter().flatten() {
+            let flag = arg.as_str().unwrap_or("").split('=').next().unwrap_or("");
+            if flags.iter().any(|(long, _)| long == flag) {
+                found.push(format!("{name} arg {flag}"));
+            }
+        }
+    }
+    found
+}
+
+/// No shipped manifest and no chart rendering sets a deprecated name: each would log a
+/// deprecation warning at every start of the container reading it.
+#[test]
+fn no_shipped_manifest_or_chart_rendering_sets_a_deprecated_name() {
+    let kubectl = kubectl();
+    let flags = deprecated_flags();
+    let ws = Workspace::new();
+    let mut renderings: Vec<(String, Vec<Value>)> = Vec::new();
+    for dir in [
+        "base",
+        "overlays/cert-manager",
+        "overlays/self-signed",
+        "monitoring",
+        "audit",
+        "audit/cronjob",
+    ] {
+        renderings.push((dir.to_string(), render(kubectl, &ws.overlay(dir))));
+    }
+    for component in ["rollout-warn", "policies-off"] {
+        let dir = ws.overlay_of(&["overlays/cert-manager", "audit/cronjob"], &[component]);
+        renderings.push((component.to_string(), render(kubectl, &dir)));
+    }
+    for sets in [
+        vec![],
+        vec![
+            "audit.enabled=true",
+            "recoveryAnnotationKeys={example.com/recover}",
+            "rollout.warnOnly=true",
+            "reconciler.partitionBrake=false",
+            "reconciler.recoveryLimit=3",
+            "reconciler.onRecoveryLimit=suspend",
+            "kubernetes.featureGates.JobManagedBy=false",
+            "monitoring.podMonitor.enabled=true",
+            "monitoring.prometheusRule.enabled=true",
+            "monitoring.dashboard.enabled=true",
+        ],
+        vec![
+            "certificates.source=generated",
+            "policies.recovery-needs-failed=deny",
+            "recoveryAnnotationKeys={kueue.x-k8s.io/safe-to-forcefully-delete}",
+            "reconciler.dryRun=true",
+        ],
+    ] {
+        renderings.push((format!("chart {sets:?}"), helm_template(NAMESPACE, &sets)));
+    }
+    for (what, docs) in &renderings {
+        for doc in docs {
+            let found = deprecated_names_in(doc, &flags);
+            assert!(
+                found.is_empty(),
+                "{what}: {} {} sets deprecated names {found:?}",
+                str_at(doc, "/kind"),
+                str_at(doc, "/metadata/name")
+            );
+        }
+    }
 }
