@@ -1,7 +1,6 @@
 //! jobgate: a Kubernetes admission webhook and sidecar reconciler that make batch Jobs safe on
 //! clusters where nodes and pods disappear. See README.md.
 
-pub mod admin;
 pub mod admission;
 pub mod api_error;
 pub mod audit;
@@ -16,6 +15,6 @@ mod names;
 pub mod reconciler;
 pub mod recovery;
 pub mod rule_flags;
+pub mod runtime;
 pub mod server;
-pub mod shutdown;
 pub mod status;

@@ -176,7 +176,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         body_memory_budget: args.body_memory_budget,
         body_budget_wait: args.body_budget_wait,
     };
-    server::serve(options, print_banner, jobgate::shutdown::signal()).await?;
+    server::serve(options, print_banner, jobgate::runtime::signal()).await?;
     Ok(())
 }
 

@@ -170,7 +170,7 @@ fn exported_names() -> BTreeSet<String> {
         })
         .inc();
     recovery.error("reconcile_api");
-    sample_names(&jobgate::admin::encode(&registry))
+    sample_names(&jobgate::runtime::encode(&registry))
 }
 
 /// Metric names of the samples in a Prometheus text exposition.

@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use hyper::{Request, Response};
-use jobgate::admin::Readiness;
 use jobgate::reconciler::filter::PodMetadata;
-use jobgate::reconciler::lease::Leadership;
 use jobgate::reconciler::metrics::RecoveryMetrics;
 use jobgate::reconciler::{Context, Options, drive_pod_watch};
+use jobgate::runtime::{Leadership, Readiness};
 use kube::client::Body;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt, watcher};

@@ -21,8 +21,8 @@ use std::io::Write;
 use crate::check::EXIT_UNREADABLE;
 use crate::job::Config;
 use crate::job::version::{Cluster, KubernetesVersion};
-use crate::reconciler::cluster::{ClusterArgs, Prefer};
 use crate::rule_flags::{ConfigError, RuleArgs};
+use crate::runtime::client::{ClusterArgs, Prefer};
 pub(crate) use evaluate::{Audit, audit};
 
 /// Every API call `jobgate audit` makes, as (API group, resource, verbs): list only, in pages.

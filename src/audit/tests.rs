@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::evaluate::{Finding, Inventory, PolicyResult};
 use super::*;
 use crate::job::{Config, Level, PolicyName};
-use crate::reconciler::scripted::{Exchange, exchange, serve};
+use crate::runtime::scripted::{Exchange, exchange, serve};
 
 fn fixture_object(name: &str) -> Value {
     let text = match name {

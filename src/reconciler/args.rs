@@ -154,7 +154,7 @@ impl RecoveryArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ReconcileArgs {
     #[command(flatten)]
-    pub(crate) cluster: super::cluster::ClusterArgs,
+    pub(crate) cluster: crate::runtime::client::ClusterArgs,
     /// The decision's flags, shared with `jobgate status`.
     #[command(flatten)]
     pub(crate) recovery: RecoveryArgs,

@@ -9,13 +9,13 @@ use kube::Client;
 use kube::runtime::reflector::Store;
 
 use super::filter::{PodKey, PodMetadata};
-use super::lease::Leadership;
 use super::metrics::RecoveryMetrics;
 use super::node_cache::NodeCache;
 use super::writer::Writer;
 use crate::recovery::brake::{BrakeConfig, LastRelease};
 use crate::recovery::episode::EpisodeConfig;
 use crate::recovery::{self, NodeFacts};
+use crate::runtime::Leadership;
 
 /// How the executor behaves.
 #[derive(Clone, Debug, Default, PartialEq)]

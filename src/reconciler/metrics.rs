@@ -162,6 +162,13 @@ impl RecoveryMetrics {
         self.errors.get_or_create(&ErrorLabels { error }).inc();
     }
 
+    /// `jobgate_recovery_errors_total{error="lease"}`, the counter the elector increments on a
+    /// failed round.
+    pub(crate) fn lease_errors(&self) -> Counter {
+        self.errors
+            .get_or_create_owned(&ErrorLabels { error: "lease" })
+    }
+
     /// The count of errors of kind `error` (tests).
     #[cfg(test)]
     pub(crate) fn error_count(&self, error: &'static str) -> u64 {
@@ -210,7 +217,7 @@ mod tests {
         m.limit_exceeded.inc();
         m.held.set(6);
         m.disrupted_zones.set(1);
-        let text = crate::admin::encode(&registry);
+        let text = crate::runtime::encode(&registry);
         assert!(
             text.contains("jobgate_recovery_pods_terminated_total{node=\"node-a\"} 1"),
             "{text}"

@@ -9,8 +9,8 @@
 //! - [`reconcile`]: pod -> decision -> Job gate -> recover; [`job_state`]: the Job's episode;
 //! - [`writer`]: the only caller of write verbs (leadership, dry run, field manager, events
 //!   through the one builder in [`event`]);
-//! - [`lease`]: leader election; [`run`]: wiring and graceful shutdown; [`args`], [`cluster`],
-//!   [`metrics`].
+//! - [`run`]: wiring on the [`runtime`](crate::runtime) (admin port, client, Lease, shutdown) and
+//!   the drain; [`args`], [`metrics`].
 //!
 //! Memory grows with *eligible* pods only: pods are watched metadata-only
 //! (`PartialObjectMetadata`, listed in pages of 500) and every event is filtered on arrival; only
@@ -20,13 +20,10 @@
 
 pub(crate) mod args;
 pub(crate) mod backoff_args;
-pub(crate) mod cluster;
-pub use cluster::ClusterError;
 pub(crate) mod context;
 pub(crate) mod event;
 pub mod filter;
 pub(crate) mod job_state;
-pub mod lease;
 pub mod metrics;
 pub(crate) mod node_cache;
 pub(crate) mod reconcile;
@@ -34,8 +31,6 @@ pub(crate) mod run;
 pub(crate) mod watch;
 pub(crate) mod writer;
 
-#[cfg(test)]
-pub(crate) mod scripted;
 #[cfg(test)]
 mod tests;
 

@@ -1,6 +1,6 @@
-//! `jobgate reconcile`: wiring (admin port, watches, elector, the applier running
-//! [`reconcile_pod`]) and shutdown. On SIGTERM readiness drops, no new reconcile starts, the
-//! in-flight ones get `--shutdown-timeout` to finish (kube-runtime's
+//! `jobgate reconcile`: wiring on the [`runtime`](crate::runtime) (admin port, watches, elector,
+//! the applier running [`reconcile_pod`]) and shutdown. On SIGTERM readiness drops, no new
+//! reconcile starts, the in-flight ones get `--shutdown-timeout` to finish (kube-runtime's
 //! `Controller::graceful_shutdown_on`: the trigger stream ends, the applier drains), then the
 //! Lease is released and the watches stop.
 
@@ -10,22 +10,21 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, store::Writer};
 use kube::{Api, Client};
-use prometheus_client::registry::Registry;
 
 use super::args::ReconcileArgs;
-use super::cluster::{self, ClusterError};
 use super::context::{Context, EpisodeGate, Options};
 use super::filter::{PodKey, PodMetadata};
-use super::lease::{self, Leadership, LeaseConfig};
 use super::metrics::RecoveryMetrics;
 use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
 use super::watch::drive_watches_while_leading;
-use crate::admin::{AdminState, Readiness};
+use crate::runtime::client::{ClusterError, Prefer};
+use crate::runtime::lease::{self, Leadership, LeaseConfig};
+use crate::runtime::{self, BindError};
 
 /// Why `jobgate reconcile` could not run.
 #[derive(Debug, thiserror::Error)]
@@ -34,13 +33,8 @@ pub enum RunError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     /// The admin address cannot be listened on.
-    #[error("cannot listen on admin address {addr}: {source}")]
-    AdminListen {
-        /// The admin address asked for.
-        addr: SocketAddr,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Admin(#[from] BindError),
 }
 
 /// Leader-election identity: `$POD_NAME` (or `$HOSTNAME`) plus a random suffix, like client-go.
@@ -53,19 +47,12 @@ pub(crate) fn default_identity() -> String {
 
 /// `jobgate reconcile` until SIGTERM/SIGINT.
 pub async fn run(args: ReconcileArgs) -> Result<(), RunError> {
-    run_until(args, crate::shutdown::signal()).await
+    let client = args.cluster.client(Prefer::InCluster).await?;
+    run_with_client(client, args, runtime::signal(), |_| {}).await
 }
 
-/// `jobgate reconcile` until `shutdown` resolves: admin port, watches, elector, reconciles.
-pub(crate) async fn run_until(
-    args: ReconcileArgs,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), RunError> {
-    let client = args.cluster.client(cluster::Prefer::InCluster).await?;
-    run_with_client(client, args, shutdown, |_| {}).await
-}
-
-/// [`run_until`] with a given client; `on_listening` gets the bound admin address.
+/// `jobgate reconcile` over `client` until `shutdown` resolves; `on_listening` gets the bound
+/// admin address.
 pub(crate) async fn run_with_client(
     client: Client,
     args: ReconcileArgs,
@@ -81,28 +68,16 @@ pub(crate) async fn run_with_client(
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
 
-    let mut registry = Registry::default();
-    let metrics = RecoveryMetrics::register(&mut registry);
-    let admin = AdminState {
-        registry: Arc::new(registry),
-        readiness: Readiness::default(),
-    };
-    let listen_error = |source| RunError::AdminListen {
-        addr: args.admin_addr,
-        source,
-    };
-    let listener = tokio::net::TcpListener::bind(args.admin_addr)
-        .await
-        .map_err(listen_error)?;
-    let admin_addr = listener.local_addr().map_err(listen_error)?;
-    on_listening(admin_addr);
-    tracing::info!(admin = %admin_addr, identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
-    let admin_server = crate::admin::AdminServer::spawn(listener, admin.clone());
+    let mut builder = runtime::Builder::new(args.admin_addr);
+    let metrics = RecoveryMetrics::register(builder.registry());
+    let runtime = builder.bind(shutdown).await?;
+    on_listening(runtime.admin_addr());
+    tracing::info!(admin = %runtime.admin_addr(), identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
 
     let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
     let writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
-    let leadership = Leadership::new(metrics.clone());
+    let leadership = Leadership::new(metrics.leader.clone());
     let ctx = Arc::new(
         Context::new(
             client.clone(),
@@ -130,7 +105,7 @@ pub(crate) async fn run_with_client(
         writer,
         ctx.clone(),
         trigger_tx.clone(),
-        admin.readiness.clone(),
+        runtime.readiness(),
         leadership.role(),
     ));
 
@@ -143,7 +118,7 @@ pub(crate) async fn run_with_client(
             Api::namespaced(client.clone(), &lease_namespace),
             LeaseConfig::new(args.lease_name.clone(), lease_namespace.clone(), identity),
             leadership,
-            metrics.clone(),
+            metrics.lease_errors(),
             move || {
                 // Leadership acquired: every tracked pod is due a look (restart safety).
                 for pod in store.state() {
@@ -156,7 +131,6 @@ pub(crate) async fn run_with_client(
         ))
     };
 
-    let shutdown = shutdown.shared();
     let reconciles = kube::runtime::applier(
         |obj: Arc<PodMetadata>, ctx: Arc<Context>| {
             Box::pin(async move { reconcile_pod(&ctx, &PodKey::of(&obj.metadata)).await })
@@ -175,7 +149,7 @@ pub(crate) async fn run_with_client(
             .map(|key| {
                 Ok::<_, Infallible>(ObjectRef::<PodMetadata>::new(&key.name).within(&key.namespace))
             })
-            .take_until(shutdown.clone()),
+            .take_until(runtime.shutdown()),
         kube::runtime::Config::default().concurrency(8),
     )
     .for_each(|result| {
@@ -190,19 +164,16 @@ pub(crate) async fn run_with_client(
 
     tokio::select! {
         _ = &mut reconciles => {}
-        _ = shutdown => {
-            admin.readiness.set(false);
-            tracing::info!(timeout = ?args.shutdown_timeout, "shutting down: draining in-flight reconciles");
-            if tokio::time::timeout(args.shutdown_timeout, &mut reconciles).await.is_err() {
+        _ = runtime.shutdown() => {
+            if !runtime.drain(args.shutdown_timeout, &mut reconciles).await {
                 tracing::warn!("in-flight reconciles did not finish within the shutdown timeout");
             }
         }
     }
-    admin.readiness.set(false);
     let _ = stop_tx.send(true);
     // Give the elector a moment to release the Lease so a standby takes over quickly.
     let _ = tokio::time::timeout(Duration::from_secs(5), elector).await;
     watch_task.abort();
-    admin_server.stop().await;
+    runtime.stop().await;
     Ok(())
 }

@@ -4,12 +4,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use hyper::{Request, Response};
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
@@ -21,17 +20,19 @@ use tower_test::mock::Handle;
 
 use super::context::{EpisodeGate, PodState, Waiting, lock};
 use super::filter::{PodKey, PodMetadata};
-use super::lease::{self, Leadership, LeaseConfig, Observed, Round};
 use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::reconcile::{
     CONFLICT_ATTEMPTS, ReconcileError, WAIT_FOR_NODE_RESYNC, error_backoff, reconcile_pod,
 };
 use super::run::run_with_client;
-use super::scripted::{Exchange, exchange, mock, serve, status_body};
 use super::watch::drive_node_watch;
 use super::*;
-use crate::admin::Readiness;
 use crate::recovery::{self, NodeFacts, UNREACHABLE_TAINT_KEY};
+use crate::runtime::Readiness;
+use crate::runtime::lease::Leadership;
+use crate::runtime::scripted::{
+    Exchange, LEASE_PATH, LEASES_PATH, exchange, lease_json, mock, serve, status_body,
+};
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const NOW: &str = "2026-11-21T20:00:00Z";
@@ -453,205 +454,6 @@ async fn node_edge_finds_pods_by_recorded_node() {
     ctx.update(&b, |t| t.node = Some("node-b".into()));
     let eligible = vec![a.clone(), b, unknown.clone()];
     assert_eq!(ctx.pods_on_node("node-a", &eligible), vec![a, unknown]);
-}
-
-// ---- leader election ----
-
-const LEASE_PATH: &str =
-    "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases/jobgate-reconciler";
-const LEASES_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases";
-
-fn lease_config() -> LeaseConfig {
-    LeaseConfig::new("jobgate-reconciler".into(), "jobgate".into(), "me".into())
-}
-
-fn lease_json(holder: &str, rv: &str, transitions: i32) -> Value {
-    json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "jobgate-reconciler", "namespace": "jobgate", "resourceVersion": rv},
-        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
-                 "acquireTime": "2026-11-21T19:00:00.000000Z", "renewTime": "2026-11-21T19:59:58.000000Z",
-                 "leaseTransitions": transitions}
-    })
-}
-
-async fn lease_round(
-    script: Vec<Exchange>,
-    observed: &mut Observed,
-    instant: Instant,
-) -> Result<Round, kube::Error> {
-    let (client, handle) = mock();
-    let api: kube::Api<Lease> = kube::Api::namespaced(client, "jobgate");
-    let server = tokio::spawn(serve(handle, script));
-    let result = tokio::time::timeout(
-        Duration::from_secs(10),
-        lease::try_acquire_or_renew(&api, &lease_config(), observed, ts(NOW), instant),
-    )
-    .await
-    .expect("unscripted lease request");
-    server.await.expect("script failed");
-    result
-}
-
-#[tokio::test]
-async fn lease_is_created_when_missing() {
-    let script = vec![
-        exchange("GET", LEASE_PATH, 404, status_body(404, "NotFound")),
-        exchange("POST", LEASES_PATH, 201, lease_json("me", "1", 0)).checking(|_, _, body| {
-            assert_eq!(body["metadata"]["name"], "jobgate-reconciler");
-            assert_eq!(body["spec"]["holderIdentity"], "me");
-            assert_eq!(body["spec"]["leaseDurationSeconds"], 15);
-            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T20:00:00.000000Z");
-            assert_eq!(body["spec"]["renewTime"], "2026-11-21T20:00:00.000000Z");
-            assert_eq!(body["spec"]["leaseTransitions"], 0);
-        }),
-    ];
-    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
-    assert_eq!(round.expect("round"), Round::Leading);
-}
-
-#[tokio::test]
-async fn lease_create_race_lost_is_following() {
-    let script = vec![
-        exchange("GET", LEASE_PATH, 404, status_body(404, "NotFound")),
-        exchange("POST", LEASES_PATH, 409, status_body(409, "AlreadyExists")),
-    ];
-    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
-    assert_eq!(round.expect("round"), Round::Following { holder: None });
-}
-
-#[tokio::test]
-async fn lease_renewal_keeps_acquire_time_and_sends_resource_version() {
-    let script = vec![
-        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
-        exchange("PUT", LEASE_PATH, 200, lease_json("me", "8", 3)).checking(|_, _, body| {
-            assert_eq!(body["metadata"]["resourceVersion"], "7");
-            assert_eq!(body["spec"]["holderIdentity"], "me");
-            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T19:00:00.000000Z");
-            assert_eq!(body["spec"]["renewTime"], "2026-11-21T20:00:00.000000Z");
-            assert_eq!(body["spec"]["leaseTransitions"], 3);
-        }),
-    ];
-    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
-    assert_eq!(round.expect("round"), Round::Leading);
-}
-
-#[tokio::test]
-async fn live_lease_of_another_holder_is_not_taken_until_it_expires() {
-    let start = Instant::now();
-    let mut observed = Observed::default();
-    // First sight of the record: it counts as renewed now, whatever its renewTime says.
-    let script = vec![exchange(
-        "GET",
-        LEASE_PATH,
-        200,
-        lease_json("other", "7", 3),
-    )];
-    let round = lease_round(script, &mut observed, start).await;
-    assert_eq!(
-        round.expect("round"),
-        Round::Following {
-            holder: Some("other".into())
-        }
-    );
-    // 14 s later, unchanged: still live.
-    let script = vec![exchange(
-        "GET",
-        LEASE_PATH,
-        200,
-        lease_json("other", "7", 3),
-    )];
-    let round = lease_round(script, &mut observed, start + Duration::from_secs(14)).await;
-    assert!(matches!(round.expect("round"), Round::Following { .. }));
-    // 15 s after we first saw it unchanged: expired; take it with a transition.
-    let script = vec![
-        exchange("GET", LEASE_PATH, 200, lease_json("other", "7", 3)),
-        exchange("PUT", LEASE_PATH, 200, lease_json("me", "8", 4)).checking(|_, _, body| {
-            assert_eq!(body["metadata"]["resourceVersion"], "7");
-            assert_eq!(body["spec"]["holderIdentity"], "me");
-            assert_eq!(body["spec"]["acquireTime"], "2026-11-21T20:00:00.000000Z");
-            assert_eq!(body["spec"]["leaseTransitions"], 4);
-        }),
-    ];
-    let round = lease_round(script, &mut observed, start + Duration::from_secs(15)).await;
-    assert_eq!(round.expect("round"), Round::Leading);
-}
-
-#[tokio::test]
-async fn renewed_lease_of_another_holder_restarts_the_wait() {
-    let start = Instant::now();
-    let mut observed = Observed::default();
-    let script = vec![exchange(
-        "GET",
-        LEASE_PATH,
-        200,
-        lease_json("other", "7", 3),
-    )];
-    lease_round(script, &mut observed, start)
-        .await
-        .expect("round");
-    // The holder renewed (new resourceVersion) at 14 s: at 20 s it is still live.
-    let script = vec![exchange(
-        "GET",
-        LEASE_PATH,
-        200,
-        lease_json("other", "9", 3),
-    )];
-    lease_round(script, &mut observed, start + Duration::from_secs(14))
-        .await
-        .expect("round");
-    let script = vec![exchange(
-        "GET",
-        LEASE_PATH,
-        200,
-        lease_json("other", "9", 3),
-    )];
-    let round = lease_round(script, &mut observed, start + Duration::from_secs(20)).await;
-    assert!(matches!(round.expect("round"), Round::Following { .. }));
-}
-
-#[tokio::test]
-async fn lease_update_conflict_is_following() {
-    let script = vec![
-        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
-        exchange("PUT", LEASE_PATH, 409, status_body(409, "Conflict")),
-    ];
-    let round = lease_round(script, &mut Observed::default(), Instant::now()).await;
-    assert_eq!(
-        round.expect("round"),
-        Round::Following {
-            holder: Some("me".into())
-        }
-    );
-}
-
-#[tokio::test]
-async fn lease_is_released_on_shutdown() {
-    let (client, handle) = mock();
-    let api: kube::Api<Lease> = kube::Api::namespaced(client, "jobgate");
-    let script = vec![
-        exchange("GET", LEASE_PATH, 200, lease_json("me", "7", 3)),
-        exchange("PUT", LEASE_PATH, 200, lease_json("", "8", 3)).checking(|_, _, body| {
-            assert_eq!(body["metadata"]["resourceVersion"], "7");
-            assert!(body["spec"].get("holderIdentity").is_none(), "{body}");
-            assert_eq!(body["spec"]["leaseDurationSeconds"], 1);
-        }),
-    ];
-    let server = tokio::spawn(serve(handle, script));
-    lease::release(&api, &lease_config(), ts(NOW))
-        .await
-        .expect("release");
-    server.await.expect("script failed");
-}
-
-#[test]
-fn leadership_expires_and_clears() {
-    let metrics = RecoveryMetrics::default();
-    let l = Leadership::new(metrics.clone());
-    assert!(!l.is_leader());
-    assert_eq!(metrics.leader.get(), 0);
-    let always = Leadership::always();
-    assert!(always.is_leader());
 }
 
 #[test]
@@ -1891,7 +1693,7 @@ async fn each_reconcile_has_a_span_with_pod_node_and_decision_and_is_timed() {
             "d",
             ctx.metrics.reconcile_duration.clone(),
         );
-        crate::admin::encode(&registry)
+        crate::runtime::encode(&registry)
     };
     assert!(
         text.contains("jobgate_recovery_reconcile_duration_seconds_count 1"),

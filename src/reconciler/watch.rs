@@ -16,10 +16,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use super::context::{Context, lock};
 use super::filter::{self, PodKey, PodMetadata};
-use super::lease::Role;
 use super::node_cache::{self, NodeCache};
-use crate::admin::Readiness;
 use crate::recovery::brake;
+use crate::runtime::Readiness;
+use crate::runtime::lease::Role;
 
 /// Runs the pod and node watches while `role` says this replica leads, and stops them when it
 /// no longer does, forgetting what they built (the store of eligible pods, the node cache, the

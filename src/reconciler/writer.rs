@@ -19,10 +19,10 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use super::event::{self, EventText};
-use super::lease::Leadership;
 use super::metrics::{RecoveryMetrics, WriteLabels};
 use crate::recovery;
 use crate::recovery::episode::EpisodeDecision;
+use crate::runtime::Leadership;
 
 /// `fieldManager` of every patch (visible in `managedFields`).
 pub(crate) const FIELD_MANAGER: &str = "jobgate-reconciler";

@@ -21,9 +21,9 @@ use std::time::Duration;
 use axum_server::Handle;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use hyper_util::rt::TokioTimer;
-use prometheus_client::registry::Registry;
 
 use crate::job;
+use crate::runtime::{self, BindError};
 
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ pub enum ServeError {
     /// certificates.
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
-    /// A listen address cannot be bound.
+    /// The webhook address cannot be listened on.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         /// The address asked for.
@@ -90,6 +90,9 @@ pub enum ServeError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The admin address cannot be listened on.
+    #[error(transparent)]
+    Admin(#[from] BindError),
     /// A server cannot start, or the webhook server stopped on its own (an accept-loop failure).
     #[error("webhook server failed: {0}")]
     Serve(std::io::Error),
@@ -160,11 +163,11 @@ pub fn https_server(
 pub async fn serve(
     options: ServeOptions,
     on_listening: impl FnOnce(&Listening),
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     allocator::configure();
-    let mut registry = Registry::default();
-    let reload_metrics = reload::ReloadMetrics::register(&mut registry);
+    let mut builder = runtime::Builder::new(options.admin_addr);
+    let reload_metrics = reload::ReloadMetrics::register(builder.registry());
     // Dev mode's generated files are watched like mounted ones: what matters there is that
     // `--client-ca` is reloaded the same way in both modes.
     let (cert, key, dev) = match &options.tls {
@@ -181,23 +184,13 @@ pub async fn serve(
         reload_metrics,
     )?;
     let listener = bind(options.addr)?;
-    let admin_listener = bind(options.admin_addr)?;
+    let metrics = metrics::ServerMetrics::register(builder.registry());
+    let runtime = builder.bind(shutdown).await?;
     let listening = Listening {
         addr: listener.local_addr().map_err(ServeError::Serve)?,
-        admin_addr: admin_listener.local_addr().map_err(ServeError::Serve)?,
+        admin_addr: runtime.admin_addr(),
         dev,
     };
-
-    let metrics = metrics::ServerMetrics::register(&mut registry);
-    let readiness = crate::admin::Readiness::default();
-    let admin_state = crate::admin::AdminState {
-        readiness: readiness.clone(),
-        registry: Arc::new(registry),
-    };
-
-    let admin_listener =
-        tokio::net::TcpListener::from_std(admin_listener).map_err(ServeError::Serve)?;
-    let admin = crate::admin::AdminServer::spawn(admin_listener, admin_state);
 
     let app = webhook::router(webhook::WebhookState {
         config: Arc::new(options.rules.clone()),
@@ -236,41 +229,38 @@ pub async fn serve(
     let server_task = tokio::spawn(server.serve(app.into_make_service()));
 
     if handle.listening().await.is_some() {
-        readiness.set(true);
+        runtime.readiness().set(true);
         on_listening(&listening);
         tracing::info!(addr = %listening.addr, admin_addr = %listening.admin_addr, "serving");
     }
 
     tokio::select! {
-        _ = shutdown => {}
+        _ = runtime.shutdown() => {}
         result = wait(server_task) => {
             // The server stopped on its own: an accept-loop failure.
-            readiness.set(false);
-            admin.stop().await;
+            runtime.stop().await;
             return result;
         }
     }
-    tracing::info!(delay = ?options.shutdown_delay, timeout = ?options.shutdown_timeout, "shutting down");
-    readiness.set(false);
-    tokio::time::sleep(options.shutdown_delay).await;
-    handle.graceful_shutdown(Some(options.shutdown_timeout));
-    // graceful_shutdown closes the listener now and connections after the timeout at the latest;
-    // the extra second bounds the wait even if a connection task is slow to notice.
-    let drained = async {
+    // Not ready from now on; the listener stays open `shutdown_delay` longer (endpoints and
+    // load balancers stop sending), then closes, and connections get `shutdown_timeout`.
+    // graceful_shutdown closes them after the timeout at the latest; the extra second bounds the
+    // wait even if a connection task is slow to notice.
+    let connections_closed = async {
+        tokio::time::sleep(options.shutdown_delay).await;
+        handle.graceful_shutdown(Some(options.shutdown_timeout));
         while handle.connection_count() > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    if tokio::time::timeout(options.shutdown_timeout + Duration::from_secs(1), drained)
-        .await
-        .is_err()
-    {
+    let timeout = options.shutdown_delay + options.shutdown_timeout + Duration::from_secs(1);
+    if !runtime.drain(timeout, connections_closed).await {
         tracing::warn!(
             connections = handle.connection_count(),
             "connections still open after the shutdown timeout"
         );
     }
-    admin.stop().await;
+    runtime.stop().await;
     tracing::info!("stopped");
     Ok(())
 }

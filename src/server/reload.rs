@@ -503,7 +503,7 @@ mod tests {
             .reloads
             .get_or_create(&ReloadLabels { result: "failure" })
             .inc();
-        let text = crate::admin::encode(&registry);
+        let text = crate::runtime::encode(&registry);
         assert!(
             text.contains("jobgate_tls_reloads_total{result=\"failure\"} 1"),
             "{text}"

@@ -18,7 +18,7 @@ use clap::Args;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::reconciler::args::RecoveryArgs;
-use crate::reconciler::cluster::{self, ClusterError};
+use crate::runtime::client::{ClusterArgs, ClusterError, Prefer};
 pub(crate) use render::render;
 pub(crate) use snapshot::{Snapshot, fetch};
 pub(crate) use verdict::RenderOptions;
@@ -31,7 +31,7 @@ pub(crate) const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
-    pub(crate) cluster: cluster::ClusterArgs,
+    pub(crate) cluster: ClusterArgs,
     /// Only this namespace (default: the context's namespace).
     #[arg(long, short = 'n', conflicts_with = "all_namespaces")]
     pub(crate) namespace: Option<String>,
@@ -80,10 +80,7 @@ pub enum StatusError {
 
 /// `jobgate status`: read the cluster, print the tables.
 pub async fn run(args: StatusArgs) -> Result<(), StatusError> {
-    let kube_config = args
-        .cluster
-        .kube_config(cluster::Prefer::Kubeconfig)
-        .await?;
+    let kube_config = args.cluster.kube_config(Prefer::Kubeconfig).await?;
     let server = kube_config.cluster_url.to_string();
     let client = kube::Client::try_from(kube_config).map_err(ClusterError::Client)?;
     let namespace = if args.all_namespaces {

@@ -11,11 +11,11 @@ use serde_json::json;
 
 use super::render::leader_line;
 use super::*;
-use crate::reconciler::scripted::{Exchange, exchange, mock, serve};
 use crate::recovery::UNREACHABLE_TAINT_KEY;
 use crate::recovery::episode::{
     EpisodeConfig, LimitAction, LimitExceeded, RECOVERY_STATE_ANNOTATION, RecoveryState,
 };
+use crate::runtime::scripted::{Exchange, exchange, mock, serve};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()

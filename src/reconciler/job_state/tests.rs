@@ -1,9 +1,9 @@
 use super::*;
-use crate::reconciler::lease::Leadership;
 use crate::reconciler::metrics::RecoveryMetrics;
-use crate::reconciler::scripted::{Exchange, exchange, mock, serve};
 use crate::recovery::backoff::Backoff;
 use crate::recovery::episode::LimitExceeded;
+use crate::runtime::Leadership;
+use crate::runtime::scripted::{Exchange, exchange, mock, serve};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()

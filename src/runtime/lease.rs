@@ -3,6 +3,10 @@
 //! `leaseDurationSeconds` as observed on the candidate's own monotonic clock (no trust in the
 //! holder's wall clock), updates it with the Lease's resourceVersion (optimistic concurrency), and
 //! a leader that cannot renew within `renew_deadline` stops acting before anyone may take over.
+//!
+//! Part of the runtime (olix0r/kubert keeps its `lease.rs` there too): the election knows nothing of
+//! what the leader does. The command hands it the gauge its role sets and the counter of failed
+//! rounds, under the command's own metric names.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,8 +16,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::PostParams;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 
-use super::metrics::RecoveryMetrics;
+#[cfg(test)]
+mod tests;
 
 /// Timings of the election (client-go defaults: 15s / 10s / 2s).
 #[derive(Clone, Debug, PartialEq)]
@@ -57,7 +64,7 @@ pub struct Leadership {
     /// Leader until this instant; `None` when not leader.
     valid_until: Arc<Mutex<Option<Instant>>>,
     role: Arc<tokio::sync::watch::Sender<Role>>,
-    metrics: Option<RecoveryMetrics>,
+    leader: Gauge,
 }
 
 impl Default for Leadership {
@@ -65,15 +72,16 @@ impl Default for Leadership {
         Leadership {
             valid_until: Arc::default(),
             role: Arc::new(tokio::sync::watch::Sender::new(Role::Candidate)),
-            metrics: None,
+            leader: Gauge::default(),
         }
     }
 }
 
 impl Leadership {
-    pub(crate) fn new(metrics: RecoveryMetrics) -> Leadership {
+    /// A leadership not yet held, whose role `leader` follows.
+    pub(crate) fn new(leader: Gauge) -> Leadership {
         Leadership {
-            metrics: Some(metrics),
+            leader,
             ..Leadership::default()
         }
     }
@@ -109,13 +117,11 @@ impl Leadership {
         self.set_role(Role::Following);
     }
 
-    /// The role and `jobgate_recovery_leader` follow the elector's rounds.
+    /// The role and the leader gauge follow the elector's rounds.
     fn set_role(&self, role: Role) {
         self.role
             .send_if_modified(|r| std::mem::replace(r, role) != role);
-        if let Some(m) = &self.metrics {
-            m.leader.set(i64::from(role == Role::Leading));
-        }
+        self.leader.set(i64::from(role == Role::Leading));
     }
 }
 
@@ -266,7 +272,7 @@ pub(crate) async fn run_elector(
     api: Api<Lease>,
     config: LeaseConfig,
     leadership: Leadership,
-    metrics: RecoveryMetrics,
+    failed_rounds: Counter,
     on_acquired: impl Fn() + Send,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
@@ -292,7 +298,7 @@ pub(crate) async fn run_elector(
                 was_leader = false;
             }
             Err(e) => {
-                metrics.error("lease");
+                failed_rounds.inc();
                 tracing::warn!(lease = %config.name, error = %e, "lease round failed");
                 // Leadership expires by itself at the renew deadline (writes stop then); the
                 // role follows here, within one retry period.

@@ -119,3 +119,20 @@ pub(crate) async fn serve(mut handle: MockHandle, script: Vec<Exchange>) {
         send.send_response(response);
     }
 }
+
+/// The Lease `jobgate reconcile` elects on in the tests (`--lease-namespace=jobgate`, the default
+/// name), and its collection.
+pub(crate) const LEASE_PATH: &str =
+    "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases/jobgate-reconciler";
+pub(crate) const LEASES_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/jobgate/leases";
+
+/// That Lease as the API returns it, held by `holder` and last renewed at 19:59:58.
+pub(crate) fn lease_json(holder: &str, rv: &str, transitions: i32) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "jobgate-reconciler", "namespace": "jobgate", "resourceVersion": rv},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                 "acquireTime": "2026-11-21T19:00:00.000000Z", "renewTime": "2026-11-21T19:59:58.000000Z",
+                 "leaseTransitions": transitions}
+    })
+}

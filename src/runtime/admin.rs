@@ -1,4 +1,5 @@
-//! The plain-HTTP admin port: `/livez`, `/readyz`, `/metrics`. Shared by `serve` and `reconcile`.
+//! The plain-HTTP admin port: `/livez`, `/readyz`, `/metrics`, one per long-running command
+//! (linkerd2's policy-controller and kubert keep it apart from the serving port, as here).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,7 +67,7 @@ impl AdminServer {
 }
 
 /// The admin router. `/livez` answers as long as the process runs its event loop.
-pub(crate) fn router(state: AdminState) -> Router {
+fn router(state: AdminState) -> Router {
     Router::new()
         .route("/livez", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))

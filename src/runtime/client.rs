@@ -1,4 +1,4 @@
-//! How `reconcile` and `status` reach the cluster: `--kubeconfig` / `--context`, else the
+//! How `reconcile`, `status` and `audit` reach the cluster: `--kubeconfig` / `--context`, else the
 //! environment (in-cluster config or `$KUBECONFIG` / `~/.kube/config`).
 
 use std::path::PathBuf;
