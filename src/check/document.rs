@@ -425,7 +425,7 @@ fn check_object(
         .findings
         .extend(outcome.findings.into_iter().map(|finding| {
             let at = match finding.field() {
-                Some(p) => place.at(&segments(p.as_str())),
+                Some(p) => place.at(&segments(p)),
                 None => place.location(),
             };
             Located { finding, at }

@@ -155,7 +155,7 @@ impl Serialize for Located {
         let mut st = s.serialize_struct("Finding", 8)?;
         st.serialize_field("source", f.source.as_str())?;
         st.serialize_field("severity", &f.severity())?;
-        st.serialize_field("field", &f.field().map(|p| p.as_str()))?;
+        st.serialize_field("field", &f.field())?;
         if let Said::Error(e) = &f.said {
             st.serialize_field("reason", e.kind.cause())?;
         }

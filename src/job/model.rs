@@ -84,11 +84,11 @@ impl Kind {
     }
 
     /// Field path of the Job spec, as kube-apiserver builds it (`spec`, `spec.jobTemplate.spec`).
-    pub(crate) fn spec_path(self) -> FieldPath {
-        let spec = FieldPath::new("spec");
+    pub(crate) fn spec_path(self) -> FieldPath<'static> {
         match self {
-            Kind::Job => spec,
-            Kind::CronJob => spec.child("jobTemplate").child("spec"),
+            Kind::Job => FieldPath::new("spec"),
+            // `NewPath("spec", "jobTemplate", "spec")`: one root that prints with its dots.
+            Kind::CronJob => FieldPath::new("spec.jobTemplate.spec"),
         }
     }
 

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
-use super::field::FieldPath;
+use super::field::{ErrorType, FieldPath};
 use super::model::{JobObject, ObjectMeta};
 use super::version::ValueStyle;
 use super::{BadValue, Config, FieldError, Kind, Operation, Review, review};
@@ -164,7 +164,8 @@ pub(crate) struct Findings {
 #[derive(Debug, Clone, PartialEq)]
 struct Finding {
     policy: PolicyName,
-    path: FieldPath,
+    /// The field, printed.
+    path: String,
     value: BadValue,
     detail: String,
 }
@@ -179,11 +180,12 @@ impl Finding {
     }
 
     fn error(self) -> FieldError {
-        FieldError::invalid(
-            self.path,
-            self.value,
-            format!("{} (jobgate policy {})", self.detail, self.policy),
-        )
+        FieldError {
+            path: self.path,
+            kind: ErrorType::Invalid,
+            value: self.value,
+            detail: format!("{} (jobgate policy {})", self.detail, self.policy),
+        }
     }
 }
 
@@ -213,10 +215,9 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     let policies = &config.policies;
     let on = |p: PolicyName| policies.level(p) != Level::Off;
     let spec_path = object.kind.spec_path();
-    let template_annotations = spec_path
-        .child("template")
-        .child("metadata")
-        .child("annotations");
+    let template_path = spec_path.child("template");
+    let template_metadata_path = template_path.child("metadata");
+    let template_annotations = template_metadata_path.child("annotations");
     let spec = &object.spec;
     let template = &spec.template;
     let mut out = Vec::new();
@@ -230,7 +231,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
             {
                 out.push(Finding {
                     policy: PolicyName::RecoveryAnnotationValue,
-                    path: template_annotations.key(key),
+                    path: template_annotations.key(key).to_string(),
                     value: BadValue::str(v),
                     detail:
                         r#"must be "true" or "false"; Kueue reads any other value as not opted in"#
@@ -246,7 +247,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
                 if let Some(v) = meta.annotation(key) {
                     out.push(Finding {
                         policy: PolicyName::RecoveryAnnotationOnJob,
-                        path: at.child("annotations").key(key),
+                        path: at.child("annotations").key(key).to_string(),
                         value: BadValue::str(v),
                         detail: format!("has no effect here; it belongs on {template_annotations}"),
                     });
@@ -278,7 +279,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     if opted_in && on(PolicyName::RecoveryNeedsFailed) && replacement != FAILED {
         out.push(Finding {
             policy: PolicyName::RecoveryNeedsFailed,
-            path: spec_path.child("podReplacementPolicy"),
+            path: spec_path.child("podReplacementPolicy").to_string(),
             value: BadValue::str(replacement),
             detail: r#"recovery needs "Failed", else replacements start early"#.into(),
         });
@@ -287,7 +288,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     if opted_in && on(PolicyName::RecoveryCountsTowardBackoff) && !ignores_disruption(object) {
         out.push(Finding {
             policy: PolicyName::RecoveryCountsTowardBackoff,
-            path: spec_path.child("podFailurePolicy"),
+            path: spec_path.child("podFailurePolicy").to_string(),
             value: BadValue::Omit,
             detail:
                 "no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit"
@@ -301,7 +302,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     {
         out.push(Finding {
             policy: PolicyName::IndexedTerminatingOrFailed,
-            path: spec_path.child("podReplacementPolicy"),
+            path: spec_path.child("podReplacementPolicy").to_string(),
             value: BadValue::str(replacement),
             detail: r#"may run two pods for one index; use "Failed""#.into(),
         });

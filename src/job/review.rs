@@ -6,7 +6,6 @@
 
 use std::fmt;
 
-use super::field::FieldPath;
 use super::validate as rules;
 use super::{Config, FieldError, PolicyName, RecoveryScope, Review, Verdict, policy};
 
@@ -61,7 +60,7 @@ pub(crate) enum Said {
 pub(crate) struct Finding {
     pub(crate) source: Source,
     /// The field a warning is about, when there is one (an error carries its own).
-    pub(crate) path: Option<FieldPath>,
+    pub(crate) path: Option<String>,
     pub(crate) said: Said,
 }
 
@@ -74,7 +73,7 @@ impl Finding {
         }
     }
 
-    pub(crate) fn warning(source: Source, path: Option<FieldPath>, text: String) -> Finding {
+    pub(crate) fn warning(source: Source, path: Option<String>, text: String) -> Finding {
         Finding {
             source,
             path,
@@ -83,10 +82,10 @@ impl Finding {
     }
 
     /// The field the finding is about, when there is one.
-    pub(crate) fn field(&self) -> Option<&FieldPath> {
+    pub(crate) fn field(&self) -> Option<&str> {
         match &self.said {
             Said::Error(e) => Some(&e.path),
-            Said::Rejected(_) | Said::Warning(_) => self.path.as_ref(),
+            Said::Rejected(_) | Said::Warning(_) => self.path.as_deref(),
         }
     }
 
@@ -155,7 +154,7 @@ pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Outcome {
         .collect();
     findings.extend(policy::evaluate(review, config));
     if let Some(w) = rules::template_unreadable(review, &config.cluster) {
-        let path = review.object.kind.spec_path().child("template");
+        let path = review.object.kind.spec_path().child("template").to_string();
         findings.push(Finding::warning(Source::KubeApiserver, Some(path), w));
     }
     Outcome {

@@ -123,7 +123,7 @@ fn validate_job_spec(
     cluster: &Cluster,
     errs: &mut Vec<FieldError>,
 ) {
-    let p = |child: &str| fld_path.child(child);
+    let p = |child: &'static str| fld_path.child(child);
     nonnegative(errs, spec.parallelism.map(i64::from), p("parallelism"));
     nonnegative(errs, spec.completions.map(i64::from), p("completions"));
     nonnegative(
@@ -202,7 +202,7 @@ fn validate_job_spec(
 }
 
 fn validate_indexed_limits(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
-    let p = |child: &str| fld_path.child(child);
+    let p = |child: &'static str| fld_path.child(child);
     if spec.completions.is_none() {
         errs.push(FieldError::required(
             p("completions"),
@@ -291,7 +291,7 @@ fn validate_pod_failure_policy(
     let rules_path = fld_path.child("rules");
     if policy.rules.len() > MAX_POD_FAILURE_POLICY_RULES {
         errs.push(FieldError::too_many(
-            rules_path.clone(),
+            rules_path,
             policy.rules.len(),
             MAX_POD_FAILURE_POLICY_RULES,
         ));
@@ -362,12 +362,12 @@ fn validate_rule(
         !rule.on_pod_conditions.is_empty(),
     ) {
         (true, true) => errs.push(FieldError::invalid(
-            rule_path.clone(),
+            *rule_path,
             BadValue::Omit,
             "specifying both OnExitCodes and OnPodConditions is not supported",
         )),
         (false, false) => errs.push(FieldError::invalid(
-            rule_path.clone(),
+            *rule_path,
             BadValue::Omit,
             "specifying one of OnExitCodes and OnPodConditions is required",
         )),
@@ -383,7 +383,7 @@ fn validate_on_pod_conditions(
 ) {
     if patterns.len() > MAX_ON_POD_CONDITIONS_PATTERNS {
         errs.push(FieldError::too_many(
-            path.clone(),
+            *path,
             patterns.len(),
             MAX_ON_POD_CONDITIONS_PATTERNS,
         ));
@@ -451,13 +451,13 @@ fn validate_on_exit_codes(
     let values_path = path.child("values");
     if req.values.is_empty() {
         errs.push(FieldError::invalid(
-            values_path.clone(),
+            values_path,
             go_values::exit_codes(req),
             "at least one value is required",
         ));
     } else if req.values.len() > MAX_ON_EXIT_CODES_VALUES {
         errs.push(FieldError::too_many(
-            values_path.clone(),
+            values_path,
             req.values.len(),
             MAX_ON_EXIT_CODES_VALUES,
         ));
@@ -471,7 +471,7 @@ fn validate_on_exit_codes(
         let value_path = values_path.index(j);
         if report && operator == "In" && value == 0 {
             errs.push(FieldError::invalid(
-                value_path.clone(),
+                value_path,
                 BadValue::int(value),
                 "must not be 0 for the In operator",
             ));
@@ -501,13 +501,13 @@ fn validate_success_policy(
     let rules_path = fld_path.child("rules");
     if policy.rules.is_empty() {
         errs.push(FieldError::required(
-            rules_path.clone(),
+            rules_path,
             "at least one rules must be specified when the successPolicy is specified",
         ));
     }
     if policy.rules.len() > MAX_SUCCESS_POLICY_RULES {
         errs.push(FieldError::too_many(
-            rules_path.clone(),
+            rules_path,
             policy.rules.len(),
             MAX_SUCCESS_POLICY_RULES,
         ));
@@ -519,7 +519,7 @@ fn validate_success_policy(
         let rule_path = rules_path.index(i);
         if rule.succeeded_count.is_none() && rule.succeeded_indexes.is_none() {
             errs.push(FieldError::required(
-                rule_path.clone(),
+                rule_path,
                 "at least one of succeededCount or succeededIndexes must be specified",
             ));
         }
@@ -532,10 +532,7 @@ fn validate_success_policy(
         if let Some(indexes) = &rule.succeeded_indexes {
             let path = rule_path.child("succeededIndexes");
             if indexes.len() > MAX_SUCCEEDED_INDEXES_LENGTH {
-                errs.push(FieldError::too_long(
-                    path.clone(),
-                    MAX_SUCCEEDED_INDEXES_LENGTH,
-                ));
+                errs.push(FieldError::too_long(path, MAX_SUCCEEDED_INDEXES_LENGTH));
             }
             match indexes_total(indexes, completions) {
                 Ok(t) => total = t,
@@ -548,10 +545,10 @@ fn validate_success_policy(
         }
         if let Some(count) = rule.succeeded_count {
             let path = rule_path.child("succeededCount");
-            nonnegative(errs, Some(i64::from(count)), path.clone());
+            nonnegative(errs, Some(i64::from(count)), path);
             if count > completions {
                 errs.push(FieldError::invalid(
-                    path.clone(),
+                    path,
                     BadValue::int(count),
                     format!(
                         "must be less than or equal to {completions} (the number of specified completions)"
@@ -661,7 +658,7 @@ fn validate_restart_policy(spec: &JobSpec, path: FieldPath, errs: &mut Vec<Field
     match restart_policy {
         "" | "Always" | "OnFailure" | "Never" => {}
         other => errs.push(FieldError::not_supported(
-            path.clone(),
+            path,
             BadValue::named_str(other),
             &["Always", "OnFailure", "Never"],
         )),
@@ -835,16 +832,15 @@ fn validate_pod_template_update(
     };
     let without_scheduling = options.allow_mutable_scheduling_directives;
     let suspended = old_spec.suspend == Some(true);
+    let template = fld_path.child("template");
+    let template_spec = template.child("spec");
     let (compare, path) = if suspended && options.allow_mutable_pod_resources {
         (
             Compare::PodSpecWithoutResources { without_scheduling },
-            fld_path.child("template").child("spec"),
+            template_spec,
         )
     } else {
-        (
-            Compare::Template { without_scheduling },
-            fld_path.child("template"),
-        )
+        (Compare::Template { without_scheduling }, template)
     };
     Ok(new
         .differs(old, compare)?
