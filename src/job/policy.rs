@@ -8,7 +8,7 @@
 use std::fmt;
 
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
-use super::field::{ErrorType, FieldPath};
+use super::field::FieldPath;
 use super::model::{JobObject, ObjectMeta};
 use super::version::ValueStyle;
 use super::{BadValue, Config, FieldError, Kind, Operation, Review, review};
@@ -180,12 +180,12 @@ impl Finding {
     }
 
     fn error(self) -> FieldError {
-        FieldError {
-            path: self.path,
-            kind: ErrorType::Invalid,
-            value: self.value,
-            detail: format!("{} (jobgate policy {})", self.detail, self.policy),
-        }
+        // A root holding the printed path prints as the path did.
+        FieldError::invalid(
+            FieldPath::new(&self.path),
+            self.value,
+            format!("{} (jobgate policy {})", self.detail, self.policy),
+        )
     }
 }
 
