@@ -185,6 +185,55 @@ impl Cluster {
         }
     }
 
+    /// Binds the Job's pending pods one to a node, in order, and reports them Running; returns
+    /// `(pod, node)` once every node has one.
+    async fn run_pods_on(&self, job: &str, nodes: &[&str]) -> Vec<(String, String)> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut placed: Vec<(String, String)> = Vec::new();
+        while placed.len() < nodes.len() {
+            for pod in self.job_pods(job).await {
+                let name = pod.metadata.name.clone().expect("name");
+                let bound = pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_ref())
+                    .is_some();
+                if !bound && placed.len() < nodes.len() {
+                    let node = nodes[placed.len()];
+                    self.bind(&pod, node).await;
+                    placed.push((name, node.to_string()));
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the Job controller did not create {} pods of {job}",
+                nodes.len()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        placed
+    }
+
+    /// Events whose reason is `reason`, about objects of this namespace, as `name: note` lines.
+    async fn events(&self, reason: &str) -> Vec<String> {
+        let api: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(self.client.clone(), &self.ns);
+        api.list(&ListParams::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.regarding.and_then(|r| r.name).unwrap_or_default(),
+                    e.note.unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
     async fn bind(&self, pod: &Pod, node: &str) {
         let name = pod.metadata.name.clone().expect("name");
         let binding = json!({
@@ -525,5 +574,272 @@ async fn a_pod_stuck_terminating_on_an_unreachable_node_is_failed_by_jobgate_and
         text.contains("train"),
         "status does not name the recovered Job:\n{text}"
     );
+    c.remove_nodes().await;
+}
+
+/// Waits until every pod in `pods` is terminating.
+async fn all_terminating(c: &Cluster, pods: &[String], reconciler: &Reconciler) {
+    for pod in pods {
+        until(
+            &format!("{pod} terminating"),
+            Duration::from_secs(60),
+            Some(reconciler),
+            || async {
+                c.pod(pod)
+                    .await
+                    .filter(|p| p.metadata.deletion_timestamp.is_some())
+                    .map(|_| ())
+            },
+        )
+        .await;
+    }
+}
+
+/// Waits until `pod` is Failed with jobgate's recovery condition (or already deleted by it).
+async fn recovered(c: &Cluster, pod: &str, reconciler: &Reconciler) {
+    until(
+        &format!("{pod} recovered"),
+        Duration::from_secs(60),
+        Some(reconciler),
+        || async {
+            match c.pod(pod).await {
+                None => Some(()),
+                Some(p) => (phase(&p) == "Failed" && has_recovery_condition(&p)).then_some(()),
+            }
+        },
+    )
+    .await;
+}
+
+/// A pod jobgate must not have touched: still there, terminating, not Failed.
+async fn untouched(c: &Cluster, pod: &str) -> bool {
+    c.pod(pod).await.is_some_and(|p| {
+        p.metadata.deletion_timestamp.is_some()
+            && phase(&p) != "Failed"
+            && !has_recovery_condition(&p)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_unreachable_nodes_in_one_zone_is_held_as_a_partition_until_the_zone_heals() {
+    let _turn = turn();
+    let cp = ControlPlane::shared();
+    let mut c = Cluster::new(cp, "brake").await;
+    let zone: Vec<String> = (0..10).map(|i| format!("brake-b{i}")).collect();
+    for node in &zone {
+        c.add_node(node, "brake-b").await;
+    }
+    // Another zone that stays healthy: not every zone is unreachable (that is a control-plane
+    // partition, held for another reason).
+    c.add_node("brake-c0", "brake-c").await;
+    c.add_node("brake-c1", "brake-c").await;
+
+    c.create_job(training_job("wide", 10, "Failed", true)).await;
+    let nodes: Vec<&str> = zone.iter().map(String::as_str).collect();
+    let placed = c.run_pods_on("wide", &nodes).await;
+    let reconciler = Reconciler::start(cp, &c.ns, &[]);
+    until(
+        "reconcile /readyz",
+        Duration::from_secs(60),
+        Some(&reconciler),
+        || async { reconciler.ready().then_some(()) },
+    )
+    .await;
+
+    // The pods the brake exists for: already terminating (deleted, their kubelets not yet
+    // confirming) and past their deadline when the network splits, so every one is due the
+    // moment its node turns unreachable.
+    let pods: Vec<String> = placed.iter().map(|(p, _)| p.clone()).collect();
+    for pod in &pods {
+        c.pods()
+            .delete(pod, &DeleteParams::default())
+            .await
+            .expect("delete pod");
+    }
+    all_terminating(&c, &pods, &reconciler).await;
+    // deletionTimestamp (now + 2 s) + 3 s, and a margin.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+
+    // Six of ten nodes of one zone in one monitor pass: kube-controller-manager takes the zone for
+    // partially disrupted (more than 2 and at least 55 % unhealthy, a zone of at most 50 nodes)
+    // and stops evictions there (node_lifecycle_controller.go handleDisruption): the pods on
+    // those nodes may well still run.
+    let cut: Vec<&str> = nodes[..6].to_vec();
+    c.cut_off(&cut).await;
+    let on = |wanted: &[&str]| -> Vec<String> {
+        placed
+            .iter()
+            .filter(|(_, n)| wanted.contains(&n.as_str()))
+            .map(|(p, _)| p.clone())
+            .collect()
+    };
+    let cut_pods = on(&cut);
+    let held = until(
+        "ForcefulTerminationHeld events",
+        Duration::from_secs(30),
+        Some(&reconciler),
+        || async {
+            let events = c.events("ForcefulTerminationHeld").await;
+            (events.len() >= cut_pods.len()).then_some(events)
+        },
+    )
+    .await;
+    assert!(
+        held.iter().all(|e| e.contains("brake-b")),
+        "held events do not name the zone: {held:?}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for pod in &cut_pods {
+        assert!(
+            untouched(&c, pod).await,
+            "{pod} was force-failed in a partitioned zone; jobgate reconcile said:\n{}",
+            reconciler.log()
+        );
+    }
+
+    // One node comes back: 5 of 10 unreachable is below 55 %, no partition. The five pods still
+    // on unreachable nodes are recovered at once; the pod of the node that came back, and those
+    // of the nodes never cut off, are left alone.
+    c.heal(cut[0]).await;
+    for pod in on(&cut[1..]) {
+        recovered(&c, &pod, &reconciler).await;
+    }
+    for pod in on(&cut[..1]).into_iter().chain(on(&nodes[6..])) {
+        assert!(
+            untouched(&c, &pod).await,
+            "{pod} was recovered although its node is reachable"
+        );
+    }
+    c.remove_nodes().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn episodes_back_off_and_stop_at_the_limit_which_suspends_the_job() {
+    let _turn = turn();
+    let cp = ControlPlane::shared();
+    let mut c = Cluster::new(cp, "episodes").await;
+    for node in ["episodes-1", "episodes-2", "episodes-3", "episodes-4"] {
+        c.add_node(node, "episodes").await;
+    }
+    c.create_job(training_job("flaky", 1, "Failed", true)).await;
+    let reconciler = Reconciler::start(
+        cp,
+        &c.ns,
+        &[
+            "--recovery-backoff-base-seconds",
+            "4",
+            "--recovery-backoff-limit-count",
+            "2",
+            "--on-recovery-limit",
+            "suspend",
+        ],
+    );
+    until(
+        "reconcile /readyz",
+        Duration::from_secs(60),
+        Some(&reconciler),
+        || async { reconciler.ready().then_some(()) },
+    )
+    .await;
+
+    // Two episodes, each on a node that then comes back; the second waits out the backoff.
+    let mut episode_times = Vec::new();
+    for (n, node) in ["episodes-1", "episodes-2"].into_iter().enumerate() {
+        let pod = c.run_pods_on("flaky", &[node]).await.remove(0).0;
+        c.cut_off(&[node]).await;
+        all_terminating(&c, std::slice::from_ref(&pod), &reconciler).await;
+        recovered(&c, &pod, &reconciler).await;
+        episode_times.push(Instant::now());
+        let state = recovery_state(&c, "flaky").await;
+        assert_eq!(state["count"], n + 1, "{state}");
+        assert_eq!(state["lastNodes"], json!([node]), "{state}");
+        c.heal(node).await;
+    }
+    assert!(
+        episode_times[1] - episode_times[0] >= Duration::from_secs(4),
+        "the second episode did not wait for the backoff (4 s after the first)"
+    );
+
+    // A third would exceed the limit of 2: nothing is recovered, the Job is suspended, and the
+    // Job gets one RecoveryLimitExceeded warning.
+    let pod = c.run_pods_on("flaky", &["episodes-3"]).await.remove(0).0;
+    c.cut_off(&["episodes-3"]).await;
+    all_terminating(&c, std::slice::from_ref(&pod), &reconciler).await;
+    until(
+        "the Job suspended at the limit",
+        Duration::from_secs(60),
+        Some(&reconciler),
+        || async {
+            let job = c.jobs().get("flaky").await.ok()?;
+            (job.spec?.suspend == Some(true)).then_some(())
+        },
+    )
+    .await;
+    let state = recovery_state(&c, "flaky").await;
+    assert_eq!(state["limitExceeded"]["action"], "Suspend", "{state}");
+    assert!(
+        untouched(&c, &pod).await,
+        "a pod was recovered beyond the limit"
+    );
+    let warned = c.events("RecoveryLimitExceeded").await;
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    c.remove_nodes().await;
+}
+
+async fn recovery_state(c: &Cluster, job: &str) -> Value {
+    let job = c.jobs().get(job).await.expect("job");
+    let text = job
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("jobgate.dev/recovery-state"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no jobgate.dev/recovery-state on the Job"));
+    serde_json::from_str(&text).expect("recovery state JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_takes_over_when_the_leader_dies_and_recovers_what_is_due() {
+    let _turn = turn();
+    let cp = ControlPlane::shared();
+    let mut c = Cluster::new(cp, "handover").await;
+    c.add_node("handover-1", "handover").await;
+    c.add_node("handover-2", "handover").await;
+    c.create_job(training_job("steady", 1, "Failed", true))
+        .await;
+    let pod = c.run_pods_on("steady", &["handover-1"]).await.remove(0).0;
+
+    let mut first = Reconciler::start(cp, &c.ns, &[]);
+    until(
+        "a leader",
+        Duration::from_secs(60),
+        Some(&first),
+        || async { (first.metric("jobgate_recovery_leader") == 1.0).then_some(()) },
+    )
+    .await;
+    let second = Reconciler::start(cp, &c.ns, &[]);
+    until(
+        "the standby ready",
+        Duration::from_secs(60),
+        Some(&second),
+        || async { second.ready().then_some(()) },
+    )
+    .await;
+    assert_eq!(second.metric("jobgate_recovery_leader"), 0.0, "two leaders");
+
+    // The leader dies without releasing its Lease (SIGKILL): the standby takes over once the
+    // Lease expires (15 s) and recovers the pod that became due meanwhile.
+    let _ = first.child.kill();
+    let _ = first.child.wait();
+    c.cut_off(&["handover-1"]).await;
+    all_terminating(&c, std::slice::from_ref(&pod), &second).await;
+    until(
+        "the standby to lead",
+        Duration::from_secs(60),
+        Some(&second),
+        || async { (second.metric("jobgate_recovery_leader") == 1.0).then_some(()) },
+    )
+    .await;
+    recovered(&c, &pod, &second).await;
     c.remove_nodes().await;
 }
