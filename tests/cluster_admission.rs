@@ -543,3 +543,103 @@ fn only_the_writes_a_policy_can_judge_reach_the_fail_webhook_and_only_they_fail_
         None,
     );
 }
+
+/// Installs a CRD that tests/run fetched into target/crds/ and waits until it is served.
+fn install_crd(cp: &ControlPlane, file: &str) {
+    let path = support::controlplane::repo().join("target/crds").join(file);
+    assert!(
+        path.is_file(),
+        "{} is missing: tests/run fetches it",
+        path.display()
+    );
+    let path = path.display().to_string();
+    cp.kubectl_ok(&["apply", "--server-side", "-f", &path], None);
+    cp.kubectl_ok(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "-f",
+            &path,
+        ],
+        None,
+    );
+}
+
+#[test]
+fn audit_reads_the_clusters_jobs_and_writes_policy_reports() {
+    let cp = ControlPlane::shared();
+    // No webhook here: the Job was created before jobgate was installed, which is what audit is for.
+    let ns = cp.namespace("audit");
+    let manifest = job(
+        "opted-in-terminating",
+        json!({}),
+        json!({
+            "podReplacementPolicy": "TerminatingOrFailed",
+            "template": { "metadata": { "annotations": {
+                "kueue.x-k8s.io/safe-to-forcefully-terminate": "true",
+            }}},
+        }),
+    );
+    cp.kubectl_ok(
+        &["create", "-n", &ns, "-f", "-"],
+        Some(&manifest.to_string()),
+    );
+    let audit = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+            .arg("audit")
+            .arg("--kubeconfig")
+            .arg(&cp.kubeconfig)
+            .args(["-n", &ns, "--policy", "recovery-needs-failed=deny"])
+            .args(extra)
+            .output()
+            .expect("run jobgate audit");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, stdout, stderr) = audit(&["-o", "json"]);
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("audit JSON ({e}): {stdout}{stderr} (exit {code:?})"));
+    let sources: Vec<&str> = findings(&report)
+        .filter_map(|f| f["source"].as_str())
+        .collect();
+    assert!(
+        sources.contains(&"recovery-needs-failed"),
+        "audit did not report the policy: {report:#}"
+    );
+
+    // --apply writes a PolicyReport per namespace with server-side apply.
+    install_crd(cp, "wgpolicyk8s.io_policyreports.yaml");
+    let (code, stdout, stderr) = audit(&["--apply"]);
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "audit --apply: exit {code:?}\n{stdout}{stderr}"
+    );
+    let stored = cp.kubectl_ok(
+        &[
+            "get",
+            "policyreports.wgpolicyk8s.io",
+            "-n",
+            &ns,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let stored: Value = serde_json::from_str(&stored).expect("PolicyReport list");
+    let results: Vec<&Value> = stored["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["results"].as_array().into_iter().flatten())
+        .collect();
+    assert!(
+        results
+            .iter()
+            .any(|r| r["policy"] == "recovery-needs-failed" && r["result"] == "fail"),
+        "no failing result for the Job in the stored PolicyReport: {stored:#}"
+    );
+}
