@@ -235,11 +235,12 @@ impl Workspace {
         let dir = tempfile::tempdir().expect("tempdir");
         copy_dir(&repo().join("deploy"), &dir.path().join("deploy"));
         let args = CertsArgs {
-            service: SERVICE.into(),
-            namespace: namespace.into(),
+            service: Some(SERVICE.into()),
+            namespace: Some(namespace.into()),
             out: dir.path().join("deploy/overlays/self-signed/certs"),
             validity_days: 30,
             keep_previous_ca: false,
+            allow_rename: false,
         };
         certs::write(&args, SystemTime::now()).expect("jobgate certs");
         Workspace {
@@ -1383,11 +1384,12 @@ fn certs_output_chains_to_its_ca_for_every_service_name_and_nothing_else() {
     jobgate::server::tls::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let args = CertsArgs {
-        service: SERVICE.into(),
-        namespace: NAMESPACE.into(),
+        service: Some(SERVICE.into()),
+        namespace: Some(NAMESPACE.into()),
         out: dir.path().join("out"),
         validity_days: 90,
         keep_previous_ca: false,
+        allow_rename: false,
     };
     let now = SystemTime::now();
     let written = certs::write(&args, now).unwrap();
@@ -1463,11 +1465,12 @@ fn openssl(args: &[&str]) -> Option<String> {
 fn certs_output_verifies_with_openssl() {
     let dir = tempfile::tempdir().unwrap();
     let args = CertsArgs {
-        service: SERVICE.into(),
-        namespace: NAMESPACE.into(),
+        service: Some(SERVICE.into()),
+        namespace: Some(NAMESPACE.into()),
         out: dir.path().to_path_buf(),
         validity_days: 365,
         keep_previous_ca: false,
+        allow_rename: false,
     };
     let w = certs::write(&args, SystemTime::now()).unwrap();
     let (ca, crt, key) = (
