@@ -91,7 +91,8 @@ fn main() -> ExitCode {
                 who,
                 e.as_ref(),
                 "the ClusterRole jobgate (deploy/base) grants the reconciler's calls; jobgate status \
-                 needs list on jobs, pods and nodes and get on leases in the lease namespace",
+                 needs list on jobs, pods and nodes and get on leases in the lease namespace (and \
+                 list on pods in all namespaces to find the install without --lease-namespace)",
             );
             ExitCode::FAILURE
         }
