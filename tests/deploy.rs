@@ -3184,22 +3184,7 @@ fn chart_cert_manager_with_an_existing_issuer_makes_only_the_serving_certificate
             "certificates.certManager.issuerRef.name=corporate-ca",
         ],
     );
-    let cert_manager: Vec<(&str, &str)> = r
-        .docs
-        .iter()
-        .filter(|d| str_at(d, "/apiVersion") == "cert-manager.io/v1")
-        .map(|d| (str_at(d, "/kind"), str_at(d, "/metadata/name")))
-        .collect();
-    assert_eq!(cert_manager, [("Certificate", "jg-jobgate-serving")]);
-    let serving = r.cert_manager("Certificate", "jg-jobgate-serving");
-    assert_eq!(str_at(serving, "/spec/issuerRef/kind"), "ClusterIssuer");
-    assert_eq!(str_at(serving, "/spec/issuerRef/name"), "corporate-ca");
-    assert_eq!(str_at(serving, "/spec/issuerRef/group"), "cert-manager.io");
-    assert_eq!(
-        serving["spec"]["dnsNames"],
-        serde_json::json!(certs::service_dns_names("jg-jobgate", "platform-jobs"))
-    );
-    check_webhook_configurations(&r);
+    check_issued_by_corporate_ca(&r);
     let inject = r
         .one::<ValidatingWebhookConfiguration>("jg-jobgate")
         .metadata
@@ -3331,9 +3316,9 @@ const EXCLUDED_NAMESPACES_PATCH: &str = r#"patches:
       - {op: add, path: /webhooks/0/namespaceSelector/matchExpressions/0/values/-, value: legacy-batch}
 "#;
 
-/// The priority-class quota leaves room for a rolling update at any replica count: 2 x replicas
-/// + 4 (deploy/base/resourcequota.yaml says why), computed by the chart, and written for 3 in the
-/// kustomize base; a value too small for the surge pod is refused.
+/// The priority-class quota leaves room for a rolling update at any replica count: twice the
+/// replicas plus 4 (deploy/base/resourcequota.yaml says why), computed by the chart, and written
+/// for 3 in the kustomize base; a value too small for the surge pod is refused.
 #[test]
 fn the_priority_class_quota_follows_replicas() {
     let kubectl = kubectl();
@@ -3632,4 +3617,52 @@ fn helm_3_and_helm_4_lint_and_template_the_chart_alike() {
             .unwrap();
         assert!(!out.status.success(), "Helm 3 accepted {bad}");
     }
+}
+
+/// The first ```yaml block after `heading` in docs/src/install.md.
+fn install_doc_yaml_after(heading: &str) -> String {
+    let text = std::fs::read_to_string(repo().join("docs/src/install.md")).unwrap();
+    let after = &text[text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"))..];
+    let start = after.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    let end = after[start..].find("```").expect("closed") + start;
+    after[start..end].to_string()
+}
+
+/// docs/src/install.md's "Your own issuer" patch, as written there, in an overlay moved away:
+/// only the serving Certificate, issued by the ClusterIssuer, for jobgate.corp-jobs.svc, injected.
+#[test]
+fn kustomize_with_your_own_issuer_as_the_install_page_writes_it() {
+    let kubectl = kubectl();
+    let ws = Workspace::in_namespace("corp-jobs");
+    let dir = ws.overlay_with("overlays/cert-manager", &[]);
+    let mut kustomization = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
+    kustomization.push_str(&install_doc_yaml_after("#### Your own issuer"));
+    std::fs::write(dir.join("kustomization.yaml"), kustomization).unwrap();
+    let r = Rendered::in_namespace("own issuer", "corp-jobs", render(kubectl, &dir));
+    check_issued_by_corporate_ca(&r);
+    assert_no_default_namespace(&r);
+}
+
+/// The only cert-manager object is the serving Certificate, issued by the ClusterIssuer
+/// `corporate-ca` for the install's Service; the webhooks keep every promise.
+fn check_issued_by_corporate_ca(r: &Rendered) {
+    let serving_name = r.object("-serving");
+    let cert_manager: Vec<(&str, &str)> = r
+        .docs
+        .iter()
+        .filter(|d| str_at(d, "/apiVersion") == "cert-manager.io/v1")
+        .map(|d| (str_at(d, "/kind"), str_at(d, "/metadata/name")))
+        .collect();
+    assert_eq!(cert_manager, [("Certificate", serving_name.as_str())]);
+    let serving = r.cert_manager("Certificate", &serving_name);
+    assert_eq!(str_at(serving, "/spec/issuerRef/kind"), "ClusterIssuer");
+    assert_eq!(str_at(serving, "/spec/issuerRef/name"), "corporate-ca");
+    assert_eq!(str_at(serving, "/spec/issuerRef/group"), "cert-manager.io");
+    assert_eq!(
+        serving["spec"]["dnsNames"],
+        serde_json::json!(certs::service_dns_names(&r.fullname, &r.namespace))
+    );
+    check_webhook_configurations(r);
 }
