@@ -111,6 +111,12 @@ pub(crate) struct ServeArgs {
     /// Rule settings: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub rules: jobgate::rule_flags::RuleArgs,
+    /// The host kube-apiserver dials for the webhook Service, `<service>.<namespace>.svc`:
+    /// /readyz fails (and says why in the log) while the serving certificate does not name it,
+    /// and a rotated certificate that does not name it is not loaded. The installs set it from
+    /// the Service's name and the pod's namespace.
+    #[arg(long, env = "JOBGATE_TLS_SERVER_NAME", requires = "tls_cert")]
+    pub tls_server_name: Option<String>,
     /// Time allowed for a TLS handshake.
     #[arg(long, env = "JOBGATE_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,

@@ -91,7 +91,8 @@ fn main() -> ExitCode {
                 who,
                 e.as_ref(),
                 "the ClusterRole jobgate (deploy/base) grants the reconciler's calls; jobgate status \
-                 needs list on jobs, pods and nodes and get on leases in the lease namespace",
+                 needs list on jobs, pods and nodes and get on leases in the lease namespace (and \
+                 list on pods in all namespaces to find the install without --lease-namespace)",
             );
             ExitCode::FAILURE
         }
@@ -134,8 +135,13 @@ fn init_tracing(format: LogFormat, level: &str) {
         eprintln!("jobgate: invalid --log-level {level:?} ({e}); using info");
         tracing_subscriber::EnvFilter::new("info")
     });
+    // Colour only for a person at a terminal: a file, a pipe or a container log (kubelet writes
+    // stderr to a file) gets plain text. NO_COLOR (no-color.org) turns it off at a terminal too.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -173,6 +179,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         body_timeout: args.body_timeout,
         shutdown_delay: args.shutdown_delay,
         shutdown_timeout: args.shutdown_timeout,
+        tls_server_name: args.tls_server_name,
         body_memory_budget: args.body_memory_budget,
         body_budget_wait: args.body_budget_wait,
     };
