@@ -133,6 +133,10 @@ impl KubernetesVersion {
     /// (k8s.io/apiserver `pkg/features/kube_features.go` v0.36.3, v0.37.2, v0.38.0-alpha.2;
     /// alpha off in 1.32-1.33, beta off in 1.34-1.35, when only `v1alpha1`/`v1beta1` exist and
     /// must be enabled with `--runtime-config`). A newer release answers as the newest known.
+    #[allow(
+        dead_code,
+        reason = "for `jobgate render`, which picks the admissionregistration version per release"
+    )]
     pub(crate) fn serves_mutating_admission_policy_v1(self) -> bool {
         self.rules() >= Self::V1_36
     }

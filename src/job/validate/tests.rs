@@ -931,6 +931,7 @@ fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
             immutable.clone(),
             immutable.clone(),
             immutable.clone(),
+            vec![],
             vec![]
         ]
     );
@@ -976,6 +977,7 @@ fn kep_5440_from_1_37_no_active_pods_also_before_the_job_started() {
     let moved =
         stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
     let mut expected = vec![Vec::<String>::new(); 4];
+    expected.push(vec![TEMPLATE_IMMUTABLE.to_string()]);
     expected.push(vec![TEMPLATE_IMMUTABLE.to_string()]);
     assert_eq!(on_every_release(&moved, &old), expected);
 }
@@ -1045,12 +1047,12 @@ fn update_template_quantities_compare_by_value_on_every_release() {
     respelled["parallelism"] = json!(2);
     assert_eq!(
         on_every_release(&stored(respelled), &old),
-        vec![Vec::<String>::new(); 5]
+        vec![Vec::<String>::new(); 6]
     );
     let changed = with("1G", json!("500m"), "512Mi");
     assert_eq!(
         on_every_release(&stored(changed), &old),
-        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 5]
+        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 6]
     );
 }
 
@@ -1072,6 +1074,7 @@ fn kep_5440_a_started_job_suspended_with_no_active_pods_changes_from_1_36() {
             immutable.clone(),
             immutable.clone(),
             vec![],
+            vec![],
             vec![]
         ]
     );
@@ -1081,6 +1084,7 @@ fn kep_5440_a_started_job_suspended_with_no_active_pods_changes_from_1_36() {
             immutable.clone(),
             immutable.clone(),
             immutable.clone(),
+            vec![],
             vec![],
             vec![]
         ]
@@ -1110,7 +1114,7 @@ fn upstream_job_resuming_but_job_suspended_condition_still_true_resource_updates
     let new = stored(resumed_and_resized);
     assert_eq!(
         on_every_release(&new, &old),
-        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 5]
+        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 6]
     );
 }
 
@@ -1135,6 +1139,7 @@ fn kep_5440_resize_and_resume_in_one_update() {
             immutable.clone(),
             immutable,
             vec![],
+            vec![],
             vec![]
         ]
     );
@@ -1149,7 +1154,7 @@ fn kubernetes_139287_scheduling_directives_before_the_suspended_condition() {
         stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
     assert_eq!(
         on_every_release(&moved, &old),
-        vec![Vec::<String>::new(); 5]
+        vec![Vec::<String>::new(); 6]
     );
 }
 
