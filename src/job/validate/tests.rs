@@ -1056,6 +1056,30 @@ fn update_template_quantities_compare_by_value_on_every_release() {
     );
 }
 
+/// kubernetes#140459: a 1.38 apiserver writes `cpu: 1000E` as `1e21` (1.33-1.37 wrote `1`), so
+/// the old and new templates of an UPDATE may spell one value past 10^18 both ways; the
+/// immutability check compares the values.
+#[test]
+fn kubernetes_140459_template_quantities_past_1e18_compare_by_value() {
+    let running = json!({"startTime": "2026-11-01T00:00:00Z", "active": 1});
+    let with = |cpu: &str| {
+        json!({"template": {"spec": {"containers": [{"name": "main", "image": "busybox",
+            "resources": {"limits": {"cpu": cpu}}}]}}})
+    };
+    let old = stored_with_status(with("1e21"), running);
+    for same in ["1000E", "1000000000000000000000", "1E21"] {
+        assert_eq!(
+            update_errors_on(KubernetesVersion::V1_38, &stored(with(same)), &old),
+            Vec::<String>::new(),
+            "{same}"
+        );
+    }
+    assert_eq!(
+        update_errors_on(KubernetesVersion::V1_38, &stored(with("1")), &old),
+        vec![TEMPLATE_IMMUTABLE]
+    );
+}
+
 /// KEP-5440 with MutableSchedulingDirectivesForSuspendedJobs: a Job that ran and was suspended
 /// (the Job controller set `Suspended=True` and its pods are gone) may be moved and resized
 /// before it resumes; while pods are still active it may not.
