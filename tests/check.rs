@@ -398,6 +398,33 @@ fn kep_5547_spec_scheduling_is_refused_before_1_37_and_accepted_from_1_37() {
     }
 }
 
+/// kubernetes#140010 marks `podFailurePolicy.rules` optional in the batch API's OpenAPI from 1.38
+/// (`+optional` in k8s.io/api v0.38.0-alpha.2 `batch/v1/types.go`; the JSON tag is `rules`
+/// without `omitempty` in every release, and `validatePodFailurePolicy` is unchanged): a policy
+/// without rules, absent, `null` or `[]`, is accepted by every release.
+#[test]
+fn kubernetes_140010_pod_failure_policy_rules_optional_in_1_38_validation_unchanged() {
+    for policy in ["{}", "{rules: null}", "{rules: []}"] {
+        let job = GOOD_JOB.replace(
+            "spec:
+  template:",
+            &format!("spec:
+  podFailurePolicy: {policy}
+  template:"),
+        );
+        for version in ["1.33", "1.34", "1.35", "1.36", "1.37", "1.38"] {
+            let out = check(&["--kubernetes-version", version, "-"], &job, &[]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{policy} {version}: {}{}",
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+        }
+    }
+}
+
 /// A Job as a 1.35-1.37 apiserver stores it (spec.managedBy GA in 1.35, successPolicy,
 /// backoffLimitPerIndex, status fields of current releases) reads and checks cleanly.
 #[test]
