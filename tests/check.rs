@@ -348,12 +348,20 @@ fn a_release_newer_than_known_is_judged_with_the_newest_rules_and_a_note() {
     ] {
         let out = check(args, GOOD_JOB, env);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert_eq!(text(&out.stderr).matches(&note).count(), 1, "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stderr).matches(&note).count(),
+            1,
+            "{}",
+            text(&out.stderr)
+        );
     }
-    let with_new_field = GOOD_JOB.replace("spec:
-  template:", "spec:
+    let with_new_field = GOOD_JOB.replace(
+        "spec:
+  template:",
+        "spec:
   futureField: 1
-  template:");
+  template:",
+    );
     let out = check(&["--kubernetes-version", "1.39", "-"], &with_new_field, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(
@@ -362,7 +370,11 @@ fn a_release_newer_than_known_is_judged_with_the_newest_rules_and_a_note() {
         text(&out.stdout)
     );
     // The newest known release still refuses it.
-    let out = check(&["--kubernetes-version", &newest, "-"], &with_new_field, &[]);
+    let out = check(
+        &["--kubernetes-version", &newest, "-"],
+        &with_new_field,
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 }
 
@@ -386,15 +398,19 @@ fn kep_5547_spec_scheduling_is_refused_before_1_37_and_accepted_from_1_37() {
         let out = check(&["--kubernetes-version", version, "-"], &job, &[]);
         assert_eq!(out.status.code(), Some(1), "{version}");
         assert!(
-            text(&out.stdout)
-                .contains("strict decoding error: unknown field \"spec.scheduling\""),
+            text(&out.stdout).contains("strict decoding error: unknown field \"spec.scheduling\""),
             "{version}: {}",
             text(&out.stdout)
         );
     }
     for version in ["1.37", "1.38"] {
         let out = check(&["--kubernetes-version", version, "-"], &job, &[]);
-        assert_eq!(out.status.code(), Some(0), "{version}: {}", text(&out.stdout));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{version}: {}",
+            text(&out.stdout)
+        );
     }
 }
 
@@ -408,9 +424,11 @@ fn kubernetes_140010_pod_failure_policy_rules_optional_in_1_38_validation_unchan
         let job = GOOD_JOB.replace(
             "spec:
   template:",
-            &format!("spec:
+            &format!(
+                "spec:
   podFailurePolicy: {policy}
-  template:"),
+  template:"
+            ),
         );
         for version in ["1.33", "1.34", "1.35", "1.36", "1.37", "1.38"] {
             let out = check(&["--kubernetes-version", version, "-"], &job, &[]);

@@ -1949,7 +1949,10 @@ fn the_chart_takes_every_known_kubernetes_release_and_a_newer_one() {
             .args(["--set-string", &format!("kubernetes.version={bad}")])
             .output()
             .expect("helm template");
-        assert!(!out.status.success(), "kubernetes.version={bad} was accepted");
+        assert!(
+            !out.status.success(),
+            "kubernetes.version={bad} was accepted"
+        );
     }
     let default = KubernetesVersion::default().to_string();
     let docs = helm_template(NAMESPACE, &[]);

@@ -426,7 +426,8 @@ fn a_newer_kubernetes_release_is_served_with_the_newest_rules_and_said_once() {
         ),
         "{metrics}"
     );
-    jg.terminate(Duration::from_secs(10)).expect("exits within 10s");
+    jg.terminate(Duration::from_secs(10))
+        .expect("exits within 10s");
     let mut stderr = String::new();
     jg.child
         .stderr
@@ -440,7 +441,13 @@ fn a_newer_kubernetes_release_is_served_with_the_newest_rules_and_said_once() {
 
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--admin-addr",
+            "127.0.0.1:0",
+        ])
         .env("JOBGATE_KUBERNETES_VERSION", "1.x")
         .current_dir(dir.path())
         .output()

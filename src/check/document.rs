@@ -219,9 +219,11 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, chain: &Chain<'_>) -> Vec<
             let at = place.at(&schema::segments(&f.0)).at;
             let message = format!("unknown field {}", go_quoted(&f.printed()));
             match (&incomplete, validation) {
-                (Some(why), FieldValidation::Strict) => {
-                    (format!("{message} ({why}; the cluster may know it)"), at, false)
-                }
+                (Some(why), FieldValidation::Strict) => (
+                    format!("{message} ({why}; the cluster may know it)"),
+                    at,
+                    false,
+                ),
                 _ => (message, at, true),
             }
         });

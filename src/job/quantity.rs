@@ -514,10 +514,19 @@ mod tests {
     fn kubernetes_141203_only_an_exponent_narrowing_to_min_int32_is_refused_from_1_38() {
         use crate::job::version::KubernetesVersion as V;
         let (v1_37, v1_38) = (V::V1_37, V::V1_38);
-        for min in ["1e-2147483648", "1e2147483648", "1E6442450944", "-2e-2147483648"] {
+        for min in [
+            "1e-2147483648",
+            "1e2147483648",
+            "1E6442450944",
+            "-2e-2147483648",
+        ] {
             assert!(Quantity::parse_in(min, v1_37).is_some(), "{min}");
             assert_eq!(Quantity::parse_in(min, v1_38), None, "{min}");
-            assert_eq!(Quantity::parse_in(min, V::parse("1.39").unwrap()), None, "{min}");
+            assert_eq!(
+                Quantity::parse_in(min, V::parse("1.39").unwrap()),
+                None,
+                "{min}"
+            );
         }
         assert!(same("1e-2147483648", "10e-2147483649"));
         for kept in [
@@ -555,7 +564,11 @@ mod tests {
         ] {
             assert!(same(a, b), "{a} == {b}");
         }
-        for (a, b) in [("1000E", "1"), ("1e21", "1e24"), ("1000E", "999999999999999999999")] {
+        for (a, b) in [
+            ("1000E", "1"),
+            ("1e21", "1e24"),
+            ("1000E", "999999999999999999999"),
+        ] {
             assert!(!same(a, b), "{a} != {b}");
         }
     }

@@ -434,9 +434,16 @@ mod tests {
             let (job_unknown, cron_unknown) = if release < KubernetesVersion::V1_37 {
                 ("spec.scheduling", "spec.jobTemplate.spec.scheduling")
             } else {
-                ("spec.scheduling.bogus", "spec.jobTemplate.spec.scheduling.bogus")
+                (
+                    "spec.scheduling.bogus",
+                    "spec.jobTemplate.spec.scheduling.bogus",
+                )
             };
-            assert_eq!(unknown_in(release, Kind::Job, job.clone()), [job_unknown], "{release}");
+            assert_eq!(
+                unknown_in(release, Kind::Job, job.clone()),
+                [job_unknown],
+                "{release}"
+            );
             assert_eq!(
                 unknown_in(release, Kind::CronJob, cron.clone()),
                 [cron_unknown],
@@ -450,9 +457,8 @@ mod tests {
     /// by `schedulingGroup` in 1.36), `hostnameOverride` came in 1.34.
     #[test]
     fn the_pod_spec_fields_of_each_release_follow_its_own_types() {
-        let job = |field: &str| {
-            job_spec(json!({"template": {"spec": {field: {}, "containers": []}}}))
-        };
+        let job =
+            |field: &str| job_spec(json!({"template": {"spec": {field: {}, "containers": []}}}));
         let releases_knowing = |field: &str| -> Vec<String> {
             KubernetesVersion::all()
                 .filter(|r| unknown_in(*r, Kind::Job, job(field)).is_empty())
@@ -460,7 +466,10 @@ mod tests {
                 .collect()
         };
         assert_eq!(releases_knowing("workloadRef"), ["1.35"]);
-        assert_eq!(releases_knowing("schedulingGroup"), ["1.36", "1.37", "1.38"]);
+        assert_eq!(
+            releases_knowing("schedulingGroup"),
+            ["1.36", "1.37", "1.38"]
+        );
         assert_eq!(
             unknown_in(KubernetesVersion::V1_34, Kind::Job, job("workloadRef")),
             ["spec.template.spec.workloadRef"]
@@ -614,7 +623,10 @@ mod tests {
                 &mut self,
                 seed: V,
             ) -> Result<V::Value, Error> {
-                let src = self.0.take().ok_or_else(|| <Error as de::Error>::custom("no value"))?;
+                let src = self
+                    .0
+                    .take()
+                    .ok_or_else(|| <Error as de::Error>::custom("no value"))?;
                 seed.deserialize(src)
             }
         }

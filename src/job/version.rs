@@ -515,7 +515,8 @@ impl Cluster {
         let not_started = !old.started;
         let no_active = old.active == 0;
         let fully_suspended = old.suspended_condition && no_active;
-        let (scheduling_relaxed, resources_relaxed) = if self.version() >= KubernetesVersion::V1_37 {
+        let (scheduling_relaxed, resources_relaxed) = if self.version() >= KubernetesVersion::V1_37
+        {
             let relaxed = old.suspended && no_active && (not_started || old.suspended_condition);
             (relaxed, relaxed)
         } else {

@@ -76,7 +76,10 @@ pub struct RulesLabels {
 
 /// Registers `jobgate_kubernetes_rules_info{kubernetes_version, rules_version, known} 1`: which
 /// release's rules `serve` follows, so that a cluster upgraded past what jobgate knows shows.
-pub(crate) fn register_rules_info(registry: &mut Registry, release: crate::job::version::KubernetesVersion) {
+pub(crate) fn register_rules_info(
+    registry: &mut Registry,
+    release: crate::job::version::KubernetesVersion,
+) {
     registry.register(
         "jobgate_kubernetes_rules",
         "The cluster's Kubernetes release (--kubernetes-version) and the release whose rules judge it",

@@ -139,15 +139,24 @@ fn default_gates_follow_each_release() {
 fn kubernetes_138759_job_success_policy_removed_in_1_37() {
     use FeatureGate::*;
     for release in [KubernetesVersion::V1_37, KubernetesVersion::V1_38] {
-        for removed in [JobSuccessPolicy, JobBackoffLimitPerIndex, JobPodReplacementPolicy] {
+        for removed in [
+            JobSuccessPolicy,
+            JobBackoffLimitPerIndex,
+            JobPodReplacementPolicy,
+        ] {
             for value in [true, false] {
                 assert_eq!(
                     Cluster::with_gates(release, &gates(&[(removed, value)])).unwrap_err(),
-                    format!("unrecognized feature gate: {removed} (not a gate of Kubernetes {release})")
+                    format!(
+                        "unrecognized feature gate: {removed} (not a gate of Kubernetes {release})"
+                    )
                 );
             }
             // The feature stays: removed after GA.
-            assert!(Cluster::new(release).enabled(removed), "{release} {removed}");
+            assert!(
+                Cluster::new(release).enabled(removed),
+                "{release} {removed}"
+            );
         }
     }
     for release in ["1.33", "1.34", "1.35", "1.36"] {
@@ -199,8 +208,7 @@ fn kubernetes_141784_kep_5440_gates_are_still_beta_in_1_38() {
         MutableSchedulingDirectivesForSuspendedJobs,
     ] {
         assert!(Cluster::new(KubernetesVersion::V1_38).enabled(gate));
-        let off =
-            Cluster::with_gates(KubernetesVersion::V1_38, &gates(&[(gate, false)])).unwrap();
+        let off = Cluster::with_gates(KubernetesVersion::V1_38, &gates(&[(gate, false)])).unwrap();
         assert!(!off.enabled(gate), "{gate}");
     }
 }
@@ -213,7 +221,9 @@ fn kep_5547_workload_with_job_is_an_alpha_gate_from_1_36() {
     for release in ["1.33", "1.34", "1.35"] {
         assert_eq!(
             Cluster::with_gates(v(release), &gates(&[(WorkloadWithJob, true)])).unwrap_err(),
-            format!("unrecognized feature gate: WorkloadWithJob (not a gate of Kubernetes {release})")
+            format!(
+                "unrecognized feature gate: WorkloadWithJob (not a gate of Kubernetes {release})"
+            )
         );
         assert!(!Cluster::new(v(release)).enabled(WorkloadWithJob));
     }
