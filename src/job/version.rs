@@ -494,41 +494,39 @@ pub(crate) struct OldJobState {
 }
 
 impl Cluster {
-    /// `validationOptionsForJob` per release, with this cluster's gates:
+    /// `validationOptionsForJob` (`pkg/registry/batch/job/strategy.go`) as each release's code
+    /// has it, with this cluster's gates:
     ///
-    /// - 1.27-1.34, and with `MutableSchedulingDirectivesForSuspendedJobs` off:
-    ///   scheduling directives while `suspended && notStarted`.
-    /// - `MutableSchedulingDirectivesForSuspendedJobs` on (1.35 alpha, 1.36 beta): also once a
-    ///   started Job is fully suspended, `suspended && (notStarted || (JobSuspended condition &&
-    ///   active == 0))`. In 1.36 that is the patch-release form (kubernetes#139287,
-    ///   cherry-picked as #139329): 1.36.0 and 1.36.1 dropped `notStarted ||`
-    ///   (kubernetes#136077, regression kubernetes#139281). jobgate cannot tell patch releases
-    ///   apart and takes the permissive form, at `/validate` and in `check` alike: an apiserver
+    /// - Gates off, and 1.33-1.34 (v1.33.13, v1.34.4): scheduling directives while
+    ///   `suspended && notStarted`; resources immutable.
+    /// - 1.35 (v1.35.4), each gate on (alpha, off by default) replaces its rule: scheduling
+    ///   directives when `suspended && JobSuspended condition && active == 0` (so a suspended Job
+    ///   that never started, which has no condition, may not change them), resources when
+    ///   `JobSuspended condition && active == 0` (`spec.suspend` is not read here, but
+    ///   `validatePodTemplateUpdate` reads it; kubernetes#136077 added it here in 1.36).
+    /// - 1.36 (beta, on), 1.37 and 1.38: both when `suspended && (notStarted || JobSuspended
+    ///   condition) && active == 0` (`shouldAllowMutablePodTemplate`, v1.36.3, v1.37.2;
+    ///   v1.38.0-alpha.0 is v1.37.2's). v1.36.1 had `suspended && JobSuspended condition && active
+    ///   == 0` for both (kubernetes#136077; the never-started case came back in 1.36.2,
+    ///   kubernetes#139287, cherry-pick #139329): jobgate cannot tell patch releases apart and
+    ///   takes the later, more permissive form, at `/validate` and in `check` alike; an apiserver
     ///   at 1.36.0/1.36.1 refuses such updates itself.
-    /// - `MutablePodResourcesForSuspendedJobs` on (1.35 alpha, 1.36 beta): container resources
-    ///   only once the Job is fully suspended, `suspended && JobSuspended condition && active ==
-    ///   0` (kubernetes#132441, #136077): a suspended Job that never started has no condition.
-    /// - 1.37 and 1.38 (v1.38.0-alpha.0's `strategy.go` is v1.37.2's): both relaxations require
-    ///   `active == 0`, for a Job that never started too: `suspended && active == 0 &&
-    ///   (notStarted || JobSuspended condition)`.
     pub(crate) fn template_update_options(&self, old: &OldJobState) -> TemplateUpdateOptions {
+        let suspended = old.suspended;
         let not_started = !old.started;
+        let condition = old.suspended_condition;
         let no_active = old.active == 0;
-        let fully_suspended = old.suspended_condition && no_active;
-        let (scheduling_relaxed, resources_relaxed) = if self.version() >= KubernetesVersion::V1_37
+        let (scheduling_relaxed, resources_relaxed) = if self.version() >= KubernetesVersion::V1_36
         {
-            let relaxed = old.suspended && no_active && (not_started || old.suspended_condition);
+            let relaxed = suspended && (not_started || condition) && no_active;
             (relaxed, relaxed)
         } else {
-            (
-                old.suspended && (not_started || fully_suspended),
-                old.suspended && fully_suspended,
-            )
+            (suspended && condition && no_active, condition && no_active)
         };
         let scheduling = if self.enabled(FeatureGate::MutableSchedulingDirectivesForSuspendedJobs) {
             scheduling_relaxed
         } else {
-            old.suspended && not_started
+            suspended && not_started
         };
         TemplateUpdateOptions {
             allow_mutable_scheduling_directives: scheduling,

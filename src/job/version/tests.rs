@@ -356,20 +356,18 @@ fn cron_job_templates_get_the_condition_status_default_from_1_34() {
 }
 
 /// The oracle: `validationOptionsForJob` (pkg/registry/batch/job/strategy.go), release by
-/// release, written from the PRs rather than from `template_update_options`.
+/// release, written from the served code rather than from `template_update_options`.
 fn expected(cluster: &Cluster, old: &OldJobState) -> TemplateUpdateOptions {
     use FeatureGate::*;
     let (s, ns) = (old.suspended, !old.started);
     let (c, a0) = (old.suspended_condition, old.active == 0);
-    // 1.27-1.34; with MutableSchedulingDirectivesForSuspendedJobs off in 1.35+.
+    // v1.33.13-v1.37.2 with MutableSchedulingDirectivesForSuspendedJobs off.
     let classic = s && ns;
-    let (scheduling, resources) = if cluster.version() >= KubernetesVersion::V1_37 {
-        // 1.37: `active == 0` for both relaxations, never-started Jobs included.
-        (s && a0 && (ns || c), s && a0 && (ns || c))
-    } else {
-        // Scheduling: kubernetes#135104 and #139287 (1.36.2+, the permissive patch form).
-        // Resources: kubernetes#132441, #136077 (the JobSuspended condition, no active pods).
-        (s && (ns || (c && a0)), s && c && a0)
+    let (scheduling, resources) = match cluster.version().minor() {
+        // v1.35.4: `suspended && cond && active == 0`, and `cond && active == 0`.
+        35 => (s && c && a0, c && a0),
+        // v1.36.3, v1.37.2 `shouldAllowMutablePodTemplate`.
+        _ => (s && (ns || c) && a0, s && (ns || c) && a0),
     };
     TemplateUpdateOptions {
         allow_mutable_scheduling_directives: if cluster
@@ -382,6 +380,53 @@ fn expected(cluster: &Cluster, old: &OldJobState) -> TemplateUpdateOptions {
         allow_mutable_pod_resources: cluster.enabled(MutablePodResourcesForSuspendedJobs)
             && resources,
     }
+}
+
+/// v1.35.4 reads neither `spec.suspend` for resources nor `notStarted` for scheduling directives
+/// once a gate is on: a Job being resumed whose `Suspended` condition is still true gets
+/// `AllowMutablePodResources` (kubernetes#136077 added `suspended` in 1.36;
+/// `validatePodTemplateUpdate` still compares a Job that is not suspended whole), and a suspended
+/// Job that never started may not change its scheduling directives.
+#[test]
+fn on_1_35_the_alpha_gates_read_the_suspended_condition_alone() {
+    use FeatureGate::*;
+    let both = Cluster::with_gates(
+        KubernetesVersion::V1_35,
+        &gates(&[
+            (MutablePodResourcesForSuspendedJobs, true),
+            (MutableSchedulingDirectivesForSuspendedJobs, true),
+        ]),
+    )
+    .unwrap();
+    let resuming = OldJobState {
+        suspended: false,
+        started: true,
+        suspended_condition: true,
+        active: 0,
+    };
+    assert!(
+        both.template_update_options(&resuming)
+            .allow_mutable_pod_resources
+    );
+    assert!(
+        !Cluster::new(KubernetesVersion::V1_36)
+            .template_update_options(&resuming)
+            .allow_mutable_pod_resources
+    );
+    let never_started = OldJobState {
+        suspended: true,
+        ..OldJobState::default()
+    };
+    assert!(
+        !both
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
+    );
+    assert!(
+        Cluster::new(KubernetesVersion::V1_35)
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
+    );
 }
 
 /// Every release × every override of the two KEP-5440 gates × every old-Job state that the
@@ -431,11 +476,11 @@ fn template_update_options_over_every_release_gate_and_old_job_state() {
     assert_eq!(states, (2 + 4 * 9) * 24);
 }
 
-/// 1.35/1.36 read the `JobSuspended` condition for resources (kubernetes#132441, #136077), which a
-/// Job that never started does not have; 1.37 admits it once no pod is active, and so does 1.38
-/// (v1.38.0-alpha.0's `strategy.go` is v1.37.2's).
+/// 1.35 (alpha, off) reads the `JobSuspended` condition for resources (kubernetes#132441), which
+/// a Job that never started does not have; from 1.36 (v1.36.3, v1.37.2, v1.38.0-alpha.0) a
+/// suspended Job that never started may change them once no pod is active.
 #[test]
-fn a_never_started_suspended_job_may_change_resources_from_1_37_only() {
+fn a_never_started_suspended_job_may_change_resources_from_1_36() {
     let old = OldJobState {
         suspended: true,
         ..OldJobState::default()
@@ -447,14 +492,25 @@ fn a_never_started_suspended_job_may_change_resources_from_1_37_only() {
                 .allow_mutable_pod_resources
         })
         .collect();
-    assert_eq!(allowed, [false, false, false, false, true, true]);
+    assert_eq!(allowed, [false, false, false, true, true, true]);
+    // 1.35 with the alpha gate on: not without the condition.
+    let alpha = Cluster::with_gates(
+        KubernetesVersion::V1_35,
+        &gates(&[(FeatureGate::MutablePodResourcesForSuspendedJobs, true)]),
+    )
+    .unwrap();
+    assert!(
+        !alpha
+            .template_update_options(&old)
+            .allow_mutable_pod_resources
+    );
 }
 
-/// 1.37 requires `status.active == 0` for both KEP-5440 relaxations, also before the Job
-/// started; before 1.37 a suspended Job that never started could change its scheduling
-/// directives whatever `status.active` said.
+/// With its gates on by default (1.36 on), both KEP-5440 relaxations require `status.active ==
+/// 0`, also before the Job started; on 1.33-1.35's defaults a suspended Job that never started
+/// could change its scheduling directives whatever `status.active` said.
 #[test]
-fn from_1_37_both_relaxations_require_no_active_pods_even_before_the_job_started() {
+fn from_1_36_both_relaxations_require_no_active_pods_even_before_the_job_started() {
     let old = OldJobState {
         suspended: true,
         active: 1,
@@ -475,7 +531,7 @@ fn from_1_37_both_relaxations_require_no_active_pods_even_before_the_job_started
             (true, false),
             (true, false),
             (true, false),
-            (true, false),
+            (false, false),
             (false, false),
             (false, false)
         ]
