@@ -6,12 +6,12 @@ mod version;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command, LogFormat, ServeArgs};
 use jobgate::server::{self, Listening, ServeOptions, TlsSource};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_command_line();
     // One-shot commands say their errors once themselves; kube's client would log each failed
     // request again at ERROR.
     let level = match cli.command {
@@ -99,6 +99,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// The command line, with where each rule flag's value came from (flag or environment), which
+/// only clap's matches know.
+fn parse_command_line() -> Cli {
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some((_, sub)) = matches.subcommand() {
+        match &mut cli.command {
+            Command::Serve(args) => args.rules.note_value_sources(sub),
+            Command::Check(args) => args.note_value_sources(sub),
+            Command::Audit(args) => args.note_value_sources(sub),
+            _ => {}
+        }
+    }
+    cli
+}
+
 /// The completion script of `shell`, from the same command definition the parser uses.
 fn completion(shell: clap_complete::Shell) -> std::io::Result<()> {
     // Rendered into memory first: clap_complete panics when its writer fails (a closed pipe).
@@ -167,12 +183,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             localhost(args.admin_addr),
         ),
     };
+    let rules = args.rules.load()?;
+    if let Some(note) = rules.newer_release_note() {
+        tracing::warn!("{note}");
+    }
     let options = ServeOptions {
         addr,
         admin_addr,
         tls,
         client_ca: args.client_ca,
-        rules: args.rules.load()?,
+        rules,
         handshake_timeout: args.tls_handshake_timeout,
         tls_reload_interval: args.tls_reload_interval,
         header_read_timeout: args.header_read_timeout,

@@ -2064,6 +2064,48 @@ fn helm_lint_strict_passes_for_every_certificate_source() {
     }
 }
 
+/// `kubernetes.version` takes every release jobgate knows and a newer one (`serve` judges it with
+/// the newest known rules and says so), refuses what `serve` refuses, and defaults to the newest
+/// known release, as the kustomize base does.
+#[test]
+fn the_chart_takes_every_known_kubernetes_release_and_a_newer_one() {
+    use jobgate::job::version::KubernetesVersion;
+    let known: Vec<String> = KubernetesVersion::all().map(|v| v.to_string()).collect();
+    for version in known.iter().map(String::as_str).chain(["1.39", "1.100"]) {
+        let docs = helm_template(NAMESPACE, &[&format!("kubernetes.version={version}")]);
+        let set = docs.iter().any(|d| {
+            str_at(d, "/kind") == "ConfigMap"
+                && str_at(d, "/data/JOBGATE_KUBERNETES_VERSION") == version
+        });
+        assert!(set, "kubernetes.version={version}");
+        assert!(KubernetesVersion::parse(version).is_ok(), "{version}");
+    }
+    for bad in ["1.32", "1.0", "2.38", "1.38.1", "v1.38", "1.038"] {
+        let out = Command::new(helm())
+            .args(["template", "jobgate"])
+            .arg(chart_dir())
+            .args(["--set-string", &format!("kubernetes.version={bad}")])
+            .output()
+            .expect("helm template");
+        assert!(
+            !out.status.success(),
+            "kubernetes.version={bad} was accepted"
+        );
+    }
+    let default = KubernetesVersion::default().to_string();
+    let docs = helm_template(NAMESPACE, &[]);
+    assert!(
+        docs.iter()
+            .any(|d| str_at(d, "/data/JOBGATE_KUBERNETES_VERSION") == default),
+        "the chart's default is {default}"
+    );
+    let base = std::fs::read_to_string(repo().join("deploy/base/kustomization.yaml")).unwrap();
+    assert!(
+        base.contains(&format!("- JOBGATE_KUBERNETES_VERSION={default}\n")),
+        "deploy/base sets {default}"
+    );
+}
+
 #[test]
 fn chart_and_cargo_release_the_same_version() {
     let chart: Value = serde_yaml_ng::from_str(

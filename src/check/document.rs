@@ -150,7 +150,7 @@ pub(crate) fn check_document(
     let batch_v1 = matches!(api_version, "" | "batch/v1");
     match (kind, Kind::from_kind(kind)) {
         (_, Some(k)) if batch_v1 => {
-            let decoded = decode(place, k, &doc, chain.field_validation);
+            let decoded = decode(place, k, &doc, chain);
             let object = Object {
                 operation: Operation::Create,
                 kind: k,
@@ -184,10 +184,12 @@ pub(crate) fn check_document(
     }
 }
 
-/// kube-apiserver's strict decoding of a document as `kind`: unknown fields from the schema,
-/// duplicate keys from the text. An AdmissionReview's object comes from the apiserver, which
-/// has decoded it already, so it never gets here.
-fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidation) -> Vec<Located> {
+/// kube-apiserver's strict decoding of a document as `kind`: unknown fields from the schema of
+/// the cluster's release, duplicate keys from the text. An AdmissionReview's object comes from
+/// the apiserver, which has decoded it already, so it never gets here.
+fn decode(place: &Place<'_>, kind: Kind, doc: &Value, chain: &Chain<'_>) -> Vec<Located> {
+    let validation = chain.field_validation;
+    let release = chain.config.cluster.release();
     if validation == FieldValidation::Ignore {
         return Vec::new();
     }
@@ -208,17 +210,31 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidatio
             })
         })
         .collect::<Vec<_>>();
-    let unknown = schema::unknown_fields(kind, doc).into_iter().map(|f| {
-        let at = place.at(&schema::segments(&f.0)).at;
-        (format!("unknown field {}", go_quoted(&f.printed())), at)
-    });
+    // Where the release may have fields jobgate did not read, an unknown field is a warning:
+    // never stricter than the cluster.
+    let incomplete = schema::fields_may_be_incomplete(release);
+    let unknown = schema::unknown_fields(kind, doc, release)
+        .into_iter()
+        .map(|f| {
+            let at = place.at(&schema::segments(&f.0)).at;
+            let message = format!("unknown field {}", go_quoted(&f.printed()));
+            match (&incomplete, validation) {
+                (Some(why), FieldValidation::Strict) => (
+                    format!("{message} ({why}; the cluster may know it)"),
+                    at,
+                    false,
+                ),
+                _ => (message, at, true),
+            }
+        });
     duplicates
         .into_iter()
+        .map(|(message, at)| (message, at, true))
         .chain(unknown)
-        .map(|(message, at)| {
+        .map(|(message, at, as_configured)| {
             let said = match validation {
                 // `runtime.NewStrictDecodingError`: every error behind one prefix.
-                FieldValidation::Strict => {
+                FieldValidation::Strict if as_configured => {
                     review::Said::Rejected(format!("strict decoding error: {message}"))
                 }
                 _ => review::Said::Warning(message),

@@ -194,6 +194,7 @@ pub async fn serve(
         .map(|host| reloader.require_server_name(host));
     let listener = bind(options.addr)?;
     let metrics = metrics::ServerMetrics::register(builder.registry());
+    metrics::register_rules_info(builder.registry(), options.rules.cluster.release());
     let runtime = builder.bind(shutdown).await?;
     let listening = Listening {
         addr: listener.local_addr().map_err(ServeError::Serve)?,
