@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
-use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, store::Writer};
 use kube::{Api, Client};
 
@@ -20,7 +19,7 @@ use super::args::ReconcileArgs;
 use super::context::{Context, EpisodeGate, Options};
 use super::filter::{PodKey, PodMetadata};
 use super::metrics::RecoveryMetrics;
-use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
+use super::reconcile::{ReconcileError, error_policy, reconcile_pod};
 use super::watch::drive_watches_while_leading;
 use crate::runtime::client::{ClusterError, Prefer};
 use crate::runtime::lease::{self, Leadership, LeaseConfig};
@@ -136,10 +135,7 @@ pub(crate) async fn run_with_client(
             Box::pin(async move { reconcile_pod(&ctx, &PodKey::of(&obj.metadata)).await })
         },
         |obj: Arc<PodMetadata>, err: &ReconcileError, ctx: Arc<Context>| {
-            let key = PodKey::of(&obj.metadata);
-            let delay = error_backoff(&ctx, &key, err);
-            tracing::warn!(pod = %key, error = %err, retry_in = ?delay, "reconcile failed");
-            Action::requeue(delay)
+            error_policy(&ctx, &PodKey::of(&obj.metadata), err)
         },
         ctx.clone(),
         store,

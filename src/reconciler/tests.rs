@@ -22,7 +22,7 @@ use super::context::{EpisodeGate, PodState, Waiting, lock};
 use super::filter::{PodKey, PodMetadata};
 use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::reconcile::{
-    CONFLICT_ATTEMPTS, ReconcileError, WAIT_FOR_NODE_RESYNC, error_backoff, reconcile_pod,
+    CONFLICT_ATTEMPTS, ReconcileError, WAIT_FOR_NODE_RESYNC, error_policy, reconcile_pod,
 };
 use super::run::run_with_client;
 use super::watch::drive_node_watch;
@@ -206,16 +206,34 @@ async fn recovers_pod_patch_then_event_then_delete() {
     assert_eq!(ctx.metrics.pending.get(), 0);
 }
 
-// "Conflict or API error: retry with backoff; never act on stale data": a 409 re-reads the pod
-// and patches with the new resourceVersion.
+/// A due pod read at resourceVersion 100 whose status patch meets a newer one.
+fn conflicting_patch() -> Vec<Exchange> {
+    vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 409, status_body(409, "Conflict")),
+    ]
+}
+
+// "Conflict or API error: retry with backoff; never act on stale data": a 409 ends the
+// reconcile (no sleep, no second try inside it) with the error the one error policy reads again
+// soon; the next reconcile re-reads the pod and patches with the new resourceVersion.
 #[tokio::test]
 async fn conflict_rereads_the_pod_and_patches_with_the_new_resource_version() {
     let (client, handle) = mock();
     let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let err = run_scenario(&ctx, handle, conflicting_patch())
+        .await
+        .expect_err("conflict");
+    assert!(matches!(err, ReconcileError::Conflict), "{err}");
+    let key = PodKey::new("ns", "pod");
+    assert_eq!(
+        error_policy(&ctx, &key, &err),
+        Action::requeue(Duration::from_millis(50))
+    );
+    let (client, handle) = mock();
+    let ctx = ctx.with_client(client);
     let script = vec![
-        get_pod(running_pod("100")),
-        get_node_a(true),
-        patch_status("100", 409, status_body(409, "Conflict")),
         get_pod(running_pod("105")),
         get_node_a(true),
         patch_status("105", 200, pod_json("106", "Failed", json!([]))),
@@ -224,29 +242,52 @@ async fn conflict_rereads_the_pod_and_patches_with_the_new_resource_version() {
     ];
     run_scenario(&ctx, handle, script).await.expect("reconcile");
     assert_eq!(terminated(&ctx, "node-a"), 1);
+    // A conflict read again is no error; the run of failures ended with the recovery.
+    assert_eq!(ctx.metrics.error_count("reconcile_conflicts"), 0);
+    assert_eq!(ctx.pod_state(&key).map(|t| t.retries), Some(0));
 }
 
+// The one error policy: conflicts in a row are read again at 50, 100, 200 ms; the fourth is
+// counted and backs off 1s, 2s, 4s, ... like any other error, and nothing is ever recovered
+// on a conflicting pod.
 #[tokio::test]
-async fn persistent_conflicts_end_in_an_error_for_the_backoff() {
-    let (client, handle) = mock();
-    let ctx = context(client, Options::default(), Leadership::always(), NOW);
-    let mut script = vec![];
-    for _ in 0..CONFLICT_ATTEMPTS {
-        script.push(get_pod(running_pod("100")));
-        script.push(get_node_a(true));
-        script.push(patch_status("100", 409, status_body(409, "Conflict")));
-    }
-    let err = run_scenario(&ctx, handle, script)
-        .await
-        .expect_err("conflicts");
-    assert!(matches!(err, ReconcileError::Conflicts(4)), "{err}");
+async fn persistent_conflicts_end_in_the_error_backoff() {
+    let (client, _) = mock();
+    let mut ctx = context(client, Options::default(), Leadership::always(), NOW);
     let key = PodKey::new("ns", "pod");
-    assert_eq!(err.metric_label(), "reconcile_conflicts");
-    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(1));
-    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(2));
-    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(4));
+    let mut actions = vec![];
+    for _ in 0..CONFLICT_ATTEMPTS + 2 {
+        let (client, handle) = mock();
+        ctx = ctx.with_client(client);
+        let err = run_scenario(&ctx, handle, conflicting_patch())
+            .await
+            .expect_err("conflict");
+        assert_eq!(err.metric_label(), "reconcile_conflicts");
+        actions.push(error_policy(&ctx, &key, &err));
+    }
+    assert_eq!(
+        actions,
+        [50, 100, 200, 1000, 2000, 4000].map(|ms| Action::requeue(Duration::from_millis(ms)))
+    );
     assert_eq!(ctx.metrics.error_count("reconcile_conflicts"), 3);
     assert_eq!(terminated(&ctx, "node-a"), 0);
+}
+
+// Any other error backs off from the first: 1s, 2s, 4s, counted by kind.
+#[tokio::test]
+async fn api_errors_back_off_from_the_first() {
+    let (client, _) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let key = PodKey::new("ns", "pod");
+    let err = ReconcileError::Kube(kube::Error::Api(
+        serde_json::from_value(status_body(500, "InternalError")).expect("status"),
+    ));
+    let actions: Vec<Action> = (0..3).map(|_| error_policy(&ctx, &key, &err)).collect();
+    assert_eq!(
+        actions,
+        [1, 2, 4].map(|s| Action::requeue(Duration::from_secs(s)))
+    );
+    assert_eq!(ctx.metrics.error_count("reconcile_api"), 3);
 }
 
 #[tokio::test]
@@ -1082,6 +1123,50 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
     );
 }
 
+// Under --dry-run nothing is recorded on the Job, so an episode that would start triggers no
+// sibling: each pod is reported once by its own reconcile. (Triggering them made two siblings
+// trigger each other for ever: each found the Job still without state and "started" the episode
+// again.)
+#[tokio::test]
+async fn a_dry_run_episode_triggers_no_sibling() {
+    let (client, handle) = mock();
+    let mut writer: Writer<PodMetadata> = Writer::default();
+    let (tx, mut triggers) = futures::channel::mpsc::unbounded();
+    let options = Options {
+        dry_run: true,
+        ..Options::default()
+    };
+    let ctx = context(client, options, Leadership::always(), NOW).with_episodes(EpisodeGate {
+        config: EpisodeConfig::default(),
+        store: writer.as_reader(),
+        triggers: tx,
+        jitter: || 0.0,
+    });
+    let sibling: PodMetadata = serde_json::from_value(owned_by_train(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "sibling", "namespace": "ns", "uid": "uid-2",
+                     "annotations": {KEY: "true"}, "deletionTimestamp": "2026-11-21T19:57:00Z"}
+    })))
+    .expect("sibling");
+    writer.apply_watcher_event(&Event::Apply(sibling));
+    ctx.update(&PodKey::new("ns", "sibling"), |t| {
+        t.node = Some("node-a".into())
+    });
+    let script = vec![
+        get_pod(owned_by_train(running_pod("100"))),
+        get_node_a(true),
+        exchange("GET", JOB_PATH, 200, job_json("7", None)),
+        exchange("POST", EVENTS_PATH, 201, json!({})).checking(|_, _, body| {
+            assert_eq!(body["type"], "Normal");
+            assert_eq!(body["reason"], "WouldForcefullyTerminate");
+        }),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert!(triggers.try_recv().is_err(), "a sibling was triggered");
+    assert_eq!(ctx.metrics.episodes.get(), 0);
+}
+
 // docs/src/recovery-backoff.md: "Pods due earlier are requeued for requeueAt, not dropped": a pod of a Job whose last
 // episode (on another node) is too recent waits without any write.
 #[tokio::test]
@@ -1216,6 +1301,9 @@ async fn a_recorded_pod_of_a_job_is_only_deleted_and_starts_no_episode() {
         .expect("reconcile");
     assert_eq!(action, Action::await_change());
     assert_eq!(terminated(&h.ctx, "node-a"), 0);
+    // Remembered as recorded: it joins no episode of its siblings.
+    let state = h.ctx.pod_state(&PodKey::new("ns", "pod"));
+    assert_eq!(state.map(|t| t.recorded), Some(true));
 }
 
 // A pod without a Job owner is recovered as KEP-6757 says, without reading any Job.
@@ -1329,7 +1417,7 @@ enum Agreed {
 }
 
 fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
-    use crate::recovery::plan::{AfterEpisode, after_episode};
+    use crate::recovery::plan::JobPlan;
     use crate::status::verdict::PodVerdict as V;
     match verdict {
         V::WaitingForDeadline(d) => Agreed::Deadline(*d),
@@ -1337,12 +1425,10 @@ fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
         V::WaitingForNode => Agreed::Node,
         V::Recorded | V::DueWithoutJob => Agreed::Recover,
         V::Held(_) => Agreed::Held,
-        // The reconciler maps its own pod's gate with the same function.
-        V::Job { gate, .. } => match after_episode(gate) {
-            AfterEpisode::Recover => Agreed::Recover,
-            AfterEpisode::Backoff(at) => Agreed::Backoff(at),
-            AfterEpisode::LimitReached => Agreed::Limit,
-            AfterEpisode::NotCovered => panic!("status left a due pod undecided"),
+        V::Job { plan, .. } => match plan {
+            JobPlan::Orphan | JobPlan::Leftover | JobPlan::Start(_) => Agreed::Recover,
+            JobPlan::Backoff(at) => Agreed::Backoff(*at),
+            JobPlan::Limit(_) => Agreed::Limit,
         },
     }
 }
@@ -1498,9 +1584,6 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 Some(Waiting::Node(_)) => Agreed::Node,
                                 Some(Waiting::JobBackoff(at)) => Agreed::Backoff(at),
                                 Some(Waiting::JobRecoveryLimit) => Agreed::Limit,
-                                Some(Waiting::NotInEpisode) => {
-                                    panic!("{what}: a due pod the episode did not decide")
-                                }
                                 Some(Waiting::Held { .. }) => Agreed::Held,
                                 None => Agreed::Never,
                             }
@@ -1535,7 +1618,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                         let verdict = &rows[0].verdict;
                         assert_eq!(reconciler, status_agreed(verdict), "{what}: {writes:?}");
 
-                        use crate::recovery::episode::PodGate;
+                        use crate::recovery::plan::JobPlan;
                         use crate::status::verdict::PodVerdict;
                         if dry_run {
                             assert!(
@@ -1552,8 +1635,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 matches!(
                                     verdict,
                                     PodVerdict::Job {
-                                        gate: PodGate::NewEpisode { .. }
-                                            | PodGate::LimitExceeded { news: true, .. },
+                                        plan: JobPlan::Start(_) | JobPlan::Limit(Some(_)),
                                         ..
                                     }
                                 ),
@@ -1942,9 +2024,9 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
 }
 
 // One retry level: a Job whose state write always meets a newer resourceVersion is read once per
-// attempt of the reconcile (pod, node and Job read again each time, never a stale decision), and
-// the reconcile ends in the conflicts error for the error policy. It used to be read up to
-// 4 × 5 times.
+// reconcile (pod, node and Job read again each time, never a stale decision): each reconcile
+// ends at its conflict with the error for the one error policy, which reads again soon, then
+// counts the conflicts and backs off. It used to be read up to 4 × 5 times in one reconcile.
 #[tokio::test]
 async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
     let (client, mut handle) = mock();
@@ -1974,15 +2056,24 @@ async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
         }
     });
     let h = episode_context(client, EpisodeConfig::default());
-    let err = tokio::time::timeout(
-        Duration::from_secs(10),
-        reconcile_pod(&h.ctx, &PodKey::new("ns", "pod")),
-    )
-    .await
-    .expect("reconcile hung")
-    .expect_err("conflicts");
+    let key = PodKey::new("ns", "pod");
+    let mut actions = vec![];
+    for attempt in 1..=CONFLICT_ATTEMPTS as usize {
+        let err = tokio::time::timeout(Duration::from_secs(10), reconcile_pod(&h.ctx, &key))
+            .await
+            .expect("reconcile hung")
+            .expect_err("conflicts");
+        assert_eq!(err.metric_label(), "reconcile_conflicts");
+        // One reconcile: one read of the pod, its node and the Job, one state write.
+        assert_eq!(lock(&requests).len(), 4 * attempt, "{:?}", lock(&requests));
+        actions.push(error_policy(&h.ctx, &key, &err));
+    }
     server.abort();
-    assert_eq!(err.metric_label(), "reconcile_conflicts");
+    assert_eq!(
+        actions,
+        [50, 100, 200, 1000].map(|ms| Action::requeue(Duration::from_millis(ms)))
+    );
+    assert_eq!(h.ctx.metrics.error_count("reconcile_conflicts"), 1);
     let requests = lock(&requests).clone();
     let count = |line: String| requests.iter().filter(|r| **r == line).count();
     let attempts = CONFLICT_ATTEMPTS as usize;

@@ -189,9 +189,10 @@ pub(crate) enum BrakeDecision {
     Hold(Disruption),
 }
 
-/// The last node released in a throttled zone, and when.
+/// The last node released in a throttled zone (key), and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct LastRelease {
+    pub(crate) zone: String,
     pub(crate) node: String,
     pub(crate) at: Timestamp,
 }

@@ -161,6 +161,7 @@ fn large_cluster_threshold_is_compared_with_the_zone_size() {
         BrakeDecision::ReleaseThrottled
     );
     let last = LastRelease {
+        zone: nodes[0].zone.clone(),
         node: nodes[0].name.clone(),
         at: now,
     };
