@@ -14,7 +14,7 @@ use super::filter::{PodKey, PodMetadata};
 use super::metrics::RecoveryMetrics;
 use super::node_cache::NodeCache;
 use super::writer::Writer;
-use crate::recovery::brake::{self, BrakeConfig, LastRelease, Zone};
+use crate::recovery::brake::{self, BrakeConfig, Edges, LastRelease, Zone};
 use crate::recovery::episode::{self, DuePod, EpisodeConfig, JobDue, JobKey, KnownPod};
 use crate::recovery::{self, NodeFacts};
 use crate::runtime::Leadership;
@@ -53,6 +53,9 @@ pub(crate) enum Waiting {
     Deadline(Timestamp),
     /// Past its deadline: its node (named) to become unreachable.
     Node(String),
+    /// Due, but a node became unreachable within the settle period: the partition brake judges
+    /// the zones at this time.
+    Settle(Timestamp),
     /// Due, but its Job's previous recovery episode was too recent.
     JobBackoff(Timestamp),
     /// Due, but its Job reached `--recovery-backoff-limit-count`.
@@ -218,6 +221,11 @@ impl Context {
             .disrupted_zones
             .set(i64::try_from(disrupted).unwrap_or(i64::MAX));
         zones
+    }
+
+    /// When the node stream delivered its last rising edge, anywhere and on `node`.
+    pub(crate) fn edges(&self, node: &str) -> Edges {
+        lock(&self.nodes).edges(node)
     }
 
     /// The last throttled release of `zone`.

@@ -242,12 +242,17 @@ async fn plan_pod(
     };
     let zones = if due { ctx.zones() } else { BTreeMap::new() };
     let last_release = node.as_ref().and_then(|n| ctx.last_release(&n.zone));
+    let edges = node
+        .as_ref()
+        .map(|n| ctx.edges(&n.name))
+        .unwrap_or_default();
     let job = job_state::pod_job(&pod.metadata);
     let facts = PlanFacts {
         pod: facts,
         node: node.as_ref(),
         zones: &zones,
         last_release: last_release.as_ref(),
+        edges,
         job: job.as_ref(),
         now,
     };
@@ -307,6 +312,9 @@ impl Step<'_> {
             }
             Plan::WaitForNode { node } => {
                 Outcome::wait("wait-for-node", Waiting::Node(node), WAIT_FOR_NODE_RESYNC)
+            }
+            Plan::WaitForSettle(at) => {
+                Outcome::wait("settling", Waiting::Settle(at), until(at, now))
             }
             Plan::Hold { disruption, until } => self.hold(disruption, until).await,
             Plan::Recover {

@@ -2,12 +2,12 @@
 //! reconciler and the elector send is checked in order (method, path, body), and answered with
 //! the scripted status and body. An unexpected extra request makes the scenario time out.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use http_body_util::BodyExt;
 use hyper::{Request, Response};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
@@ -31,11 +31,15 @@ use crate::recovery::{self, NodeFacts, UNREACHABLE_TAINT_KEY};
 use crate::runtime::Readiness;
 use crate::runtime::lease::Leadership;
 use crate::runtime::scripted::{
-    Exchange, LEASE_PATH, LEASES_PATH, exchange, lease_json, mock, serve, status_body,
+    Exchange, LEASE_PATH, LEASES_PATH, Received, exchange, lease_json, mock, receive, respond,
+    serve, status_body,
 };
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const NOW: &str = "2026-11-21T20:00:00Z";
+/// When the test contexts' node list was delivered: long enough before `NOW` that the
+/// partition brake judges a settled view.
+const LISTED: &str = "2026-11-21T19:59:00Z";
 const MESSAGE: &str = "Pod forcefully terminated after 90s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-terminate` annotation)";
 
 fn ts(s: &str) -> Timestamp {
@@ -61,10 +65,10 @@ fn context(client: Client, options: Options, leadership: Leadership, now: &str) 
     .with_clock(move || now);
     {
         let mut nodes = lock(&ctx.nodes);
-        nodes.apply(Event::Init);
-        nodes.apply(Event::InitApply(node("node-a", true)));
-        nodes.apply(Event::InitApply(node("node-b", false)));
-        nodes.apply(Event::InitDone);
+        nodes.apply(Event::Init, ts(LISTED));
+        nodes.apply(Event::InitApply(node("node-a", true)), ts(LISTED));
+        nodes.apply(Event::InitApply(node("node-b", false)), ts(LISTED));
+        nodes.apply(Event::InitDone, ts(LISTED));
     }
     ctx
 }
@@ -796,16 +800,13 @@ async fn fake_apiserver(
         p
     };
     while let Some((request, send)) = handle.next_request().await {
-        let method = request.method().to_string();
-        let path = request.uri().path().to_string();
-        let query = request.uri().query().unwrap_or("").to_string();
-        let bytes = request
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let Received {
+            method,
+            path,
+            query,
+            body,
+            ..
+        } = receive(request).await;
         if query.contains("watch=true") {
             lock(&log).push(format!("WATCH {path}"));
             held.push(send);
@@ -865,23 +866,11 @@ async fn fake_apiserver(
             let _ = arrived.send(());
             tokio::spawn(async move {
                 let _ = release.await;
-                send.send_response(
-                    Response::builder()
-                        .status(status)
-                        .header("content-type", "application/json")
-                        .body(Body::from(serde_json::to_vec(&response).expect("json")))
-                        .expect("response"),
-                );
+                respond(send, status, &response);
             });
             continue;
         }
-        send.send_response(
-            Response::builder()
-                .status(status)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&response).expect("json")))
-                .expect("response"),
-        );
+        respond(send, status, &response);
     }
 }
 
@@ -954,13 +943,17 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
         recovery::record::rfc3339_seconds(deletion),
         None,
     ));
-    let (sidecar, stop_tx, admin) = start_replica(client, &[]).await;
+    // The node listed unreachable at the start is a fresh rising edge: the pod is recovered
+    // once the node stream has settled (1 s here, 10 s by default), never before.
+    let started = std::time::Instant::now();
+    let (sidecar, stop_tx, admin) = start_replica(client, &["--partition-settle-period=1s"]).await;
     wait_until("the pod deleted", || {
         lock(&log)
             .iter()
             .any(|r| r == &format!("DELETE {POD_PATH}"))
     })
     .await;
+    assert!(started.elapsed() >= Duration::from_secs(1));
     assert!(http_get(admin, "/readyz").await.starts_with("HTTP/1.1 200"));
     let metrics = http_get(admin, "/metrics").await;
     assert!(
@@ -1368,15 +1361,9 @@ async fn serve_world(
     writes: Arc<Mutex<Vec<String>>>,
 ) {
     while let Some((request, send)) = handle.next_request().await {
-        let method = request.method().to_string();
-        let path = request.uri().path().to_string();
-        let bytes = request
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let Received {
+            method, path, body, ..
+        } = receive(request).await;
         let not_found = (404, status_body(404, "NotFound"));
         let (status, response) = match (method.as_str(), path.as_str()) {
             ("GET", POD_PATH) => (200, pod.clone()),
@@ -1394,13 +1381,7 @@ async fn serve_world(
                 }
             }
         };
-        send.send_response(
-            Response::builder()
-                .status(status)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&response).expect("json")))
-                .expect("response"),
-        );
+        respond(send, status, &response);
     }
 }
 
@@ -1414,6 +1395,7 @@ enum Agreed {
     Backoff(Timestamp),
     Limit,
     Held,
+    Settle(Timestamp),
 }
 
 fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
@@ -1423,6 +1405,7 @@ fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
         V::WaitingForDeadline(d) => Agreed::Deadline(*d),
         V::NotScheduled | V::NodeMissing => Agreed::Never,
         V::WaitingForNode => Agreed::Node,
+        V::Settling(at) => Agreed::Settle(*at),
         V::Recorded | V::DueWithoutJob => Agreed::Recover,
         V::Held(_) => Agreed::Held,
         V::Job { plan, .. } => match plan {
@@ -1561,8 +1544,10 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             vec![]
                         };
                         for (name, unreachable) in &crowd {
-                            lock(&ctx.nodes)
-                                .apply(Event::Apply(NodeFacts::for_test(name, *unreachable)));
+                            lock(&ctx.nodes).apply(
+                                Event::Apply(NodeFacts::for_test(name, *unreachable)),
+                                ts(LISTED),
+                            );
                         }
                         let key = PodKey::new("ns", "pod");
                         tokio::time::timeout(Duration::from_secs(10), reconcile_pod(&ctx, &key))
@@ -1585,6 +1570,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 Some(Waiting::JobBackoff(at)) => Agreed::Backoff(at),
                                 Some(Waiting::JobRecoveryLimit) => Agreed::Limit,
                                 Some(Waiting::Held { .. }) => Agreed::Held,
+                                Some(Waiting::Settle(at)) => Agreed::Settle(at),
                                 None => Agreed::Never,
                             }
                         };
@@ -1674,7 +1660,11 @@ async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
         recovery::record::rfc3339_seconds(deletion),
         Some((arrived_tx, release_rx)),
     ));
-    let (sidecar, stop_tx, _) = start_replica(client, &["--shutdown-timeout=5s"]).await;
+    let (sidecar, stop_tx, _) = start_replica(
+        client,
+        &["--shutdown-timeout=5s", "--partition-settle-period=0s"],
+    )
+    .await;
     arrived_rx.await.expect("the status patch is sent");
     stop_tx.send(()).expect("stop");
     // SIGTERM is in; the patch answer comes only now.
@@ -1799,7 +1789,7 @@ fn zoned_node_json(name: &str, zone: &str, unreachable: bool) -> Value {
 fn zoned_context(client: Client, unreachable_in_a: u32, unreachable_in_b: u32) -> Context {
     let ctx = context(client, Options::default(), Leadership::always(), NOW);
     let mut nodes = lock(&ctx.nodes);
-    nodes.apply(Event::Init);
+    nodes.apply(Event::Init, ts(LISTED));
     for (zone, first, unreachable) in [
         ("a", "node-a", unreachable_in_a),
         ("b", "node-b", unreachable_in_b),
@@ -1813,10 +1803,10 @@ fn zoned_context(client: Client, unreachable_in_a: u32, unreachable_in_b: u32) -
             let node: k8s_openapi::api::core::v1::Node =
                 serde_json::from_value(zoned_node_json(&name, zone, i < unreachable))
                     .expect("node");
-            nodes.apply(Event::InitApply(recovery::node_facts(&node)));
+            nodes.apply(Event::InitApply(recovery::node_facts(&node)), ts(LISTED));
         }
     }
-    nodes.apply(Event::InitDone);
+    nodes.apply(Event::InitDone, ts(LISTED));
     drop(nodes);
     ctx
 }
@@ -1868,7 +1858,7 @@ async fn six_of_ten_unreachable_holds_and_healing_to_three_recovers() {
             let node: k8s_openapi::api::core::v1::Node =
                 serde_json::from_value(zoned_node_json(&format!("a-{i}"), "a", false))
                     .expect("node");
-            nodes.apply(Event::Apply(recovery::node_facts(&node)));
+            nodes.apply(Event::Apply(recovery::node_facts(&node)), ts(LISTED));
         }
     }
     let (client, handle) = mock();
@@ -1882,6 +1872,37 @@ async fn six_of_ten_unreachable_holds_and_healing_to_three_recovers() {
     ];
     run_scenario(&ctx, handle, script).await.expect("reconcile");
     assert_eq!(terminated(&ctx, "node-a"), 1);
+    assert_eq!(ctx.metrics.held.get(), 0);
+}
+
+// The pod's node became unreachable 2 s ago and another node of its zone 1 s ago: the pod's
+// reconcile writes nothing and looks again when the node stream has been quiet for the settle
+// period (10 s by default); then the brake judges the zone on everything delivered by then.
+#[tokio::test]
+async fn a_due_pod_waits_for_the_node_stream_to_settle() {
+    let (client, handle) = mock();
+    let ctx = zoned_context(client, 0, 0);
+    for (name, at) in [
+        ("node-a", "2026-11-21T19:59:58Z"),
+        ("a-5", "2026-11-21T19:59:59Z"),
+    ] {
+        let node: k8s_openapi::api::core::v1::Node =
+            serde_json::from_value(zoned_node_json(name, "a", true)).expect("node");
+        lock(&ctx.nodes).apply(Event::Apply(recovery::node_facts(&node)), ts(at));
+    }
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(Duration::from_secs(9)));
+    assert_eq!(
+        ctx.pod_state(&PodKey::new("ns", "pod"))
+            .and_then(|t| t.waiting),
+        Some(Waiting::Settle(ts("2026-11-21T20:00:09Z")))
+    );
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+    assert_eq!(ctx.metrics.pending.get(), 1);
     assert_eq!(ctx.metrics.held.get(), 0);
 }
 
@@ -2021,6 +2042,266 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
     assert_eq!(ctx.metrics.disrupted_zones.get(), 0);
     driver.abort();
     server.abort();
+}
+
+// ---- a burst of taints: the brake decides on a settled view ----
+
+/// The cluster a burst scenario runs against: zoned nodes, one opted-in pod terminating on each
+/// (bare pods: no Job step), and what the reconciler wrote.
+struct PartitionWorld {
+    /// Node name -> (zone, unreachable).
+    nodes: BTreeMap<String, (String, bool)>,
+    /// Pods recovered (status patched) or deleted, by name.
+    failed: BTreeSet<String>,
+    deleted: BTreeSet<String>,
+    /// Pods that got the brake's Warning event.
+    held: BTreeSet<String>,
+    lease: Option<Value>,
+}
+
+fn partition_pod_json(node: &str, deletion: &str, phase: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": format!("pod-{node}"), "namespace": "ns", "uid": format!("uid-{node}"),
+            "resourceVersion": "100", "annotations": {KEY: "true"},
+            "deletionTimestamp": deletion, "deletionGracePeriodSeconds": 30
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": phase}
+    })
+}
+
+/// A stateful apiserver for `jobgate reconcile`: every node reachable at the start; the node
+/// watch then delivers `burst` (nodes gaining the unreachable taint, in order) one event per
+/// watch response, `gap` apart, as kube-controller-manager's workers taint the nodes of one
+/// monitor pass; then it idles.
+async fn partition_apiserver(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    world: Arc<Mutex<PartitionWorld>>,
+    deletion: String,
+    burst: Vec<String>,
+    gap: Duration,
+) {
+    let mut burst = burst.into_iter();
+    let mut idle = vec![];
+    while let Some((request, send)) = handle.next_request().await {
+        let Received {
+            method,
+            path,
+            query,
+            body,
+            ..
+        } = receive(request).await;
+        let node_of = |w: &PartitionWorld, name: &str| {
+            w.nodes.get(name).map(|(zone, unreachable)| {
+                let mut node = zoned_node_json(name, zone, *unreachable);
+                node["metadata"]["resourceVersion"] = json!("1000");
+                node
+            })
+        };
+        if query.contains("watch=true") {
+            let Some(next) = (path == "/api/v1/nodes").then(|| burst.next()).flatten() else {
+                idle.push(send);
+                continue;
+            };
+            // Taint the next node of the pass and deliver it `gap` after the last one (the
+            // watcher asks for the next event once it has this one).
+            let world = world.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(gap).await;
+                let event = {
+                    let mut w = lock(&world);
+                    if let Some(node) = w.nodes.get_mut(&next) {
+                        node.1 = true;
+                    }
+                    json!({"type": "MODIFIED", "object": node_of(&w, &next)})
+                };
+                send.send_response(
+                    Response::builder()
+                        .status(200)
+                        .header("content-type", "application/json")
+                        .body(Body::from(format!("{event}\n").into_bytes()))
+                        .expect("response"),
+                );
+            });
+            continue;
+        }
+        let mut w = lock(&world);
+        let pod_name = path
+            .strip_prefix("/api/v1/namespaces/ns/pods/")
+            .map(|p| p.trim_end_matches("/status").to_string());
+        let node_name = pod_name
+            .as_deref()
+            .and_then(|p| p.strip_prefix("pod-"))
+            .map(String::from);
+        let (status, response) = match (method.as_str(), path.as_str()) {
+            ("GET", LEASE_PATH) => match &w.lease {
+                Some(l) => (200, l.clone()),
+                None => (404, status_body(404, "NotFound")),
+            },
+            ("POST", LEASES_PATH) | ("PUT", LEASE_PATH) => {
+                let mut l = body.clone();
+                l["metadata"]["resourceVersion"] = json!("2");
+                w.lease = Some(l.clone());
+                (if method == "POST" { 201 } else { 200 }, l)
+            }
+            ("GET", "/api/v1/pods") => {
+                let items = w
+                    .nodes
+                    .keys()
+                    .filter(|n| !w.deleted.contains(&format!("pod-{n}")))
+                    .map(|n| {
+                        let mut item = meta_item(&format!("pod-{n}"), json!({KEY: "true"}), true);
+                        item["metadata"]["deletionTimestamp"] = json!(deletion.clone());
+                        item
+                    })
+                    .collect();
+                (200, list_page("PartialObjectMetadataList", items, ""))
+            }
+            ("GET", "/api/v1/nodes") => {
+                let items = w.nodes.keys().filter_map(|n| node_of(&w, n)).collect();
+                (200, list_page("NodeList", items, ""))
+            }
+            ("GET", p) if p.starts_with("/api/v1/nodes/") => {
+                match node_of(&w, &p["/api/v1/nodes/".len()..]) {
+                    Some(node) => (200, node),
+                    None => (404, status_body(404, "NotFound")),
+                }
+            }
+            ("POST", EVENTS_PATH) => {
+                if body["reason"] == "ForcefulTerminationHeld" {
+                    let pod = body["regarding"]["name"].as_str().unwrap_or("").to_string();
+                    w.held.insert(pod);
+                }
+                (201, body.clone())
+            }
+            (method, _) => match (method, pod_name, node_name) {
+                ("GET", Some(pod), Some(node)) if !w.deleted.contains(&pod) => {
+                    let phase = if w.failed.contains(&pod) {
+                        "Failed"
+                    } else {
+                        "Running"
+                    };
+                    (200, partition_pod_json(&node, &deletion, phase))
+                }
+                ("PATCH", Some(pod), Some(node)) => {
+                    w.failed.insert(pod);
+                    (200, partition_pod_json(&node, &deletion, "Failed"))
+                }
+                ("DELETE", Some(pod), Some(node)) => {
+                    w.deleted.insert(pod);
+                    (200, partition_pod_json(&node, &deletion, "Failed"))
+                }
+                _ => (404, status_body(404, "NotFound")),
+            },
+        };
+        drop(w);
+        respond(send, status, &response);
+    }
+}
+
+/// What becomes of the pods when `burst` (node names) gains the unreachable taint 100 ms apart,
+/// within one node monitor pass, under `jobgate reconcile --partition-settle-period=<settle>`:
+/// the pods force-failed and the pods held, once the view has settled.
+async fn burst(
+    zones: &[(&str, usize)],
+    burst: &[String],
+    settle: &str,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let nodes = zones
+        .iter()
+        .flat_map(|(zone, size)| {
+            (0..*size).map(move |i| (format!("{zone}-{i}"), (zone.to_string(), false)))
+        })
+        .collect();
+    let world = Arc::new(Mutex::new(PartitionWorld {
+        nodes,
+        failed: BTreeSet::new(),
+        deleted: BTreeSet::new(),
+        held: BTreeSet::new(),
+        lease: None,
+    }));
+    let deletion = Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
+        .expect("ts");
+    let (client, handle) = mock();
+    let server = tokio::spawn(partition_apiserver(
+        handle,
+        world.clone(),
+        recovery::record::rfc3339_seconds(deletion),
+        burst.to_vec(),
+        Duration::from_millis(100),
+    ));
+    let flag = format!("--partition-settle-period={settle}");
+    let (replica, stop_tx, _) = start_replica(client, &[flag.as_str()]).await;
+    // Every pod of the burst is decided: recovered, or held by the brake.
+    wait_until("every pod of the burst decided", || {
+        let w = lock(&world);
+        burst
+            .iter()
+            .all(|n| w.held.contains(&format!("pod-{n}")) || w.failed.contains(&format!("pod-{n}")))
+    })
+    .await;
+    // No late change of mind once the view has settled.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_tx.send(()).expect("stop");
+    replica.await.expect("join").expect("run");
+    server.abort();
+    let w = lock(&world);
+    (w.failed.clone(), w.held.clone())
+}
+
+fn names(prefix: &str, nodes: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+    nodes.into_iter().map(|n| format!("{prefix}{n}")).collect()
+}
+
+// The partition brake decides on the zone state of a whole node monitor pass, as
+// kube-controller-manager's `monitorNodeHealth` calls `handleDisruption` once per pass: 10 nodes
+// in zone a, one due opted-in pod on each, 6 nodes tainted `unreachable` 100 ms apart (one
+// pass). Judged on the settled view, 6/10 is a partially disrupted small zone: all 6 pods are
+// held, none is force-failed. Judged as each taint arrives (`--partition-settle-period=0s`, the
+// old behaviour), the first taints look like 1/10, 2/10, ... and their pods are force-failed.
+#[tokio::test]
+async fn a_burst_of_six_of_ten_taints_in_one_zone_is_held() {
+    let tainted: Vec<String> = (0..6).map(|i| format!("a-{i}")).collect();
+    let (failed, held) = burst(&[("a", 10)], &tainted, "1s").await;
+    assert_eq!(failed, BTreeSet::new(), "force-failed in a partition");
+    assert_eq!(held, names("pod-", tainted.clone()));
+
+    let (failed, _) = burst(&[("a", 10)], &tainted, "0s").await;
+    assert!(
+        failed.contains("pod-a-0"),
+        "judged one taint at a time, the first pod is force-failed: {failed:?}"
+    );
+}
+
+// A control-plane partition taints every node of every zone in one pass, the zones interleaved:
+// judged on the settled view every zone is fully disrupted and everything is held. Judged as
+// the taints arrive, the first zone to go down looks like a dead zone beside healthy ones, and
+// its pods are force-failed. And a burst in two zones at once (6 of 10 in each) holds both.
+#[tokio::test]
+async fn a_burst_of_taints_in_several_zones_is_judged_on_the_whole_pass() {
+    let zones = [("a", 3), ("b", 3), ("c", 3)];
+    let everything: Vec<String> = (0..3)
+        .flat_map(|i| ["a", "b", "c"].map(|z| format!("{z}-{i}")))
+        .collect();
+    let (failed, held) = burst(&zones, &everything, "1s").await;
+    assert_eq!(failed, BTreeSet::new(), "force-failed in a partition");
+    assert_eq!(held, names("pod-", everything.clone()));
+
+    let (failed, _) = burst(&zones, &everything, "0s").await;
+    assert!(
+        !failed.is_empty(),
+        "judged one taint at a time, some pod is force-failed"
+    );
+
+    let two: Vec<String> = (0..6)
+        .flat_map(|i| ["a", "b"].map(|z| format!("{z}-{i}")))
+        .collect();
+    let (failed, held) = burst(&[("a", 10), ("b", 10)], &two, "1s").await;
+    assert_eq!(failed, BTreeSet::new(), "force-failed in a partition");
+    assert_eq!(held, names("pod-", two));
 }
 
 // One retry level: a Job whose state write always meets a newer resourceVersion is read once per

@@ -3,7 +3,8 @@
 //!
 //! - [`plan`], the pod's step: the pod's own decision ([`decide`]: opt-in, terminating, deadline,
 //!   then the node, in Kueue's order), a recovery already recorded on the pod, the partition
-//!   brake ([`brake::brake`]); a due pod of a Job ends in [`Plan::AskJob`];
+//!   brake on a settled view of the nodes ([`brake::settling`], [`brake::brake`]); a due pod of
+//!   a Job ends in [`Plan::AskJob`];
 //! - [`plan_job`], the Job's step for such a pod: over the Job as read and its due pods
 //!   ([`episode::due_pods`], one definition for both commands), the Job's recovery episode
 //!   (`episode::decide_episode`) and the one Job write it needs ([`JobRecord`]).
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
 
-use super::brake::{self, BrakeConfig, BrakeDecision, Disruption, LastRelease, Zone};
+use super::brake::{self, BrakeConfig, BrakeDecision, Disruption, Edges, LastRelease, Zone};
 use super::episode::{
     self, DuePod, EpisodeConfig, EpisodeDecision, JobDue, JobKey, JobView, LimitAction,
     RecoveryState, episode_note, limit_note,
@@ -30,6 +31,9 @@ pub(crate) struct PlanFacts<'a> {
     /// The last throttled release of the pod's node's zone, as the reconciler remembers it
     /// (status has no such memory: `None`).
     pub(crate) last_release: Option<&'a LastRelease>,
+    /// When the node stream delivered rising edges of the unreachable taint, as the reconciler
+    /// remembers them (status has no such memory: none, a settled view).
+    pub(crate) edges: Edges,
     /// The Job whose recovery episode gates the pod; `None` without a Job (or with the episode
     /// gate off).
     pub(crate) job: Option<&'a JobKey>,
@@ -45,6 +49,10 @@ pub(crate) enum Plan {
     WaitForDeadline(Timestamp),
     /// Past the deadline on a reachable node: wait for the node's unreachable edge.
     WaitForNode { node: String },
+    /// Due, but the node stream has not settled (a node became unreachable within the settle
+    /// period): the partition brake judges the zones at this time, on everything the stream
+    /// delivered by then.
+    WaitForSettle(Timestamp),
     /// Due, but the partition brake holds the pod's zone: until the zone heals, or (`until`) the
     /// zone's next throttled release.
     Hold {
@@ -84,6 +92,12 @@ pub(crate) fn plan(facts: PlanFacts<'_>, config: &Config, brake_config: &BrakeCo
         };
     }
     // `decide` recovers only with the pod's node in hand.
+    if let Some(at) = facts
+        .node
+        .and_then(|node| brake::settling(node, facts.edges, facts.now, brake_config))
+    {
+        return Plan::WaitForSettle(at);
+    }
     let release = match facts.node.map(|node| {
         let decision = brake::brake(
             node,

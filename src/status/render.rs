@@ -93,6 +93,10 @@ pub(crate) fn verdict_text(verdict: &PodVerdict, now: Timestamp) -> String {
         PodVerdict::NotScheduled => "never recovered: not scheduled on a node".into(),
         PodVerdict::NodeMissing => "never recovered: node missing".into(),
         PodVerdict::WaitingForNode => "waiting for the node to become unreachable".into(),
+        PodVerdict::Settling(at) => format!(
+            "due: the partition brake judges its zone at {at} (in {}), once the nodes settle",
+            human(now, *at)
+        ),
         PodVerdict::Recorded => {
             "recovered (recorded on the pod): only the delete is left, no episode".into()
         }

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use super::Snapshot;
-use crate::recovery::brake::{self, BrakeConfig, Disruption, Zone};
+use crate::recovery::brake::{self, BrakeConfig, Disruption, Edges, Zone};
 use crate::recovery::episode::{
     self, DuePod, EpisodeConfig, JobKey, JobView, KnownPod, RecoveryState, job_owner,
 };
@@ -56,6 +56,8 @@ pub(crate) enum PodVerdict {
     NodeMissing,
     /// `Plan::WaitForNode`.
     WaitingForNode,
+    /// `Plan::WaitForSettle`.
+    Settling(Timestamp),
     /// `Plan::Recover` on a pod whose recovery is recorded: only the delete is left.
     Recorded,
     /// `Plan::Hold`: the partition brake holds the pod's zone.
@@ -150,7 +152,8 @@ impl<'a> SnapshotView<'a> {
     }
 
     /// The pod's row, `None` when the reconciler does not track it. The plan is the
-    /// reconciler's, without its memory of the zone's last throttled release.
+    /// reconciler's, without its memory of the zone's last throttled release and of when nodes
+    /// became unreachable: the snapshot is judged as a settled view.
     fn row(
         &self,
         pod: &Pod,
@@ -176,6 +179,7 @@ impl<'a> SnapshotView<'a> {
             node,
             zones: &self.zones,
             last_release: None,
+            edges: Edges::default(),
             job: job.as_ref(),
             now,
         };
@@ -185,6 +189,7 @@ impl<'a> SnapshotView<'a> {
             Plan::Ignore(Ignored::NodeNotFound) => PodVerdict::NodeMissing,
             Plan::WaitForDeadline(at) => PodVerdict::WaitingForDeadline(at),
             Plan::WaitForNode { .. } => PodVerdict::WaitingForNode,
+            Plan::WaitForSettle(at) => PodVerdict::Settling(at),
             Plan::Hold { disruption, .. } => PodVerdict::Held(disruption),
             Plan::Recover { recorded: true, .. } => PodVerdict::Recorded,
             Plan::Recover {

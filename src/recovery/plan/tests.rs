@@ -18,7 +18,31 @@ struct BrakeCase {
     name: &'static str,
     zones: BTreeMap<String, Zone>,
     last_release: Option<LastRelease>,
+    /// How settled the node stream is (one of [`SETTLE_CASES`]).
+    settle: &'static str,
+    edges: Edges,
 }
+
+/// The node stream's rising edges: the last 60 s ago; the last (on another node) 5 s ago and
+/// the pod's node's 30 s ago; the last 1 s ago, but the pod's node's 61 s ago, past the longest
+/// wait for a settled view.
+const SETTLE_CASES: [(&str, Option<&str>, Option<&str>); 3] = [
+    (
+        "settled",
+        Some("2026-11-21T19:59:00Z"),
+        Some("2026-11-21T19:59:00Z"),
+    ),
+    (
+        "settling",
+        Some("2026-11-21T19:59:55Z"),
+        Some("2026-11-21T19:59:30Z"),
+    ),
+    (
+        "never settling",
+        Some("2026-11-21T19:59:59Z"),
+        Some("2026-11-21T19:58:59Z"),
+    ),
+];
 
 fn zones(own: (u32, u32), other: (u32, u32)) -> BTreeMap<String, Zone> {
     [("", own), ("b", other)]
@@ -33,39 +57,48 @@ fn brake_cases() -> Vec<BrakeCase> {
         node: "n0".into(),
         at: ts("2026-11-21T19:59:30Z"),
     };
-    vec![
-        BrakeCase {
-            name: "normal zone",
-            zones: zones((10, 1), (10, 0)),
-            last_release: None,
-        },
-        BrakeCase {
-            name: "small zone partially disrupted",
-            zones: zones((5, 3), (10, 0)),
-            last_release: None,
-        },
-        BrakeCase {
-            name: "large zone partially disrupted, nothing released yet",
-            zones: zones((100, 60), (10, 0)),
-            last_release: None,
-        },
-        BrakeCase {
-            name: "large zone partially disrupted, another node released 30s ago",
-            zones: zones((100, 60), (10, 0)),
-            last_release: Some(recent),
-        },
-        BrakeCase {
-            name: "every zone fully disrupted",
-            zones: zones((5, 5), (3, 3)),
-            last_release: None,
-        },
-    ]
+    let zone_cases = [
+        ("normal zone", zones((10, 1), (10, 0)), None),
+        (
+            "small zone partially disrupted",
+            zones((5, 3), (10, 0)),
+            None,
+        ),
+        (
+            "large zone partially disrupted, nothing released yet",
+            zones((100, 60), (10, 0)),
+            None,
+        ),
+        (
+            "large zone partially disrupted, another node released 30s ago",
+            zones((100, 60), (10, 0)),
+            Some(recent),
+        ),
+        ("every zone fully disrupted", zones((5, 5), (3, 3)), None),
+    ];
+    let mut cases = vec![];
+    for (name, zones, last_release) in zone_cases {
+        for (settle, last, node) in SETTLE_CASES {
+            cases.push(BrakeCase {
+                name,
+                zones: zones.clone(),
+                last_release: last_release.clone(),
+                settle,
+                edges: Edges {
+                    last: last.map(ts),
+                    node: node.map(ts),
+                },
+            });
+        }
+    }
+    cases
 }
 
 /// The plan as the KEP and Kueue's controller state it, step by step, written out once per
 /// case: opt-in, terminating, deadline (before the node is read), node, a recovery already
-/// recorded (no new intervention), the partition brake (kube-controller-manager's zone
-/// states), then the Job.
+/// recorded (no new intervention), a settled view of the nodes (10 s without a new unreachable
+/// node, at most 60 s after the pod's node's), the partition brake (kube-controller-manager's
+/// zone states), then the Job.
 #[allow(clippy::too_many_arguments)]
 fn expected(
     opted_in: bool,
@@ -113,6 +146,11 @@ fn expected(
             recorded: true,
             release: None,
         };
+    }
+    match brake.settle {
+        "settling" => return Plan::WaitForSettle(ts("2026-11-21T20:00:05Z")),
+        "settled" | "never settling" => {}
+        other => unreachable!("{other}"),
     }
     let own = &brake.zones[""];
     let disruption = |everywhere| Disruption {
@@ -165,8 +203,9 @@ fn expected(
 
 /// Every combination of opt-in ("true", "false", absent) × deletion (none, before, after the
 /// deadline) × node name × node (missing, another name, reachable, unreachable) × recovery
-/// recorded (no, jobgate's reason, Kueue 0.17's reason) × five brake situations × Job or
-/// none: the plan is the KEP's steps in Kueue's order.
+/// recorded (no, jobgate's reason, Kueue 0.17's reason) × five brake situations × three of the
+/// node stream (settled, settling, settling past the longest wait) × Job or none: the plan is
+/// the KEP's steps in Kueue's order.
 #[test]
 fn the_plan_follows_the_steps_in_order_over_every_state() {
     let config = Config::default();
@@ -233,6 +272,7 @@ fn the_plan_follows_the_steps_in_order_over_every_state() {
                                     node,
                                     zones: &brake.zones,
                                     last_release: brake.last_release.as_ref(),
+                                    edges: brake.edges,
                                     job,
                                     now: ts(NOW),
                                 };
@@ -249,8 +289,8 @@ fn the_plan_follows_the_steps_in_order_over_every_state() {
                                 );
                                 assert_eq!(
                                     got, want,
-                                    "opt-in {opt_in:?}, deletion {deletion:?}, node name {node_name:?}, node {node:?}, recorded {record:?}, {}, job {job:?}",
-                                    brake.name
+                                    "opt-in {opt_in:?}, deletion {deletion:?}, node name {node_name:?}, node {node:?}, recorded {record:?}, {}, {}, job {job:?}",
+                                    brake.name, brake.settle
                                 );
                                 seen.insert(std::mem::discriminant(&got));
                                 cases += 1;
@@ -261,9 +301,9 @@ fn the_plan_follows_the_steps_in_order_over_every_state() {
             }
         }
     }
-    assert_eq!(cases, 3 * 3 * 2 * 4 * 3 * 5 * 2);
+    assert_eq!(cases, 3 * 3 * 2 * 4 * 3 * 5 * 3 * 2);
     // Every kind of plan is reached.
-    assert_eq!(seen.len(), 6);
+    assert_eq!(seen.len(), 7);
 }
 
 // ---- the Job's step ----
