@@ -1317,37 +1317,59 @@ async fn a_pod_without_a_job_is_recovered_without_state() {
     assert_eq!(terminated(&h.ctx, "node-a"), 1);
 }
 
-// kueue#9651: Kueue 0.15.6+/0.16.3+/0.17+ records its recovery with reason
-// KueueForcefullyDeleted. A pod Kueue's own controller already recovered (Failed + that
-// condition) but whose delete has not landed is, for jobgate, a recorded recovery: no status
-// patch (no second condition), no second event, no episode (the Job is not read even at the
-// limit), only the delete is finished.
+/// `status.conditions` of a pod Kueue's own controller recovered with `reason`, in either
+/// generation's form: before kueue#16033 appended on every reconcile (here twice) without a
+/// `lastTransitionTime`; from it (v0.20.0) set once with one.
+fn kueue_recorded(reason: &str, generation: &str) -> Value {
+    let key = if reason == "KueueForcefullyDeleted" {
+        "kueue.x-k8s.io/safe-to-forcefully-delete"
+    } else {
+        "kueue.x-k8s.io/safe-to-forcefully-terminate"
+    };
+    let condition = |transition: Value| {
+        json!({"type": "KueueFailureRecovery", "status": "True", "reason": reason,
+               "message": format!("Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node `node-a` (triggered by `{key}` annotation)"),
+               "lastProbeTime": null, "lastTransitionTime": transition})
+    };
+    match generation {
+        "appended" => json!([condition(json!(null)), condition(json!(null))]),
+        _ => json!([condition(json!("2026-11-21T19:58:00Z"))]),
+    }
+}
+
+// kueue#9651 and kueue#16033: a pod Kueue's own controller already recovered (Failed + its
+// condition, with the reason of Kueue up to 0.15.5 or from 0.15.6, appended on every reconcile
+// before kueue#16033 or set once from it) but whose delete has not landed is, for jobgate, a
+// recorded recovery: no status patch (no second condition), no second event, no episode (the
+// Job is not read even at the limit), only the delete is finished.
 #[tokio::test]
-async fn a_pod_kueue_recorded_as_forcefully_deleted_gets_no_second_condition_event_or_episode() {
-    let (client, handle) = mock();
+async fn a_pod_kueue_recovered_in_either_generation_gets_no_second_condition_event_or_episode() {
     let config = EpisodeConfig {
         backoff: Backoff::default(),
         limit_count: Some(0),
         on_limit: LimitAction::Suspend,
     };
-    let h = episode_context(client, config);
-    let by_kueue = owned_by_train(pod_json(
-        "101",
-        "Failed",
-        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": "KueueForcefullyDeleted",
-                "message": "Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-delete` annotation)",
-                "lastTransitionTime": "2026-11-21T19:58:00Z"}]),
-    ));
-    let script = vec![
-        get_pod(by_kueue),
-        get_node_a(true),
-        delete_pod(200, json!({})),
-    ];
-    let action = run_scenario(&h.ctx, handle, script)
-        .await
-        .expect("reconcile");
-    assert_eq!(action, Action::await_change());
-    assert_eq!(terminated(&h.ctx, "node-a"), 0);
+    for reason in ["KueueForcefullyTerminated", "KueueForcefullyDeleted"] {
+        for generation in ["appended", "set once"] {
+            let (client, handle) = mock();
+            let h = episode_context(client, config);
+            let by_kueue = owned_by_train(pod_json(
+                "101",
+                "Failed",
+                kueue_recorded(reason, generation),
+            ));
+            let script = vec![
+                get_pod(by_kueue),
+                get_node_a(true),
+                delete_pod(200, json!({})),
+            ];
+            let action = run_scenario(&h.ctx, handle, script)
+                .await
+                .expect("reconcile");
+            assert_eq!(action, Action::await_change(), "{reason}, {generation}");
+            assert_eq!(terminated(&h.ctx, "node-a"), 0, "{reason}, {generation}");
+        }
+    }
 }
 
 // ---- `jobgate status` predicts the reconciler: both over one table of states ----
@@ -1417,7 +1439,8 @@ fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
 }
 
 // Issue: "`status` has no decision logic of its own". Over pod deadline × recovery already
-// recorded (none, jobgate's reason, Kueue's newer reason) × node (unscheduled, missing,
+// recorded (none, jobgate's reason, Kueue's newer reason, Kueue's two generations of writing
+// it) × node (unscheduled, missing,
 // reachable, unreachable) × Job (none, no state, backoff after an episode elsewhere, leftover of
 // the recorded episode, limit reached now, limit recorded) × a zone the partition brake holds or
 // not × --dry-run, `jobgate status` and one
@@ -1482,6 +1505,14 @@ async fn status_and_reconciler_agree_over_the_state_table() {
         (
             "recorded by Kueue 0.17",
             Some(recorded("KueueForcefullyDeleted")),
+        ),
+        (
+            "recorded by Kueue 0.15.5, appended twice without a transition time",
+            Some(kueue_recorded("KueueForcefullyTerminated", "appended")),
+        ),
+        (
+            "recorded by Kueue 0.20, set once",
+            Some(kueue_recorded("KueueForcefullyDeleted", "set once")),
         ),
     ];
     let nodes = [None, Some("node-x"), Some("node-b"), Some("node-a")];
@@ -1636,7 +1667,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
             }
         }
     }
-    assert_eq!(cases, 2 * 3 * 4 * 6 * 2 * 2);
+    assert_eq!(cases, 2 * 5 * 4 * 6 * 2 * 2);
     // Every verdict occurs in the table.
     assert_eq!(seen.len(), 7, "{seen:?}");
 }

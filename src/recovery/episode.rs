@@ -24,6 +24,22 @@
 //! API error, a restart) is not made to wait for the next episode: when it comes back due during
 //! the backoff it is recognised as a leftover of the recorded episode
 //! ([`EpisodeDecision::Leftover`]).
+//!
+//! # Kueue's requeues are not episodes
+//!
+//! The state is modelled on Kueue's `Workload.status.requeueState`, but it is a count of its own:
+//! only jobgate's forced recoveries. Kueue's evictions of the Job's Workload are Kueue requeues,
+//! counted in `requeueState` and toward Kueue's `backoffLimitCount`, never here, and an episode
+//! is never a Kueue requeue. That includes Kueue 0.20's `waitForPodsReady.unscheduledTimeout`
+//! (gate `WaitForPodsReadyUnscheduledTimeout`, kueue#15402): it evicts an admitted Workload whose
+//! required pods stay unscheduled past the timeout through the path of the other PodsReady
+//! timeouts (`reconcileNotReadyTimeout`: deactivation at `backoffLimitCount`, else `Evict` with
+//! `UpdateRequeueState`, reason `PodsReadyTimeout`, underlying cause `WaitForScheduling`, event
+//! `EvictedDueToPodsReadyTimeoutDueToWaitForScheduling`). Its pods have no node, so jobgate never
+//! acts on them (`Ignored::NotScheduled`); the two meet only through the Job (the replacements of
+//! recovered pods may be what stays unscheduled; the pods an eviction deletes may be stuck on an
+//! unreachable node), so one partition can spend from both budgets. Reading `requeueState` here
+//! would count those evictions twice, or make jobgate's limit depend on Kueue's API version.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
