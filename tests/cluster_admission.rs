@@ -643,3 +643,116 @@ fn audit_reads_the_clusters_jobs_and_writes_policy_reports() {
         "no failing result for the Job in the stored PolicyReport: {stored:#}"
     );
 }
+
+/// The README's "First use" blocks, run as written against the real apiserver with jobgate's
+/// webhooks in place (kubectl 1.37 as `kubectl`, the namespace of the test as the kubeconfig's):
+/// what they print is what the README says they print, and without jobgate the denied Job is
+/// created, as the README claims.
+#[test]
+fn the_readmes_first_use_prints_what_the_readme_says() {
+    let cp = ControlPlane::shared();
+    let ns = cp.namespace("first-use");
+    let jg = Jobgate::start(&[]);
+    install_webhooks(cp, &jg, &ns);
+
+    let readme =
+        std::fs::read_to_string(support::controlplane::repo().join("README.md")).expect("README");
+    let section = readme
+        .split("\n## First use\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a First use section");
+    let blocks: Vec<&str> = section
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("\n```").next())
+        .collect();
+    assert!(
+        blocks.len() >= 2,
+        "README's First use has a denial block and a mutation block"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shell = |namespace: &str, command: &str| {
+        let kubeconfig = dir.path().join(format!("{namespace}.kubeconfig"));
+        std::fs::copy(&cp.kubeconfig, &kubeconfig).expect("copy kubeconfig");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).expect("bin");
+        let kubectl = bin.join("kubectl");
+        if !kubectl.exists() {
+            let real = which(support::controlplane::KUBECTL);
+            std::os::unix::fs::symlink(real, &kubectl).expect("symlink kubectl");
+        }
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let set_ns = std::process::Command::new(&kubectl)
+            .args([
+                "config",
+                "set-context",
+                "--current",
+                "--namespace",
+                namespace,
+            ])
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .expect("kubectl config");
+        assert!(set_ns.status.success());
+        let out = std::process::Command::new("bash")
+            .args(["-c", command])
+            .current_dir(support::controlplane::repo())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("PATH", path)
+            .output()
+            .expect("bash");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            ),
+        )
+    };
+    let squash = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for block in &blocks[..2] {
+        let command: String = block
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let said: String = block
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (_, output) = shell(&ns, &command);
+        assert_eq!(
+            squash(&output),
+            squash(&said),
+            "README block:\n{block}\nprinted:\n{output}"
+        );
+    }
+    // The denial is jobgate's alone: the apiserver by itself creates that Job.
+    let without = cp.namespace("first-use-without");
+    let command = blocks[0]
+        .lines()
+        .find(|l| !l.starts_with('#'))
+        .expect("a command");
+    let (created, output) = shell(&without, command);
+    assert!(
+        created,
+        "without jobgate the README's first command should pass:\n{output}"
+    );
+}
+
+fn which(name: &str) -> std::path::PathBuf {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH: tests/run installs it"))
+}
