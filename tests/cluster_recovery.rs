@@ -14,7 +14,7 @@ mod support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
@@ -25,10 +25,11 @@ use support::controlplane::ControlPlane;
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 
-/// One scenario at a time (see the module comment).
-fn turn() -> MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
+/// One scenario at a time (see the module comment); tokio's mutex, held across awaits, works
+/// from each test's own runtime.
+async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    TURN.lock().await
 }
 
 /// The kubelet the tests play, and the reads they need.
@@ -448,7 +449,7 @@ async fn until<T, F: std::future::Future<Output = Option<T>>>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_stuck_terminating_on_an_unreachable_node_is_failed_by_jobgate_and_only_then_replaced()
  {
-    let _turn = turn();
+    let _turn = turn().await;
     let cp = ControlPlane::shared();
     let mut c = Cluster::new(cp, "recovery").await;
     c.add_node("recovery-a1", "recovery-a").await;
@@ -622,7 +623,7 @@ async fn untouched(c: &Cluster, pod: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_unreachable_nodes_in_one_zone_is_held_as_a_partition_until_the_zone_heals() {
-    let _turn = turn();
+    let _turn = turn().await;
     let cp = ControlPlane::shared();
     let mut c = Cluster::new(cp, "brake").await;
     let zone: Vec<String> = (0..10).map(|i| format!("brake-b{i}")).collect();
@@ -715,7 +716,7 @@ async fn a_burst_of_unreachable_nodes_in_one_zone_is_held_as_a_partition_until_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn episodes_back_off_and_stop_at_the_limit_which_suspends_the_job() {
-    let _turn = turn();
+    let _turn = turn().await;
     let cp = ControlPlane::shared();
     let mut c = Cluster::new(cp, "episodes").await;
     for node in ["episodes-1", "episodes-2", "episodes-3", "episodes-4"] {
@@ -800,7 +801,7 @@ async fn recovery_state(c: &Cluster, job: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_takes_over_when_the_leader_dies_and_recovers_what_is_due() {
-    let _turn = turn();
+    let _turn = turn().await;
     let cp = ControlPlane::shared();
     let mut c = Cluster::new(cp, "handover").await;
     c.add_node("handover-1", "handover").await;
