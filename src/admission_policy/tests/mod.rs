@@ -1,9 +1,13 @@
-//! The rendered objects.
+//! The rendered objects, and the proof that they do what the webhook does (`differential`,
+//! `expected_differences`, over `engine`).
 
 use super::*;
 use crate::job::version::Cluster;
 use crate::job::{Level, Policies, PolicyName};
 
+mod differential;
+mod engine;
+mod expected_differences;
 
 fn for_release(release: KubernetesVersion) -> Config {
     Config {
@@ -211,7 +215,10 @@ fn names_namespaces_and_the_failure_policy_follow_the_install() {
 #[test]
 fn the_yaml_reads_back_as_the_objects() {
     let config = Config {
-        recovery_annotation_keys: vec!["a/b".into(), "c~d".into()],
+        recovery_annotation_keys: crate::job::mutate::properties::KEYS
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
         policies: Policies::all(Level::Deny),
         ..Config::default()
     };
