@@ -26,7 +26,7 @@ pub struct RenderArgs {
 
     /// What a ValidatingAdmissionPolicy that cannot be evaluated does to the request (the
     /// MutatingAdmissionPolicy is always Ignore, as the mutating webhooks).
-    #[arg(long, value_enum, default_value_t = FailurePolicy::Fail)]
+    #[arg(long, value_enum, ignore_case = true, default_value_t = FailurePolicy::Fail)]
     pub(crate) failure_policy: FailurePolicy,
 
     /// Rule settings, as `serve` reads them: --config, --policy, --inject-recovery-annotation-key,

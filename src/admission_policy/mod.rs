@@ -11,8 +11,8 @@
 //! The CEL is written for the objects kube-apiserver hands to admission: decoded into Go types,
 //! so an explicit `null` is unset and an empty map is none (`omitempty`). Tests evaluate it with
 //! the `cel` crate against `/mutate` and `/validate` on every fixture and on generated Jobs and
-//! CronJobs (`tests::differential`); a real kube-apiserver compiles and runs it in the control
-//! plane tests.
+//! CronJobs (`tests::differential`); whether kube-apiserver itself accepts, compiles and runs
+//! them the same is for a real kube-apiserver to say.
 
 mod api;
 mod cel;
@@ -39,8 +39,10 @@ pub(crate) type Object = Value;
 pub(crate) enum FailurePolicy {
     /// refuse the request, as the validating webhook's default `Fail`
     #[default]
+    #[value(name = "Fail")]
     Fail,
     /// admit the request
+    #[value(name = "Ignore")]
     Ignore,
 }
 

@@ -18,15 +18,51 @@ use crate::job::policy::{
 };
 use crate::job::{Config, Level, PolicyName};
 
-/// One validation: the condition that holds when the webhook finds nothing, and the message
-/// parts of the finding: the printed field (a CEL string expression), the value (a CEL string
-/// expression, quoted as the webhook quotes it; `None` for a finding without one) and the
-/// detail.
+/// One validation: the condition that holds when the webhook finds nothing, and the parts of
+/// the finding's message: the printed field, the value (a CEL expression quoting it as the
+/// webhook quotes it; `None` for a finding without one) and the detail.
 struct Check {
     expression: String,
-    field: String,
+    field: Vec<Part>,
     value: Option<String>,
-    detail: String,
+    detail: Vec<Part>,
+}
+
+/// A piece of a message: text, or a CEL expression giving text.
+#[derive(Debug, Clone)]
+enum Part {
+    Text(String),
+    Cel(String),
+}
+
+fn text(s: impl Into<String>) -> Part {
+    Part::Text(s.into())
+}
+
+/// The field of the Job spec (`spec.` or `spec.jobTemplate.spec.`) `rest`.
+fn spec_field(rest: &str) -> Vec<Part> {
+    vec![Part::Cel("variables.specField".to_string()), text(rest)]
+}
+
+/// `parts` as one CEL string expression, adjacent texts joined into one literal.
+fn concat(parts: Vec<Part>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut pending = String::new();
+    for part in parts {
+        match part {
+            Part::Text(t) => pending.push_str(&t),
+            Part::Cel(e) => {
+                if !pending.is_empty() {
+                    out.push(cel::string(&std::mem::take(&mut pending)));
+                }
+                out.push(e);
+            }
+        }
+    }
+    if !pending.is_empty() {
+        out.push(cel::string(&pending));
+    }
+    out.join(" + ")
 }
 
 /// Every variable a policy's checks may read, in an order where each uses only those before
@@ -141,7 +177,6 @@ fn variable_names(policy: PolicyName) -> Vec<&'static str> {
 /// `policy`'s checks, in the order the webhook reports its findings.
 fn checks(policy: PolicyName, config: &Config) -> Vec<Check> {
     let keys = config.recognized_recovery_keys();
-    let template_annotations = "variables.specField + '.template.metadata.annotations'";
     match policy {
         PolicyName::RecoveryAnnotationValue => keys
             .iter()
@@ -152,14 +187,11 @@ fn checks(policy: PolicyName, config: &Config) -> Vec<Check> {
                         "!({k} in variables.annotations) || variables.annotations[{k}] in ['true', 'false'] \
                          || (variables.update && variables.oldAnnotations[?{k}] == variables.annotations[?{k}])"
                     ),
-                    field: format!(
-                        "variables.specField + {}",
-                        cel::string(&format!(".template.metadata.annotations[{key}]"))
-                    ),
+                    field: spec_field(&format!(".template.metadata.annotations[{key}]")),
                     value: Some(format!(
                         "strings.quote(variables.annotations[?{k}].orValue(''))"
                     )),
-                    detail: cel::string(ANNOTATION_VALUE_DETAIL),
+                    detail: vec![text(ANNOTATION_VALUE_DETAIL)],
                 }
             })
             .collect(),
@@ -173,14 +205,14 @@ fn checks(policy: PolicyName, config: &Config) -> Vec<Check> {
                                 "!({k} in variables.{annotations}) \
                                  || (variables.update && variables.{old}[?{k}] == variables.{annotations}[?{k}])"
                             ),
-                            field: cel::string(&format!("{at}.annotations[{key}]")),
+                            field: vec![text(format!("{at}.annotations[{key}]"))],
                             value: Some(format!(
                                 "strings.quote(variables.{annotations}[?{k}].orValue(''))"
                             )),
-                            detail: format!(
-                                "{} + {template_annotations}",
-                                cel::string(&format!("{ANNOTATION_ON_JOB_DETAIL} "))
-                            ),
+                            detail: [text(format!("{ANNOTATION_ON_JOB_DETAIL} "))]
+                                .into_iter()
+                                .chain(spec_field(".template.metadata.annotations"))
+                                .collect(),
                         }
                     })
                     .collect::<Vec<_>>()
@@ -197,17 +229,17 @@ fn checks(policy: PolicyName, config: &Config) -> Vec<Check> {
             expression: "!variables.optedIn || variables.replacement == 'Failed' \
                          || (variables.update && variables.oldOptedIn && variables.oldReplacement == variables.replacement)"
                 .to_string(),
-            field: "variables.specField + '.podReplacementPolicy'".to_string(),
+            field: spec_field(".podReplacementPolicy"),
             value: Some("strings.quote(variables.replacement)".to_string()),
-            detail: cel::string(NEEDS_FAILED_DETAIL),
+            detail: vec![text(NEEDS_FAILED_DETAIL)],
         }],
         PolicyName::RecoveryCountsTowardBackoff => vec![Check {
             expression: "!variables.optedIn || variables.ignoresDisruption \
                          || (variables.update && variables.oldOptedIn && !variables.oldIgnoresDisruption)"
                 .to_string(),
-            field: "variables.specField + '.podFailurePolicy'".to_string(),
+            field: spec_field(".podFailurePolicy"),
             value: None,
-            detail: cel::string(COUNTS_TOWARD_BACKOFF_DETAIL),
+            detail: vec![text(COUNTS_TOWARD_BACKOFF_DETAIL)],
         }],
         PolicyName::IndexedTerminatingOrFailed => vec![Check {
             expression: "variables.spec.?completionMode.orValue('') != 'Indexed' \
@@ -215,37 +247,34 @@ fn checks(policy: PolicyName, config: &Config) -> Vec<Check> {
                          || (variables.update && variables.oldSpec.?completionMode.orValue('') == 'Indexed' \
                          && variables.oldReplacement == 'TerminatingOrFailed')"
                 .to_string(),
-            field: "variables.specField + '.podReplacementPolicy'".to_string(),
+            field: spec_field(".podReplacementPolicy"),
             value: Some("strings.quote(variables.replacement)".to_string()),
-            detail: cel::string(INDEXED_TERMINATING_OR_FAILED_DETAIL),
+            detail: vec![text(INDEXED_TERMINATING_OR_FAILED_DETAIL)],
         }],
     }
 }
 
 impl Check {
     /// The webhook's text for this finding at `level`: `jobgate: <field>: <value>: <detail>` as
-    /// a warning, `<field>: Invalid value: <value>: <detail> (jobgate policy <name>)` as a field
-    /// error.
+    /// a warning (`job::policy`'s `Finding::warning`), `<field>: Invalid value: <value>:
+    /// <detail> (jobgate policy <name>)` as a field error (`FieldError`'s display).
     fn message(&self, policy: PolicyName, level: Level) -> String {
-        let value = self
-            .value
-            .as_ref()
-            .map(|v| format!(" + {v} + ': '"))
-            .unwrap_or_default();
-        match level {
-            Level::Deny => format!(
-                "{} + ': Invalid value: '{value} + {} + {}",
-                self.field,
-                self.detail,
-                cel::string(&format!(" (jobgate policy {policy})"))
-            ),
-            Level::Warn | Level::Off => {
-                format!(
-                    "'jobgate: ' + {} + ': '{value} + {}",
-                    self.field, self.detail
-                )
-            }
+        let deny = level == Level::Deny;
+        let mut parts = Vec::new();
+        if !deny {
+            parts.push(text("jobgate: "));
         }
+        parts.extend(self.field.iter().cloned());
+        parts.push(text(if deny { ": Invalid value: " } else { ": " }));
+        if let Some(value) = &self.value {
+            parts.push(Part::Cel(value.clone()));
+            parts.push(text(": "));
+        }
+        parts.extend(self.detail.iter().cloned());
+        if deny {
+            parts.push(text(format!(" (jobgate policy {policy})")));
+        }
+        concat(parts)
     }
 }
 
