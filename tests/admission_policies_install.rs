@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::kustomize::{kubectl, render};
+use support::kustomize::{helm, kubectl, render};
 
 const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
 
@@ -295,21 +295,6 @@ fn the_component_installs_the_policies_instead_of_the_webhook_in_any_namespace()
 
 // ---------------------------------------------------------------------------------------------
 // The chart's admissionMode: policies.
-
-fn helm() -> &'static str {
-    let out = Command::new("helm")
-        .args(["version", "--short"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run helm ({e}): run .ci/run (it installs helm 4) or put helm 4 on PATH")
-        });
-    let version = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && version.starts_with("v4."),
-        "helm 4 is needed, found {version:?}: run .ci/run (it installs it under target/tools)"
-    );
-    "helm"
-}
 
 /// `helm template <release> charts/jobgate -n <namespace> --set admissionMode=policies --set ...`.
 fn chart(release: &str, namespace: &str, sets: &[&str]) -> Result<Vec<Value>, String> {
