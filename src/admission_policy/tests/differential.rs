@@ -260,6 +260,7 @@ fn compare_validation(
 /// One request through both, as described at the top. `raw` objects are first put in the
 /// apiserver's form.
 pub(crate) fn compare(raw: &Admission, config: &Config) -> Result<Tally, String> {
+    export(raw);
     let mut admission = raw.clone();
     admission.object = apiserver_form(&raw.object);
     admission.old_object = raw.old_object.as_ref().map(apiserver_form);
@@ -305,6 +306,36 @@ pub(crate) fn compare(raw: &Admission, config: &Config) -> Result<Tally, String>
     // Validation sees the mutated object.
     tally += compare_validation(&again, config, &cluster)?;
     Ok(tally)
+}
+
+/// With `JOBGATE_ADMISSION_CORPUS=<file>`, every request compared is also appended to the file,
+/// one JSON object a line (`operation`, `kind`, `namespace`, `namespaceLabels`, `object`,
+/// `oldObject`, as written, before `apiserver_form`): the same objects, for a real kube-apiserver
+/// with the rendered policies and one with the webhook to be compared on.
+fn export(admission: &Admission) {
+    use std::io::Write as _;
+    use std::sync::Mutex;
+    static CORPUS: Mutex<Option<std::fs::File>> = Mutex::new(None);
+    let Some(path) = std::env::var_os("JOBGATE_ADMISSION_CORPUS") else {
+        return;
+    };
+    let mut file = CORPUS.lock().unwrap_or_else(|e| e.into_inner());
+    let file = file.get_or_insert_with(|| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .expect("JOBGATE_ADMISSION_CORPUS names a writable file")
+    });
+    let line = json!({
+        "operation": admission.operation,
+        "kind": admission.kind,
+        "namespace": admission.namespace,
+        "namespaceLabels": admission.namespace_labels,
+        "object": admission.object,
+        "oldObject": admission.old_object,
+    });
+    writeln!(file, "{line}").expect("write the corpus");
 }
 
 // ---------------------------------------------------------------------------------------------
