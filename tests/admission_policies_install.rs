@@ -153,7 +153,7 @@ fn render_prints_policies_for_kubectl_apply_and_reads_the_settings_serve_reads()
             ),
         ],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!((code, err.as_str()), (0, ""));
     assert!(out.starts_with("# jobgate "), "{out}");
     let docs = documents(&out);
     let names: Vec<&str> = docs
@@ -189,6 +189,12 @@ fn render_prints_policies_for_kubectl_apply_and_reads_the_settings_serve_reads()
 fn render_names_the_apiserver_flags_1_35_needs_and_refuses_1_33() {
     let (code, out, err) = jobgate_render(&["--kubernetes-version", "1.35"], &[]);
     assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err,
+        "jobgate render: Kubernetes 1.35: MutatingAdmissionPolicy is beta and off by default; every \
+         kube-apiserver needs --feature-gates=MutatingAdmissionPolicy=true \
+         --runtime-config=admissionregistration.k8s.io/v1beta1=true\n"
+    );
     assert!(
         out.contains("#   --feature-gates=MutatingAdmissionPolicy=true\n")
             && out.contains("#   --runtime-config=admissionregistration.k8s.io/v1beta1=true\n"),

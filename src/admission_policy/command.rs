@@ -67,8 +67,18 @@ fn write(args: &RenderArgs, out: &mut impl Write) -> Result<(), Failure> {
         excluded_namespaces: args.excluded_namespaces.clone(),
         failure_policy: args.failure_policy,
     };
-    let yaml = render(&config, &install)?.to_yaml();
-    out.write_all(yaml.as_bytes())?;
+    let rendered = render(&config, &install)?;
+    let flags = rendered.api.apiserver_flags();
+    if !flags.is_empty() {
+        // Said where a person piping the output to kubectl sees it, as well as in the header.
+        eprintln!(
+            "jobgate render: Kubernetes {}: MutatingAdmissionPolicy is beta and off by default; \
+             every kube-apiserver needs {}",
+            config.cluster.version(),
+            flags.join(" ")
+        );
+    }
+    out.write_all(rendered.to_yaml().as_bytes())?;
     out.flush()?;
     Ok(())
 }
