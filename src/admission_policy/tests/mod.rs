@@ -229,3 +229,55 @@ fn the_yaml_reads_back_as_the_objects() {
         .collect();
     assert_eq!(back, rendered.objects);
 }
+
+/// Every object reads as the API type of its `apiVersion` and `kind` (k8s-openapi's, generated
+/// from kube-apiserver's OpenAPI) and writes back the same: no field the API does not have, none
+/// of the wrong type.
+#[test]
+fn every_object_is_the_api_type_it_names() {
+    use k8s_openapi::api::admissionregistration::{v1, v1beta1};
+    fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(object: &Value) -> Value {
+        let typed: T =
+            serde_json::from_value(object.clone()).unwrap_or_else(|e| panic!("{e}: {object:#}"));
+        serde_json::to_value(typed).expect("serializes")
+    }
+    let config = Config {
+        recovery_annotation_keys: vec!["a/b".into(), "c~d".into()],
+        policies: Policies::all(Level::Warn),
+        ..Config::default()
+    };
+    for release in [KubernetesVersion::V1_35, KubernetesVersion::V1_37] {
+        let config = Config {
+            cluster: Cluster::new(release),
+            ..config.clone()
+        };
+        for object in render(&config, &Install::default()).unwrap().objects {
+            let kind = (
+                object["apiVersion"].as_str().unwrap(),
+                object["kind"].as_str().unwrap(),
+            );
+            let back = match kind {
+                ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy") => {
+                    round_trip::<v1::MutatingAdmissionPolicy>(&object)
+                }
+                ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding") => {
+                    round_trip::<v1::MutatingAdmissionPolicyBinding>(&object)
+                }
+                ("admissionregistration.k8s.io/v1beta1", "MutatingAdmissionPolicy") => {
+                    round_trip::<v1beta1::MutatingAdmissionPolicy>(&object)
+                }
+                ("admissionregistration.k8s.io/v1beta1", "MutatingAdmissionPolicyBinding") => {
+                    round_trip::<v1beta1::MutatingAdmissionPolicyBinding>(&object)
+                }
+                ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+                    round_trip::<v1::ValidatingAdmissionPolicy>(&object)
+                }
+                ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+                    round_trip::<v1::ValidatingAdmissionPolicyBinding>(&object)
+                }
+                other => panic!("unexpected {other:?}"),
+            };
+            assert_eq!(back, object, "{release} {kind:?}");
+        }
+    }
+}
