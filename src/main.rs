@@ -26,6 +26,9 @@ fn main() -> ExitCode {
         Command::Check(args) => {
             return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
         }
+        Command::Render(args) => {
+            return ExitCode::from(jobgate::admission_policy::run(args).clamp(0, 255) as u8);
+        }
         Command::Version(args) => Some(version::write(args.output, &mut std::io::stdout())),
         Command::Completion(args) => Some(completion(args.shell)),
         Command::Man(args) => Some(man(args.out.as_deref())),
@@ -63,9 +66,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
-        Command::Check(_) | Command::Version(_) | Command::Completion(_) | Command::Man(_) => {
-            Ok(())
-        }
+        Command::Check(_)
+        | Command::Render(_)
+        | Command::Version(_)
+        | Command::Completion(_)
+        | Command::Man(_) => Ok(()),
         Command::Certs(args) => jobgate::certs::run(&args).map_err(anyhow::Error::from),
         Command::Reconcile(args) => runtime
             .block_on(jobgate::reconciler::run(args))

@@ -29,7 +29,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
-use support::kustomize::{kubectl, render};
+use support::kustomize::{helm, kubectl, render};
 
 mod support;
 
@@ -1893,22 +1893,6 @@ fn policies_off_component_installs_no_validating_webhook() {
 
 fn chart_dir() -> PathBuf {
     repo().join("charts/jobgate")
-}
-
-/// `helm` from PATH, version 4; missing or older, the test fails and says how to get it.
-fn helm() -> &'static str {
-    let out = Command::new("helm")
-        .args(["version", "--short"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run helm ({e}): run .ci/run (it installs helm 4) or put helm 4 on PATH")
-        });
-    let version = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && version.starts_with("v4."),
-        "helm 4 is needed, found {version:?}: run .ci/run (it installs it under target/tools)"
-    );
-    "helm"
 }
 
 /// A Helm 3 binary, 3.14 or newer (the oldest the chart supports: `--reset-then-reuse-values`):

@@ -280,6 +280,6 @@ fn add_template_annotations(
 }
 
 #[cfg(test)]
-mod properties;
+pub(crate) mod properties;
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,5 @@
-//! Rendering deploy/ as a user does: `kubectl kustomize`, kubectl from PATH (>= 1.35).
+//! Rendering deploy/ and the chart as a user does: `kubectl kustomize`, kubectl from PATH
+//! (>= 1.35), and helm 4 from PATH.
 
 use std::path::Path;
 use std::process::Command;
@@ -79,4 +80,20 @@ fn unwrap_secret_data(mut doc: Value) -> Value {
         }
     }
     doc
+}
+
+/// `helm` from PATH, version 4; missing or older, the test fails and says how to get it.
+pub(crate) fn helm() -> &'static str {
+    let out = Command::new("helm")
+        .args(["version", "--short"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run helm ({e}): run .ci/run (it installs helm 4) or put helm 4 on PATH")
+        });
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && version.starts_with("v4."),
+        "helm 4 is needed, found {version:?}: run .ci/run (it installs it under target/tools)"
+    );
+    "helm"
 }
