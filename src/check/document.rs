@@ -409,6 +409,9 @@ fn check_object(
     }
     // kube-apiserver defaults the object (again, after mutation) before it validates it.
     defaults::apply_apiserver_defaults(&mut object, &config.cluster);
+    if o.operation == Operation::Create {
+        defaults::prepare_job_for_create(&mut object, &config.cluster);
+    }
     if let Some(old) = old.as_mut() {
         defaults::apply_apiserver_defaults(old, &config.cluster);
     }

@@ -82,6 +82,15 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
     }
 }
 
+/// The Job strategy's `PrepareForCreate` (pkg/registry/batch/job/strategy.go): with the gate
+/// `JobManagedBy` off (beta in 1.33 and 1.34) a new Job's `spec.managedBy` is dropped before
+/// validation. An UPDATE keeps it (it is immutable), and so does a CronJob's job template.
+pub(crate) fn prepare_job_for_create(object: &mut JobObject, cluster: &Cluster) {
+    if object.kind == super::Kind::Job && !cluster.enabled(FeatureGate::JobManagedBy) {
+        object.spec.managed_by = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -104,8 +104,8 @@ pub(crate) enum FeatureGate {
     /// (`dropDisabledFields`), so it is neither defaulted nor validated.
     JobPodReplacementPolicy,
     /// KEP-4368 `spec.managedBy`. Beta (on) in 1.33-1.34, GA and locked from 1.35
-    /// (kubernetes#135080). jobgate does not model `managedBy`; known so that a cluster's gate
-    /// list can be passed as is.
+    /// (kubernetes#135080). Off: the apiserver drops a new Job's `spec.managedBy`
+    /// (`PrepareForCreate`), so it is not validated.
     JobManagedBy,
     /// KEP-3850. GA and locked in 1.33-1.36; removed in 1.37 (kubernetes#138759).
     JobBackoffLimitPerIndex,
