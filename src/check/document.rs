@@ -184,10 +184,26 @@ pub(crate) fn check_document(
     }
 }
 
-/// kube-apiserver's strict decoding of a document as `kind`: unknown fields from the schema,
-/// duplicate keys from the text. An AdmissionReview's object comes from the apiserver, which
-/// has decoded it already, so it never gets here.
+/// kube-apiserver's decoding of a document as `kind`: a quantity it cannot read, then (strict
+/// field validation) unknown fields from the schema and duplicate keys from the text. An
+/// AdmissionReview's object comes from the apiserver, which has decoded it already, so it never
+/// gets here.
 fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidation) -> Vec<Located> {
+    // A quantity the decoder cannot read refuses the request whatever the field validation.
+    let template = match kind {
+        Kind::Job => doc.pointer("/spec/template"),
+        Kind::CronJob => doc.pointer("/spec/jobTemplate/spec/template"),
+    };
+    if let Some(message) = template.and_then(job::template::quantity_decoding_error) {
+        return vec![Located {
+            finding: Finding {
+                source: Source::KubeApiserver,
+                path: None,
+                said: review::Said::Rejected(message.to_string()),
+            },
+            at: place.location(),
+        }];
+    }
     if validation == FieldValidation::Ignore {
         return Vec::new();
     }
