@@ -168,8 +168,8 @@ fn verdict(version: &str, stdin: &str, extra: &[&str]) -> (Option<i32>, serde_js
 }
 
 /// KEP-5440: a queue controller resizing a suspended Job that never started is denied by a
-/// 1.33-1.36 apiserver (default gates; 1.35 and 1.36 need the `Suspended=True` condition) and
-/// accepted from 1.37.
+/// 1.33-1.35 apiserver (default gates; 1.35's alpha gate needs the `Suspended=True` condition)
+/// and accepted from 1.36 (`shouldAllowMutablePodTemplate`, k8s.io/kubernetes v1.36.3).
 #[test]
 fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
     let review =
@@ -178,7 +178,7 @@ fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
         ("1.33", (Some(1), serde_json::json!("spec.template"))),
         ("1.34", (Some(1), serde_json::json!("spec.template"))),
         ("1.35", (Some(1), serde_json::json!("spec.template"))),
-        ("1.36", (Some(1), serde_json::json!("spec.template"))),
+        ("1.36", (Some(0), serde_json::Value::Null)),
         ("1.37", (Some(0), serde_json::Value::Null)),
     ] {
         assert_eq!(verdict(version, &review, &[]), expected, "{version}");

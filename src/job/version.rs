@@ -362,43 +362,36 @@ pub(crate) struct OldJobState {
 impl Cluster {
     /// `validationOptionsForJob` per release, with this cluster's gates:
     ///
-    /// - 1.27-1.34, and with `MutableSchedulingDirectivesForSuspendedJobs` off:
-    ///   scheduling directives while `suspended && notStarted`.
-    /// - `MutableSchedulingDirectivesForSuspendedJobs` on (1.35 alpha, 1.36 beta): also once a
-    ///   started Job is fully suspended, `suspended && (notStarted || (JobSuspended condition &&
-    ///   active == 0))`. In 1.36 that is the patch-release form (kubernetes#139287,
-    ///   cherry-picked as #139329): 1.36.0 and 1.36.1 dropped `notStarted ||`
-    ///   (kubernetes#136077, regression kubernetes#139281). jobgate cannot tell patch releases
-    ///   apart and takes the permissive form, at `/validate` and in `check` alike: an apiserver
-    ///   at 1.36.0/1.36.1 refuses such updates itself.
-    /// - `MutablePodResourcesForSuspendedJobs` on (1.35 alpha, 1.36 beta): container resources
-    ///   only once the Job is fully suspended, `suspended && JobSuspended condition && active ==
-    ///   0` (kubernetes#132441, #136077): a suspended Job that never started has no condition.
-    /// - 1.37: both relaxations require `active == 0`, for a Job that never started too:
-    ///   `suspended && active == 0 && (notStarted || JobSuspended condition)`.
+    /// - 1.27-1.34, and with the KEP-5440 gates off: scheduling directives while
+    ///   `suspended && notStarted`; container resources never.
+    /// - 1.35, with a KEP-5440 gate on (alpha, kubernetes#132441, #135104): that relaxation once
+    ///   the Job is fully suspended, `suspended && JobSuspended condition && active == 0`. For
+    ///   scheduling directives this replaces the 1.34 rule, so a suspended Job that never started
+    ///   (no condition yet) may not change them (the regression kubernetes#139281; its fix was
+    ///   cherry-picked to 1.36 only).
+    /// - 1.36 and 1.37 (`shouldAllowMutablePodTemplate`, both relaxations): `suspended && active
+    ///   == 0 && (notStarted || JobSuspended condition)`. That is the patch-release form
+    ///   (kubernetes#139287, cherry-picked as #139329 into 1.36.2): 1.36.0 and 1.36.1 dropped
+    ///   `notStarted ||` (kubernetes#136077). jobgate cannot tell patch releases apart and takes
+    ///   the permissive form, at `/validate` and in `check` alike: an apiserver at 1.36.0/1.36.1
+    ///   refuses such updates itself.
     pub(crate) fn template_update_options(&self, old: &OldJobState) -> TemplateUpdateOptions {
-        let not_started = !old.started;
         let no_active = old.active == 0;
-        let fully_suspended = old.suspended_condition && no_active;
-        let (scheduling_relaxed, resources_relaxed) = if self.version >= KubernetesVersion::V1_37 {
-            let relaxed = old.suspended && no_active && (not_started || old.suspended_condition);
-            (relaxed, relaxed)
+        let relaxed = if self.version >= KubernetesVersion::V1_36 {
+            old.suspended && no_active && (!old.started || old.suspended_condition)
         } else {
-            (
-                old.suspended && (not_started || fully_suspended),
-                old.suspended && fully_suspended,
-            )
+            old.suspended && old.suspended_condition && no_active
         };
         let scheduling = if self.enabled(FeatureGate::MutableSchedulingDirectivesForSuspendedJobs) {
-            scheduling_relaxed
+            relaxed
         } else {
-            old.suspended && not_started
+            old.suspended && !old.started
         };
         TemplateUpdateOptions {
             allow_mutable_scheduling_directives: scheduling,
             allow_mutable_pod_resources: self
                 .enabled(FeatureGate::MutablePodResourcesForSuspendedJobs)
-                && resources_relaxed,
+                && relaxed,
         }
     }
 

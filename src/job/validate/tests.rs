@@ -916,11 +916,11 @@ fn on_every_release(new: &JobObject, old: &JobObject) -> Vec<Vec<String>> {
 const TEMPLATE_IMMUTABLE: &str = "spec.template: Invalid value: field is immutable";
 
 /// KEP-5440 (MutablePodResourcesForSuspendedJobs, alpha in 1.35, beta and on from 1.36): a queue
-/// controller may resize a suspended Job's containers before it starts. 1.35 and 1.36 admit
-/// that only with the `JobSuspended` condition (kubernetes#132441, #136077), which a Job that
-/// never started does not have; 1.37 admits it once no pod is active.
+/// controller may resize a suspended Job's containers before it starts. 1.35 admits that only
+/// with the `JobSuspended` condition (kubernetes#132441), which a Job that never started does
+/// not have; from 1.36 (`shouldAllowMutablePodTemplate`) it is admitted once no pod is active.
 #[test]
-fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
+fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_36() {
     let old = stored(json!({"suspend": true}));
     let new = stored(resized());
     let immutable = vec![TEMPLATE_IMMUTABLE.to_string()];
@@ -930,7 +930,7 @@ fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
             immutable.clone(),
             immutable.clone(),
             immutable.clone(),
-            immutable.clone(),
+            vec![],
             vec![]
         ]
     );
@@ -968,14 +968,15 @@ fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
     );
 }
 
-/// 1.37: both KEP-5440 relaxations need `status.active == 0`, also for a Job that never
+/// From 1.36 both KEP-5440 relaxations need `status.active == 0`, also for a Job that never
 /// started; before, such a Job could always change its scheduling directives.
 #[test]
-fn kep_5440_from_1_37_no_active_pods_also_before_the_job_started() {
+fn kep_5440_from_1_36_no_active_pods_also_before_the_job_started() {
     let old = stored_with_status(json!({"suspend": true}), json!({"active": 1}));
     let moved =
         stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
-    let mut expected = vec![Vec::<String>::new(); 4];
+    let mut expected = vec![Vec::<String>::new(); 3];
+    expected.push(vec![TEMPLATE_IMMUTABLE.to_string()]);
     expected.push(vec![TEMPLATE_IMMUTABLE.to_string()]);
     assert_eq!(on_every_release(&moved, &old), expected);
 }

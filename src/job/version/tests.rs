@@ -211,31 +211,31 @@ fn cron_job_templates_get_the_condition_status_default_from_1_34() {
 }
 
 /// The oracle: `validationOptionsForJob` (pkg/registry/batch/job/strategy.go), release by
-/// release, written from the PRs rather than from `template_update_options`.
+/// release, as k8s.io/kubernetes v1.35.4, v1.36.3 and v1.37.2 have it (the parity test runs that
+/// code itself: tests/parity.rs).
 fn expected(cluster: &Cluster, old: &OldJobState) -> TemplateUpdateOptions {
     use FeatureGate::*;
     let (s, ns) = (old.suspended, !old.started);
     let (c, a0) = (old.suspended_condition, old.active == 0);
     // 1.27-1.34; with MutableSchedulingDirectivesForSuspendedJobs off in 1.35+.
     let classic = s && ns;
-    let (scheduling, resources) = if cluster.version() >= KubernetesVersion::V1_37 {
-        // 1.37: `active == 0` for both relaxations, never-started Jobs included.
-        (s && a0 && (ns || c), s && a0 && (ns || c))
+    let relaxed = if cluster.version() >= KubernetesVersion::V1_36 {
+        // `shouldAllowMutablePodTemplate` (kubernetes#139287, in 1.36.2+ and 1.37).
+        s && a0 && (ns || c)
     } else {
-        // Scheduling: kubernetes#135104 and #139287 (1.36.2+, the permissive patch form).
-        // Resources: kubernetes#132441, #136077 (the JobSuspended condition, no active pods).
-        (s && (ns || (c && a0)), s && c && a0)
+        // 1.35: kubernetes#132441, #135104 (the JobSuspended condition, no active pods).
+        s && c && a0
     };
     TemplateUpdateOptions {
         allow_mutable_scheduling_directives: if cluster
             .enabled(MutableSchedulingDirectivesForSuspendedJobs)
         {
-            scheduling
+            relaxed
         } else {
             classic
         },
         allow_mutable_pod_resources: cluster.enabled(MutablePodResourcesForSuspendedJobs)
-            && resources,
+            && relaxed,
     }
 }
 
@@ -286,10 +286,11 @@ fn template_update_options_over_every_release_gate_and_old_job_state() {
     assert_eq!(states, (2 + 3 * 9) * 24);
 }
 
-/// 1.35/1.36 read the `JobSuspended` condition for resources (kubernetes#132441, #136077), which a
-/// Job that never started does not have; 1.37 admits it once no pod is active.
+/// 1.35 reads the `JobSuspended` condition (kubernetes#132441), which a Job that never started
+/// does not have; from 1.36 (`shouldAllowMutablePodTemplate`) it is admitted once no pod is
+/// active.
 #[test]
-fn a_never_started_suspended_job_may_change_resources_from_1_37_only() {
+fn a_never_started_suspended_job_may_change_resources_from_1_36() {
     let old = OldJobState {
         suspended: true,
         ..OldJobState::default()
@@ -301,14 +302,14 @@ fn a_never_started_suspended_job_may_change_resources_from_1_37_only() {
                 .allow_mutable_pod_resources
         })
         .collect();
-    assert_eq!(allowed, [false, false, false, false, true]);
+    assert_eq!(allowed, [false, false, false, true, true]);
 }
 
-/// 1.37 requires `status.active == 0` for both KEP-5440 relaxations, also before the Job
-/// started; before 1.37 a suspended Job that never started could change its scheduling
-/// directives whatever `status.active` said.
+/// From 1.36 both KEP-5440 relaxations require `status.active == 0`, also before the Job
+/// started; before, a suspended Job that never started could change its scheduling directives
+/// whatever `status.active` said (the 1.35 gates are off by default).
 #[test]
-fn from_1_37_both_relaxations_require_no_active_pods_even_before_the_job_started() {
+fn from_1_36_both_relaxations_require_no_active_pods_even_before_the_job_started() {
     let old = OldJobState {
         suspended: true,
         active: 1,
@@ -329,9 +330,35 @@ fn from_1_37_both_relaxations_require_no_active_pods_even_before_the_job_started
             (true, false),
             (true, false),
             (true, false),
-            (true, false),
+            (false, false),
             (false, false)
         ]
+    );
+}
+
+/// With 1.35's alpha gate on, scheduling directives need the `JobSuspended` condition: a
+/// suspended Job that never started may no longer change them (kubernetes#139281, fixed in 1.36
+/// only).
+#[test]
+fn on_1_35_the_scheduling_gate_requires_the_suspended_condition_even_before_the_job_started() {
+    let gates = BTreeMap::from([(
+        FeatureGate::MutableSchedulingDirectivesForSuspendedJobs,
+        true,
+    )]);
+    let cluster = Cluster::with_gates(KubernetesVersion::V1_35, &gates).unwrap();
+    let never_started = OldJobState {
+        suspended: true,
+        ..OldJobState::default()
+    };
+    assert!(
+        !cluster
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
+    );
+    assert!(
+        Cluster::new(KubernetesVersion::V1_35)
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
     );
 }
 
