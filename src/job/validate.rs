@@ -20,7 +20,7 @@ use super::model::{
     JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
     PodFailurePolicyRule, Presence, SuccessPolicy,
 };
-use super::version::{Cluster, OldJobState, TemplateUpdateOptions};
+use super::version::{Cluster, KubernetesVersion, OldJobState, TemplateUpdateOptions};
 use super::{BadValue, FieldError, Kind, Operation, Review};
 #[cfg(test)]
 use super::{Config, Verdict};
@@ -72,6 +72,13 @@ pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<Fi
     if let (Operation::Update, Some(old), Kind::Job) =
         (review.operation, review.old_object, review.object.kind)
     {
+        // Up to 1.36 the Job strategy's `ValidateUpdate` ran `ValidateJob` and then
+        // `ValidateJobUpdate`, which runs `validateJobSpec` again: every spec error of an UPDATE
+        // is reported twice (pkg/registry/batch/job/strategy.go, 1.33-1.36). 1.37 runs
+        // `ValidateJobUpdate` alone.
+        if cluster.version() < KubernetesVersion::V1_37 {
+            errors.extend(errors.clone());
+        }
         errors.extend(validate_job_update(review.object, old, cluster));
     }
     let style = cluster.value_style();

@@ -797,13 +797,13 @@ fn test_job_strategy_prepare_for_update_keeps_pod_replacement_policy_in_use_with
             .map(ToString::to_string)
             .collect()
     };
-    // The old Job had one: kept, and validated.
+    // The old Job had one: kept, and validated (twice: 1.33's `ValidateUpdate` runs
+    // `validateJobSpec` in `ValidateJob` and again in `ValidateJobUpdate`).
     let old_in_use = defaulted(json!({"podReplacementPolicy": "Failed"}));
+    let unsupported = r#"spec.podReplacementPolicy: Unsupported value: "Bogus": supported values: "Failed", "TerminatingOrFailed""#;
     assert_eq!(
         review_errors(&defaulted(bogus.clone()), &old_in_use),
-        vec![
-            r#"spec.podReplacementPolicy: Unsupported value: "Bogus": supported values: "Failed", "TerminatingOrFailed""#
-        ]
+        vec![unsupported, unsupported]
     );
     // It had none: dropped, so nothing to validate.
     let old_without = defaulted(json!({}));
@@ -1921,4 +1921,31 @@ fn update_managed_by_is_immutable() {
         on(KubernetesVersion::V1_34, &old, &new),
         vec!["spec.managedBy: Invalid value: null: field is immutable"]
     );
+}
+
+/// The Job strategy's `ValidateUpdate` up to 1.36 ran `ValidateJob` and then
+/// `ValidateJobUpdate`, each with `validateJobSpec`: an UPDATE reports every spec error twice,
+/// before the update's own errors. 1.37 runs `ValidateJobUpdate` alone.
+#[test]
+fn update_reports_spec_errors_twice_before_1_37() {
+    let old = stored(json!({}));
+    let new = stored(json!({"parallelism": -1, "completionMode": "Indexed"}));
+    let review = Review {
+        operation: Operation::Update,
+        object: &new,
+        old_object: Some(&old),
+    };
+    let on = |version| -> Vec<String> {
+        apiserver_errors(&review, &Cluster::new(version))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    let negative = "spec.parallelism: Invalid value: -1: must be greater than or equal to 0";
+    let immutable = r#"spec.completionMode: Invalid value: "Indexed": field is immutable"#;
+    assert_eq!(
+        on(KubernetesVersion::V1_36),
+        vec![negative, negative, immutable]
+    );
+    assert_eq!(on(KubernetesVersion::V1_37), vec![negative, immutable]);
 }
