@@ -109,7 +109,8 @@ pub(crate) enum FeatureGate {
     JobManagedBy,
     /// KEP-3850. GA and locked in 1.33-1.36; removed in 1.37 (kubernetes#138759).
     JobBackoffLimitPerIndex,
-    /// KEP-3998. GA and locked since 1.33.
+    /// KEP-3998. GA and locked in 1.33-1.36; removed in 1.37 (k8s.io/kubernetes v1.37.2
+    /// `pkg/features/kube_features.go` no longer has it).
     JobSuccessPolicy,
     /// KEP-5440: container resources of a suspended Job's template may change. Alpha (off) in
     /// 1.35 (kubernetes#132441), beta (on) from 1.36 (kubernetes#135965).
@@ -178,7 +179,10 @@ impl FeatureGate {
                 ..=36 => Locked,
                 _ => Absent,
             },
-            JobSuccessPolicy => Locked,
+            JobSuccessPolicy => match minor {
+                ..=36 => Locked,
+                _ => Absent,
+            },
             MutablePodResourcesForSuspendedJobs | MutableSchedulingDirectivesForSuspendedJobs => {
                 match minor {
                     ..=34 => Absent,

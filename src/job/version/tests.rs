@@ -136,9 +136,14 @@ fn gates_a_release_does_not_have_or_has_locked_are_rejected() {
         e,
         "cannot set feature gate JobPodReplacementPolicy to false, feature is locked to true (Kubernetes 1.34)"
     );
-    // Gates removed in 1.37 (kubernetes#138759) are unknown to a 1.37 apiserver, which refuses
-    // them (`unrecognized feature gate: %s`, component-base `featuregate`), whatever the value.
-    for removed in [JobPodReplacementPolicy, JobBackoffLimitPerIndex] {
+    // Gates removed in 1.37 (kubernetes#138759; JobSuccessPolicy too, k8s.io/kubernetes
+    // v1.37.2) are unknown to a 1.37 apiserver, which refuses them (`unrecognized feature gate:
+    // %s`, component-base `featuregate`), whatever the value.
+    for removed in [
+        JobPodReplacementPolicy,
+        JobBackoffLimitPerIndex,
+        JobSuccessPolicy,
+    ] {
         for value in [true, false] {
             let e = Cluster::with_gates(KubernetesVersion::V1_37, &gates(&[(removed, value)]))
                 .unwrap_err();
