@@ -9,7 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub(crate) mod api_server;
+pub(crate) mod cases;
 pub(crate) mod controlplane;
+pub(crate) mod generate;
+pub(crate) mod judge;
+pub(crate) mod keep_alive;
 pub(crate) mod kustomize;
 
 pub(crate) struct Jobgate {
@@ -243,6 +247,22 @@ pub(crate) fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConf
         .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
     config
+}
+
+/// `field: message` of each cause of a denial in an AdmissionReview `response`, in order.
+pub(crate) fn denial_causes(response: &serde_json::Value) -> Vec<String> {
+    response["status"]["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
 }
 
 /// The `*.request.json` AdmissionReviews under `tests/fixtures/<dir>`, in name order.
