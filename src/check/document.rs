@@ -184,12 +184,28 @@ pub(crate) fn check_document(
     }
 }
 
-/// kube-apiserver's strict decoding of a document as `kind`: unknown fields from the schema of
-/// the cluster's release, duplicate keys from the text. An AdmissionReview's object comes from
-/// the apiserver, which has decoded it already, so it never gets here.
+/// kube-apiserver's decoding of a document as `kind`: a quantity it cannot read, then (strict
+/// field validation) unknown fields from the schema of the cluster's release and duplicate keys
+/// from the text. An AdmissionReview's object comes from the apiserver, which has decoded it
+/// already, so it never gets here.
 fn decode(place: &Place<'_>, kind: Kind, doc: &Value, chain: &Chain<'_>) -> Vec<Located> {
     let validation = chain.field_validation;
     let release = chain.config.cluster.release();
+    // A quantity the decoder cannot read refuses the request whatever the field validation.
+    let template = match kind {
+        Kind::Job => doc.pointer("/spec/template"),
+        Kind::CronJob => doc.pointer("/spec/jobTemplate/spec/template"),
+    };
+    if let Some(message) = template.and_then(job::template::quantity_decoding_error) {
+        return vec![Located {
+            finding: Finding {
+                source: Source::KubeApiserver,
+                path: None,
+                said: review::Said::Rejected(message.to_string()),
+            },
+            at: place.location(),
+        }];
+    }
     if validation == FieldValidation::Ignore {
         return Vec::new();
     }
@@ -425,6 +441,9 @@ fn check_object(
     }
     // kube-apiserver defaults the object (again, after mutation) before it validates it.
     defaults::apply_apiserver_defaults(&mut object, &config.cluster);
+    if o.operation == Operation::Create {
+        defaults::prepare_job_for_create(&mut object, &config.cluster);
+    }
     if let Some(old) = old.as_mut() {
         defaults::apply_apiserver_defaults(old, &config.cluster);
     }

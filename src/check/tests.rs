@@ -194,6 +194,24 @@ fn a_wrongly_typed_field_is_unreadable_with_its_path() {
     );
 }
 
+/// A resource quantity kube-apiserver's decoder cannot read (`resource.Quantity`'s
+/// `UnmarshalJSON`) refuses the whole request, whatever `--validate` says.
+#[test]
+fn an_unreadable_quantity_is_refused_as_the_decoder_refuses_it() {
+    let input = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: q}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: m, image: i, resources: {requests: {memory: 1Gb}}}]\n";
+    for validate in [FieldValidation::Strict, FieldValidation::Ignore] {
+        let mut a = args(&[], OutputFormat::Text);
+        a.validate = validate;
+        let (code, out, _) = run_on(&a, input);
+        assert_eq!(code, EXIT_DENIED, "{validate:?}");
+        assert_eq!(
+            out,
+            "-:1:1 Job/q: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\n",
+            "{validate:?}"
+        );
+    }
+}
+
 #[test]
 fn json_output_for_tools() {
     let input = format!("{BAD_JOB}---\n{CONFIG_MAP}");

@@ -164,6 +164,10 @@ pub(crate) struct JobSpec {
     pub(crate) max_failed_indexes: Option<i32>,
     #[serde(default)]
     pub(crate) completion_mode: Option<String>,
+    /// KEP-4368: the controller that reconciles the Job (`kubernetes.io/job-controller` when
+    /// unset).
+    #[serde(default)]
+    pub(crate) managed_by: Option<String>,
     #[serde(default)]
     pub(crate) suspend: Option<bool>,
     #[serde(default, deserialize_with = "presence")]

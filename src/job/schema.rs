@@ -61,8 +61,9 @@ pub(crate) fn fields_may_be_incomplete(release: KubernetesVersion) -> Option<Str
     ))
 }
 
-/// One step of a path: a key of an object or an index of an array.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One step of a path: a key of an object or an index of an array. Ordered as a traversal of
+/// an object whose keys are sorted bytewise (Go's `encoding/json` map order) meets them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Step {
     Key(String),
     Index(usize),
@@ -143,7 +144,12 @@ pub(crate) fn unknown_fields(
             }
         };
     }
-    found.into_inner()
+    let mut found = found.into_inner();
+    // kubectl sends JSON with every object's keys sorted (it decodes a manifest into Go maps and
+    // encodes them again, sigs.k8s.io/yaml and encoding/json), and the apiserver's strict decoder
+    // reports unknown fields as it meets them: in that order.
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
 }
 
 fn walk<'de, T: serde::Deserialize<'de>>(at: Walk<'de, '_>) -> Result<(), WalkError> {

@@ -126,8 +126,16 @@ func main() {
 	}
 }
 
-func judge(req request) verdict {
-	v := verdict{ID: req.ID}
+func judge(req request) (v verdict) {
+	v = verdict{ID: req.ID}
+	// A panic in upstream's code fails that one request, as the apiserver's panic recovery
+	// (k8s.io/apiserver pkg/server/filters WithPanicRecovery) answers it with a 500.
+	defer func() {
+		if r := recover(); r != nil {
+			v = verdict{ID: req.ID, Code: 500, Reason: string(metav1.StatusReasonInternalError),
+				Message: fmt.Sprintf("panic: %v", r)}
+		}
+	}()
 	recorder := &warnings{}
 	var obj runtime.Object
 	var err error
