@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::input::Unreadable;
-use super::locate::{Positions, segments};
+use super::locate::{Position, segments};
 use super::report::{Checked, Ignored, Located, Location, Report};
 use crate::job::review::{self, Finding, Source};
 use crate::job::{self, Config, JobObject, Kind, Operation, RecoveryScope, defaults, schema};
@@ -73,22 +73,27 @@ impl Chain<'_> {
     }
 }
 
-/// Where a document (or an item inside one) is: its source's name, the positions of the
-/// document's fields, and the path from the document's root to this value.
+/// Where a document (or an item inside one) is: its source's name, the document's number in it
+/// (for locating its fields later), where it starts, the keys it repeats, and the path from the
+/// document's root to this value.
 #[derive(Debug, Clone)]
 pub(crate) struct Place<'a> {
     pub(crate) name: &'a str,
-    pub(crate) positions: &'a Positions,
+    /// `None` for a document without text (`audit`).
+    pub(crate) doc: Option<usize>,
+    pub(crate) root: Option<Position>,
+    pub(crate) duplicates: &'a [Vec<schema::Step>],
     pub(crate) prefix: Vec<String>,
 }
 
 impl<'a> Place<'a> {
-    /// A place with no positions (`audit`: the namespace).
+    /// A place with no text (`audit`: the namespace).
     pub(crate) fn unpositioned(name: &'a str) -> Place<'a> {
-        static NONE: std::sync::LazyLock<Positions> = std::sync::LazyLock::new(Positions::default);
         Place {
             name,
-            positions: &NONE,
+            doc: None,
+            root: None,
+            duplicates: &[],
             prefix: Vec::new(),
         }
     }
@@ -97,19 +102,24 @@ impl<'a> Place<'a> {
         let mut prefix = self.prefix.clone();
         prefix.push(segment.into());
         Place {
-            name: self.name,
-            positions: self.positions,
             prefix,
+            ..self.clone()
         }
     }
 
-    /// Where `path` (segments under this place) is written.
+    /// Where `path` (segments under this place) is written, once located.
     fn at(&self, path: &[String]) -> Location {
         let mut full = self.prefix.clone();
         full.extend_from_slice(path);
-        Location {
-            file: self.name.to_string(),
-            at: self.positions.find(&full),
+        match self.doc.filter(|_| !full.is_empty()) {
+            Some(doc) => Location {
+                at: self.root,
+                ..Location::field(self.name, doc, full)
+            },
+            None => Location {
+                at: self.root,
+                ..Location::file(self.name)
+            },
         }
     }
 
@@ -119,7 +129,7 @@ impl<'a> Place<'a> {
 
     fn unreadable(&self, reason: String) -> Unreadable {
         Unreadable {
-            location: self.location().to_string(),
+            location: self.location(),
             reason,
         }
     }
@@ -173,7 +183,7 @@ pub(crate) fn check_document(
             }
         }
         _ => report.ignored.push(Ignored {
-            location: place.location().to_string(),
+            location: place.location(),
             api_version: api_version.to_string(),
             kind: kind.to_string(),
             name: doc
@@ -191,25 +201,23 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidatio
     if validation == FieldValidation::Ignore {
         return Vec::new();
     }
-    // `sigs.k8s.io/json` reports duplicates first, then unknown fields; only the positions know
-    // about duplicates (a parsed value keeps the last one).
+    // `sigs.k8s.io/json` reports duplicates first, then unknown fields.
     let duplicates = place
-        .positions
         .duplicates
         .iter()
-        .filter_map(|(steps, at)| {
+        .filter_map(|steps| {
             let under = schema::segments(steps);
             under.starts_with(&place.prefix).then(|| {
                 let printed = schema::printed(&steps[place.prefix.len()..]);
                 (
                     format!("duplicate field {}", go_quoted(&printed)),
-                    Some(*at),
+                    place.at(&under[place.prefix.len()..]),
                 )
             })
         })
         .collect::<Vec<_>>();
     let unknown = schema::unknown_fields(kind, doc).into_iter().map(|f| {
-        let at = place.at(&schema::segments(&f.0)).at;
+        let at = place.at(&schema::segments(&f.0));
         (format!("unknown field {}", go_quoted(&f.printed())), at)
     });
     duplicates
@@ -229,10 +237,7 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidatio
                     path: None,
                     said,
                 },
-                at: Location {
-                    file: place.name.to_string(),
-                    at: at.or_else(|| place.location().at),
-                },
+                at,
             }
         })
         .collect()
@@ -270,7 +275,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
         (parsed.job_kind, parsed.operation)
     else {
         report.ignored.push(Ignored {
-            location: place.location().to_string(),
+            location: place.location(),
             api_version: str_at(&doc, "apiVersion").to_string(),
             kind: format!(
                 "AdmissionReview ({} {}/{} {kind})",

@@ -17,6 +17,7 @@ pub(crate) mod input;
 pub(crate) mod locate;
 mod render;
 pub(crate) mod report;
+pub(crate) mod yaml;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -188,10 +189,9 @@ pub(crate) fn run_with(
             Ok(_) => {
                 documents += check_source(&Source::named("-", text), &chain, &mut report);
             }
-            Err(e) => report.unreadable.push(Unreadable {
-                location: "-".into(),
-                reason: format!("cannot read stdin: {e}"),
-            }),
+            Err(e) => report
+                .unreadable
+                .push(Unreadable::input("-", format!("cannot read stdin: {e}"))),
         }
     }
     for file in input::expand(&files) {
@@ -203,10 +203,7 @@ pub(crate) fn run_with(
         match file.and_then(|path| {
             std::fs::read_to_string(&path)
                 .map(|text| Source::named(&path.display().to_string(), text))
-                .map_err(|e| Unreadable {
-                    location: path.display().to_string(),
-                    reason: e.to_string(),
-                })
+                .map_err(|e| Unreadable::input(&path.display().to_string(), e.to_string()))
         }) {
             Ok(source) => documents += check_source(&source, &chain, &mut report),
             Err(u) => report.unreadable.push(u),
@@ -260,19 +257,43 @@ fn list_policies(out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Checks every document of one source into `report`; returns how many documents it held.
+/// Checks every document of one source into `report`, one at a time; returns how many
+/// documents it held. The fields the findings name are located afterwards, in one pass.
 pub(crate) fn check_source(source: &Source, chain: &Chain<'_>, report: &mut Report) -> usize {
-    let (docs, failure) = input::documents(source);
-    let count = docs.len();
-    for doc in docs {
+    let (first_object, first_ignored, first_unreadable) = (
+        report.objects.len(),
+        report.ignored.len(),
+        report.unreadable.len(),
+    );
+    let mut reader = input::Reader::new(source);
+    let mut count = 0;
+    while let Some(doc) = reader.next_document() {
+        count += 1;
         let place = Place {
             name: &source.name,
-            positions: &doc.positions,
+            doc: Some(doc.index),
+            root: doc.root,
+            duplicates: &doc.duplicates,
             prefix: Vec::new(),
         };
         check_document(&place, doc.value, chain, report);
     }
-    report.unreadable.extend(failure);
+    report.unreadable.extend(reader.failure.take());
+    reader.locate(
+        report.objects[first_object..]
+            .iter_mut()
+            .flat_map(report::Checked::locations_mut)
+            .chain(
+                report.ignored[first_ignored..]
+                    .iter_mut()
+                    .map(|i| &mut i.location),
+            )
+            .chain(
+                report.unreadable[first_unreadable..]
+                    .iter_mut()
+                    .map(|u| &mut u.location),
+            ),
+    );
     count
 }
 

@@ -6,7 +6,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 
 use super::OutputFormat;
-use super::report::{Located, Report};
+use super::report::{Location, Report};
 use crate::job::PolicyName;
 use crate::job::review::Severity;
 
@@ -120,18 +120,17 @@ fn write_github(report: &Report, out: &mut dyn Write, err: &mut dyn Write) -> st
             writeln!(
                 out,
                 "::{level} {}title={}::{}",
-                github_position(f),
+                github_position(&f.at),
                 escape_property(&title),
                 escape_data(&f.finding.message())
             )?;
         }
     }
     for u in &report.unreadable {
-        let (file, rest) = split_location(&u.location);
         writeln!(
             out,
-            "::error file={}{rest},title=jobgate::{}",
-            escape_property(file),
+            "::error {}title=jobgate::{}",
+            github_position(&u.location),
             escape_data(&u.reason)
         )?;
     }
@@ -143,25 +142,11 @@ fn write_github(report: &Report, out: &mut dyn Write, err: &mut dyn Write) -> st
     )
 }
 
-fn github_position(f: &Located) -> String {
-    let file = format!("file={},", escape_property(&f.at.file));
-    match f.at.at {
+fn github_position(l: &Location) -> String {
+    let file = format!("file={},", escape_property(&l.file));
+    match l.at {
         Some(p) => format!("{file}line={},col={},", p.line, p.column),
         None => file,
-    }
-}
-
-/// `file:line:col` (as unreadable inputs are located) into the file and `,line=..,col=..`.
-fn split_location(location: &str) -> (&str, String) {
-    let mut parts = location.rsplitn(3, ':');
-    let (col, line, file) = (parts.next(), parts.next(), parts.next());
-    match (
-        file,
-        line.and_then(|l| l.parse::<usize>().ok()),
-        col.and_then(|c| c.parse::<usize>().ok()),
-    ) {
-        (Some(file), Some(line), Some(col)) => (file, format!(",line={line},col={col}")),
-        _ => (location, String::new()),
     }
 }
 
@@ -200,7 +185,7 @@ fn sarif(report: &Report) -> Value {
         }
     }
     for u in &report.unreadable {
-        let (file, _) = split_location(&u.location);
+        let file = &u.location.file;
         results.push(json!({
             "ruleId": "jobgate-input",
             "level": "error",

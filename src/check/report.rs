@@ -22,6 +22,36 @@ pub(crate) struct Report {
 pub(crate) struct Location {
     pub(crate) file: String,
     pub(crate) at: Option<Position>,
+    /// A field still to be looked for in the file's text (`input::Reader::locate`, once the
+    /// source's documents are checked); `at` is where its document starts meanwhile.
+    pub(crate) field: Option<Field>,
+}
+
+/// A field of a document, by the document's number in its source and the path's segments.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Field {
+    pub(crate) doc: usize,
+    pub(crate) path: Vec<String>,
+}
+
+impl Location {
+    /// A whole file (or namespace).
+    pub(crate) fn file(file: &str) -> Location {
+        Location {
+            file: file.to_string(),
+            at: None,
+            field: None,
+        }
+    }
+
+    /// `path` of document `doc` of `file`, to be located.
+    pub(crate) fn field(file: &str, doc: usize, path: Vec<String>) -> Location {
+        Location {
+            file: file.to_string(),
+            at: None,
+            field: Some(Field { doc, path }),
+        }
+    }
 }
 
 impl std::fmt::Display for Location {
@@ -57,6 +87,11 @@ pub(crate) struct Checked {
 }
 
 impl Checked {
+    /// Every location in this object's report (to locate them).
+    pub(crate) fn locations_mut(&mut self) -> impl Iterator<Item = &mut Location> {
+        std::iter::once(&mut self.location).chain(self.findings.iter_mut().map(|f| &mut f.at))
+    }
+
     pub(crate) fn allowed(&self) -> bool {
         self.findings
             .iter()
@@ -103,7 +138,8 @@ impl Checked {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Ignored {
-    pub(crate) location: String,
+    #[serde(serialize_with = "location_string")]
+    pub(crate) location: Location,
     pub(crate) api_version: String,
     pub(crate) kind: String,
     pub(crate) name: String,
@@ -186,9 +222,14 @@ impl Serialize for Checked {
     }
 }
 
+fn location_string<S: serde::Serializer>(l: &Location, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&l.to_string())
+}
+
 impl Serialize for Unreadable {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde_json::json!({"location": self.location, "reason": self.reason}).serialize(s)
+        serde_json::json!({"location": self.location.to_string(), "reason": self.reason})
+            .serialize(s)
     }
 }
 

@@ -168,7 +168,11 @@ fn unreadable_input_exits_two_with_the_reason_and_wins_over_denied() {
     assert_eq!(code, EXIT_UNREADABLE);
     assert_eq!(out.lines().count(), 1, "{out}");
     assert!(
-        err.contains(&format!("{}:18:1: error: invalid YAML: ", bad.display())),
+        // At the bracket left open.
+        err.contains(&format!(
+            "{}:17:7: error: invalid YAML: unclosed bracket '['",
+            bad.display()
+        )),
         "{err}"
     );
     assert!(
