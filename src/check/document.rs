@@ -313,7 +313,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
 
 /// Reads `doc` as `kind` the way `/validate` reads `request.object`.
 fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
-    let mut object = JobObject::from_value(o.kind, doc.clone())
+    let mut object = JobObject::from_value_ref(o.kind, doc)
         .map_err(|e| place.unreadable(format!("{at}not a valid {}: {e}", o.kind.as_str())))?;
     if o.operation == Operation::Update && o.kind == Kind::Job {
         object.keep_whole_template(doc);
@@ -327,7 +327,7 @@ fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObjec
 
 fn check_object(
     place: &Place<'_>,
-    o: Object,
+    mut o: Object,
     decoded: Vec<Located>,
     chain: &Chain<'_>,
     report: &mut Report,
@@ -390,10 +390,11 @@ fn check_object(
             chain.scope(&checked.namespace),
         );
         if !mutated.patch.0.is_empty() {
-            let mut doc = o.doc.clone();
-            let applied = json_patch::patch(&mut doc, &mutated.patch.0)
+            // The document is patched in place: it is not needed unpatched any more, and a copy
+            // of a large one costs as much again.
+            let applied = json_patch::patch(&mut o.doc, &mutated.patch.0)
                 .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))
-                .and_then(|()| read(place, &o, &doc, ""));
+                .and_then(|()| read(place, &o, &o.doc, ""));
             let mut patched = match applied {
                 Ok(patched) => patched,
                 Err(u) => return report.unreadable.push(u),

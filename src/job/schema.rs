@@ -224,7 +224,12 @@ impl<'de> SeqAccess<'de> for SeqWalk<'de, '_> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, WalkError> {
-        match self.items.next() {
+        // A scalar item holds no field: it is not walked (a long list would otherwise be built
+        // again as the typed list).
+        match self
+            .items
+            .find(|(_, v)| matches!(v, Value::Object(_) | Value::Array(_)))
+        {
             Some((i, v)) => seed
                 .deserialize(self.at.child(Step::Index(i), Some(v)))
                 .map(Some),
