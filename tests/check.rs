@@ -593,3 +593,122 @@ fn kubernetes_version_as_kubectl_version_prints_it() {
         );
     }
 }
+
+/// kube-apiserver decodes every `resource.Quantity` of a pod template with `ParseQuantity`
+/// (`Quantity.UnmarshalJSON`) and refuses the request before any other check, whatever the
+/// field validation: `memory: 1 Gi` never reaches a webhook. Each place a PodSpec holds one.
+#[test]
+fn quantities_are_refused_at_decode_time_wherever_a_pod_template_has_them() {
+    let job = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: q
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      resources:
+        limits: {cpu: 2 cores}
+      overhead: {memory: 1Mb}
+      initContainers:
+      - name: init
+        image: busybox
+        resources: {requests: {cpu: 1mi}}
+      containers:
+      - name: main
+        image: busybox
+        resources:
+          limits:
+            memory: 1 Gi
+            cpu: 500m
+          requests: {memory: 0.5, cpu: " 1 "}
+        env:
+        - name: MEM
+          valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1 Mi}}
+      volumes:
+      - name: scratch
+        emptyDir: {sizeLimit: 10GB}
+      - name: info
+        downwardAPI: {items: [{path: cpu, resourceFieldRef: {resource: limits.cpu, divisor: true}}]}
+      - name: eph
+        ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1 G}}}}}
+"#;
+    let format = "Job in version \"v1\" cannot be handled as a Job: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    let suffix =
+        "Job in version \"v1\" cannot be handled as a Job: unable to parse quantity's suffix";
+    for validate in ["--validate=strict", "--validate=ignore"] {
+        let out = check(&[validate, "-o", "json", "-"], job, &[]);
+        assert_eq!(out.status.code(), Some(1), "{validate}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let found: Vec<(String, String, u64, u64)> = v["objects"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["field"].as_str().unwrap().to_string(),
+                    f["message"].as_str().unwrap().to_string(),
+                    f["line"].as_u64().unwrap(),
+                    f["column"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let p = |field: &str, message: &str, line, column| {
+            (field.to_string(), message.to_string(), line, column)
+        };
+        // In key order (a parsed document keeps its keys sorted); the trimmed " 1 ", 0.5 and
+        // 500m decode.
+        assert_eq!(
+            found,
+            [
+                p(
+                    "spec.template.spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor",
+                    format,
+                    26,
+                    67
+                ),
+                p(
+                    "spec.template.spec.containers[0].resources.limits.memory",
+                    format,
+                    21,
+                    13
+                ),
+                p(
+                    "spec.template.spec.initContainers[0].resources.requests.cpu",
+                    suffix,
+                    15,
+                    32
+                ),
+                p("spec.template.spec.overhead.memory", format, 11, 18),
+                p("spec.template.spec.resources.limits.cpu", format, 10, 18),
+                p(
+                    "spec.template.spec.volumes[0].emptyDir.sizeLimit",
+                    format,
+                    29,
+                    20
+                ),
+                p(
+                    "spec.template.spec.volumes[1].downwardAPI.items[0].resourceFieldRef.divisor",
+                    format,
+                    31,
+                    84
+                ),
+                p(
+                    "spec.template.spec.volumes[2].ephemeral.volumeClaimTemplate.spec.resources.requests.storage",
+                    format,
+                    33,
+                    103
+                ),
+            ],
+            "{validate}"
+        );
+    }
+    // A CronJob's Jobs are decoded with the CronJob.
+    let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: '* * * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n          - name: main\n            image: busybox\n            resources: {limits: {memory: 1 Gi}}\n";
+    let out = check(&["-"], cron, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "-:15:34 CronJob/c: CronJob in version \"v1\" cannot be handled as a CronJob: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\n"
+    );
+}

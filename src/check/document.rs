@@ -194,53 +194,75 @@ pub(crate) fn check_document(
     }
 }
 
-/// kube-apiserver's strict decoding of a document as `kind`: unknown fields from the schema,
-/// duplicate keys from the text. An AdmissionReview's object comes from the apiserver, which
-/// has decoded it already, so it never gets here.
+/// kube-apiserver's decoding of a document as `kind`: a quantity it cannot parse fails the
+/// request whatever the field validation (`Quantity.UnmarshalJSON`, `ParseQuantity`'s error
+/// behind `Job in version "v1" cannot be handled as a Job: `; kube-apiserver stops at the first,
+/// `check` names each); then, as `--validate` asks, duplicate keys from the text and unknown
+/// fields from the schema. An AdmissionReview's object comes from the apiserver, which has
+/// decoded it already, so it never gets here.
 fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidation) -> Vec<Located> {
+    let found = schema::decode_findings(kind, doc, &|v| quantity_decode_error(v).is_some());
+    let rejected = |path: &[schema::Step], message: String| Located {
+        finding: Finding {
+            source: Source::KubeApiserver,
+            path: Some(schema::printed(path)),
+            said: review::Said::Rejected(message),
+        },
+        at: place.at(&schema::segments(path)),
+    };
+    let mut out: Vec<Located> = found
+        .quantities
+        .iter()
+        .filter_map(|(path, value)| {
+            let error = quantity_decode_error(value)?;
+            let kind = kind.as_str();
+            Some(rejected(
+                path,
+                format!("{kind} in version \"v1\" cannot be handled as a {kind}: {error}"),
+            ))
+        })
+        .collect();
     if validation == FieldValidation::Ignore {
-        return Vec::new();
+        return out;
     }
     // `sigs.k8s.io/json` reports duplicates first, then unknown fields.
-    let duplicates = place
-        .duplicates
-        .iter()
-        .filter_map(|steps| {
-            let under = schema::segments(steps);
-            under.starts_with(&place.prefix).then(|| {
-                let printed = schema::printed(&steps[place.prefix.len()..]);
-                (
-                    format!("duplicate field {}", go_quoted(&printed)),
-                    place.at(&under[place.prefix.len()..]),
-                )
-            })
-        })
-        .collect::<Vec<_>>();
-    let unknown = schema::unknown_fields(kind, doc).into_iter().map(|f| {
-        let at = place.at(&schema::segments(&f.0));
-        (format!("unknown field {}", go_quoted(&f.printed())), at)
+    let duplicates = place.duplicates.iter().filter_map(|steps| {
+        let under = schema::segments(steps);
+        under
+            .starts_with(&place.prefix)
+            .then(|| (&steps[place.prefix.len()..], "duplicate field"))
     });
-    duplicates
-        .into_iter()
-        .chain(unknown)
-        .map(|(message, at)| {
-            let said = match validation {
-                // `runtime.NewStrictDecodingError`: every error behind one prefix.
-                FieldValidation::Strict => {
-                    review::Said::Rejected(format!("strict decoding error: {message}"))
-                }
-                _ => review::Said::Warning(message),
-            };
-            Located {
-                finding: Finding {
-                    source: Source::KubeApiserver,
-                    path: None,
-                    said,
-                },
-                at,
-            }
-        })
-        .collect()
+    let unknown = found
+        .unknown
+        .iter()
+        .map(|f| (f.0.as_slice(), "unknown field"));
+    for (path, what) in duplicates.chain(unknown) {
+        let message = format!("{what} {}", go_quoted(&schema::printed(path)));
+        out.push(match validation {
+            // `runtime.NewStrictDecodingError`: every error behind one prefix.
+            FieldValidation::Strict => rejected(path, format!("strict decoding error: {message}")),
+            _ => Located {
+                finding: Finding::warning(
+                    Source::KubeApiserver,
+                    Some(schema::printed(path)),
+                    message,
+                ),
+                at: place.at(&schema::segments(path)),
+            },
+        });
+    }
+    out
+}
+
+/// The error `Quantity.UnmarshalJSON` returns for a JSON value: a string is parsed trimmed, a
+/// number always parses, any other value is read as its JSON text (which no quantity matches).
+pub(crate) fn quantity_decode_error(value: &Value) -> Option<&'static str> {
+    use crate::job::quantity;
+    match value {
+        Value::Null | Value::Number(_) => None,
+        Value::String(s) => quantity::parse_error(s.trim()),
+        Value::Bool(_) | Value::Array(_) | Value::Object(_) => Some(quantity::ERR_FORMAT_WRONG),
+    }
 }
 
 fn go_quoted(s: &str) -> String {

@@ -236,6 +236,57 @@ impl Quantity {
     }
 }
 
+/// `ErrFormatWrong` (k8s.io/apimachinery `pkg/api/resource/quantity.go`).
+pub(crate) const ERR_FORMAT_WRONG: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+/// `ErrSuffix`.
+pub(crate) const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
+/// `ErrNumeric`.
+pub(crate) const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
+
+/// The error `ParseQuantity(s)` returns, as kube-apiserver prints it, or `None` when `s` parses
+/// ([`Quantity::parse`] decides; this only names which of its checks failed).
+pub(crate) fn parse_error(s: &str) -> Option<&'static str> {
+    if Quantity::parse(s).is_some() {
+        return None;
+    }
+    Some(match quantity_suffix(s) {
+        None => ERR_FORMAT_WRONG,
+        Some(suffix) if interpret(suffix).is_none() => ERR_SUFFIX,
+        Some(_) => ERR_NUMERIC,
+    })
+}
+
+/// The suffix `parseQuantityString` splits off `s`, or `None` where it returns
+/// `ErrFormatWrong` (an empty string, or characters after the suffix's digits).
+fn quantity_suffix(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    if b.is_empty() {
+        return None;
+    }
+    let mut pos = usize::from(matches!(b[0], b'-' | b'+'));
+    while pos < b.len() && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    if pos < b.len() && b[pos] == b'.' {
+        pos += 1;
+        while pos < b.len() && b[pos].is_ascii_digit() {
+            pos += 1;
+        }
+    }
+    let start = pos;
+    while pos < b.len() && b"eEinumkKMGTP".contains(&b[pos]) {
+        pos += 1;
+    }
+    if pos < b.len() && matches!(b[pos], b'-' | b'+') {
+        pos += 1;
+    }
+    while pos < b.len() && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    (pos == b.len()).then(|| &s[start..])
+}
+
 /// `digits × 2^power` (power at most 60), digits most significant first.
 fn times_power_of_two(digits: &[u8], power: i32) -> Vec<u8> {
     let factor = 1u128 << power.clamp(0, 64);
@@ -412,6 +463,25 @@ mod tests {
             "1-",
         ] {
             assert_eq!(Quantity::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    /// What kube-apiserver answers a Job whose quantity it cannot decode, per error.
+    #[test]
+    fn parse_errors_name_the_check_that_failed() {
+        for (s, e) in [
+            ("1 Gi", Some(ERR_FORMAT_WRONG)),
+            ("1Gb", Some(ERR_FORMAT_WRONG)),
+            ("", Some(ERR_FORMAT_WRONG)),
+            ("1.2.3", Some(ERR_FORMAT_WRONG)),
+            ("1mi", Some(ERR_SUFFIX)),
+            ("1ee", Some(ERR_SUFFIX)),
+            ("-.e-10", Some(ERR_NUMERIC)),
+            ("1Gi", None),
+            ("0.5", None),
+            ("-", None),
+        ] {
+            assert_eq!(parse_error(s), e, "{s:?}");
         }
     }
 

@@ -36,6 +36,7 @@ pub(crate) struct UnknownField(pub(crate) Vec<Step>);
 impl UnknownField {
     /// The path as `sigs.k8s.io/json` prints it in strict errors: keys joined with `.`, indexes
     /// in brackets (`spec.template.spec.containers[0].imagePullPolcy`).
+    #[cfg(test)]
     pub(crate) fn printed(&self) -> String {
         printed(&self.0)
     }
@@ -72,12 +73,37 @@ pub(crate) fn segments(steps: &[Step]) -> Vec<String> {
 /// The fields of `object` (a Job or CronJob as JSON) that `kind`'s schema does not have, in
 /// key order (a parsed document keeps its keys sorted; sigs.k8s.io/json reports them in the
 /// order written). `apiVersion` and `kind` are known at the top.
+#[cfg(test)]
 pub(crate) fn unknown_fields(kind: Kind, object: &Value) -> Vec<UnknownField> {
+    decode_findings(kind, object, &|_| false).unknown
+}
+
+/// What the walk of [`decode_findings`] found.
+#[derive(Debug, Default)]
+pub(crate) struct DecodeFindings {
+    /// As [`unknown_fields`].
+    pub(crate) unknown: Vec<UnknownField>,
+    /// Every `resource.Quantity` of the object that the caller's `refused` picked, by path,
+    /// with its value (a quantity is a string or a number in JSON; `null` is none).
+    pub(crate) quantities: Vec<(Vec<Step>, Value)>,
+}
+
+/// [`unknown_fields`], and in the same walk the quantities `refused` picks (for the message of
+/// the decoder that refuses them: `ParseQuantity`'s for a Job, a CRD's pattern for a JobSet).
+pub(crate) fn decode_findings(
+    kind: Kind,
+    object: &Value,
+    refused: &dyn Fn(&Value) -> bool,
+) -> DecodeFindings {
     use k8s_openapi::api::batch::v1 as batch;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    let found = RefCell::new(Vec::new());
+    let found = Found {
+        unknown: RefCell::new(Vec::new()),
+        quantities: RefCell::new(Vec::new()),
+        refused,
+    };
     let Some(map) = object.as_object() else {
-        return Vec::new();
+        return DecodeFindings::default();
     };
     for (key, value) in map {
         let at = Walk {
@@ -94,12 +120,22 @@ pub(crate) fn unknown_fields(kind: Kind, object: &Value) -> Vec<UnknownField> {
             ("spec", Kind::CronJob) => walk::<batch::CronJobSpec>(at),
             ("status", Kind::CronJob) => walk::<batch::CronJobStatus>(at),
             _ => {
-                found.borrow_mut().push(UnknownField(at.path));
+                found.unknown.borrow_mut().push(UnknownField(at.path));
                 Ok(())
             }
         };
     }
-    found.into_inner()
+    DecodeFindings {
+        unknown: found.unknown.into_inner(),
+        quantities: found.quantities.into_inner(),
+    }
+}
+
+/// What a walk collects.
+struct Found<'r> {
+    unknown: RefCell<Vec<UnknownField>>,
+    quantities: RefCell<Vec<(Vec<Step>, Value)>>,
+    refused: &'r dyn Fn(&Value) -> bool,
 }
 
 fn walk<'de, T: serde::Deserialize<'de>>(at: Walk<'de, '_>) -> Result<(), WalkError> {
@@ -129,7 +165,7 @@ impl de::Error for WalkError {
 struct Walk<'de, 'f> {
     value: Option<&'de Value>,
     path: Vec<Step>,
-    found: &'f RefCell<Vec<UnknownField>>,
+    found: &'f Found<'f>,
 }
 
 impl<'de, 'f> Walk<'de, 'f> {
@@ -158,7 +194,7 @@ impl<'de, 'f> Walk<'de, 'f> {
                 if !fields.contains(&key.as_str()) {
                     let mut path = self.path.clone();
                     path.push(Step::Key(key.clone()));
-                    self.found.borrow_mut().push(UnknownField(path));
+                    self.found.unknown.borrow_mut().push(UnknownField(path));
                 }
             }
         }
@@ -317,9 +353,22 @@ impl<'de, 'f> Deserializer<'de> for Walk<'de, 'f> {
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, WalkError> {
+        // k8s-openapi's `Quantity` names itself here. Its visitor reads a string or a number
+        // only; anything else is read as a zero quantity so the walk goes on.
+        if name == "Quantity" {
+            let value = self.value.filter(|v| !v.is_null());
+            if let Some(v) = value.filter(|v| (self.found.refused)(v)) {
+                let entry = (self.path.clone(), v.clone());
+                self.found.quantities.borrow_mut().push(entry);
+            }
+            if !matches!(value, None | Some(Value::String(_) | Value::Number(_))) {
+                return visitor
+                    .visit_newtype_struct(IntoDeserializer::<WalkError>::into_deserializer("0"));
+            }
+        }
         visitor.visit_newtype_struct(self)
     }
 
