@@ -1,9 +1,8 @@
 //! `jobgate check` as a user runs it: the built binary on files, a directory and stdin.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
+use support::check_cli::{check, text};
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 
 const GOOD_JOB: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: pi\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: pi\n        image: perl\n";
@@ -15,44 +14,6 @@ fn opted_in_job() -> String {
 }
 
 const BAD_VALUES: &str = r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"codes"},"spec":{"podFailurePolicy":{"rules":[{"action":"FailJob","onExitCodes":{"operator":"In","values":[3,1]}}]},"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"main","image":"busybox"}]}}}}"#;
-
-fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("check")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for key in [
-        "JOBGATE_CONFIG",
-        "JOBGATE_POLICY",
-        "JOBGATE_RECOVERY_ANNOTATION_KEY",
-        "JOBGATE_OUTPUT",
-        "JOBGATE_KUBERNETES_VERSION",
-        "JOBGATE_FEATURE_GATES",
-    ] {
-        cmd.env_remove(key);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("run jobgate");
-    // A usage error exits before reading stdin: a broken pipe then is expected, not a failure.
-    match child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
-        _ => {}
-    }
-    child.wait_with_output().expect("wait")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 #[test]
 fn files_directories_and_stdin() {

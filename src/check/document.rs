@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::input::Unreadable;
 use super::locate::{Position, segments};
-use super::report::{Checked, Ignored, Located, Location, Report};
+use super::report::{self, Checked, Ignored, Located, Location, Report};
+use crate::embedded::Owner;
 use crate::job::review::{self, Finding, Source};
 use crate::job::{self, Config, JobObject, Kind, Operation, RecoveryScope, defaults, schema};
 
@@ -108,7 +109,7 @@ impl<'a> Place<'a> {
     }
 
     /// Where `path` (segments under this place) is written, once located.
-    fn at(&self, path: &[String]) -> Location {
+    pub(super) fn at(&self, path: &[String]) -> Location {
         let mut full = self.prefix.clone();
         full.extend_from_slice(path);
         match self.doc.filter(|_| !full.is_empty()) {
@@ -123,11 +124,11 @@ impl<'a> Place<'a> {
         }
     }
 
-    fn location(&self) -> Location {
+    pub(super) fn location(&self) -> Location {
         self.at(&[])
     }
 
-    fn unreadable(&self, reason: String) -> Unreadable {
+    pub(super) fn unreadable(&self, reason: String) -> Unreadable {
         Unreadable {
             location: self.location(),
             reason,
@@ -158,8 +159,9 @@ pub(crate) fn check_document(
     let api_version = str_at(&doc, "apiVersion");
     let kind = str_at(&doc, "kind");
     let batch_v1 = matches!(api_version, "" | "batch/v1");
-    match (kind, Kind::from_kind(kind)) {
-        (_, Some(k)) if batch_v1 => {
+    let owner = Owner::of(api_version, kind);
+    match (kind, Kind::from_kind(kind), owner) {
+        (_, Some(k), _) if batch_v1 => {
             let decoded = decode(place, k, &doc, chain.field_validation);
             let object = Object {
                 operation: Operation::Create,
@@ -168,15 +170,19 @@ pub(crate) fn check_document(
                 old_doc: None,
                 namespace_hint: String::new(),
                 name_hint: String::new(),
+                from_template: None,
             };
             check_object(place, object, decoded, chain, report)
         }
-        ("AdmissionReview", _) if api_version.starts_with("admission.k8s.io/") => {
+        (_, _, Some(owner)) => super::templates::check_owner(place, owner, doc, chain, report),
+        ("AdmissionReview", _, _) if api_version.starts_with("admission.k8s.io/") => {
             check_review(place, doc, chain, report)
         }
-        (k, _) if k.ends_with("List") && doc.get("items").is_some_and(Value::is_array) => {
+        (k, _, _) if k.ends_with("List") && doc.get("items").is_some_and(Value::is_array) => {
             let items = place.child("items");
-            if let Some(Value::Array(list)) = doc.get("items").cloned() {
+            if let Value::Object(mut list) = doc
+                && let Some(Value::Array(list)) = list.remove("items")
+            {
                 for (i, item) in list.into_iter().enumerate() {
                     check_document(&items.child(i.to_string()), item, chain, report);
                 }
@@ -269,16 +275,30 @@ fn go_quoted(s: &str) -> String {
     crate::job::field::go_quote(s)
 }
 
-/// A Job or CronJob to check, as read from a document or an AdmissionReview.
-struct Object {
-    operation: Operation,
-    kind: Kind,
-    doc: Value,
-    old_doc: Option<Value>,
+/// A Job or CronJob to check, as read from a document or an AdmissionReview, or built by a
+/// controller from a template.
+pub(super) struct Object {
+    pub(super) operation: Operation,
+    pub(super) kind: Kind,
+    pub(super) doc: Value,
+    pub(super) old_doc: Option<Value>,
     /// The review's `request.namespace`, when the object came in one.
-    namespace_hint: String,
+    pub(super) namespace_hint: String,
     /// The review's `request.name`.
-    name_hint: String,
+    pub(super) name_hint: String,
+    pub(super) from_template: Option<FromTemplate>,
+}
+
+/// A Job a controller builds from a template held in another object (`embedded`).
+pub(super) struct FromTemplate {
+    /// The object holding the template, by kind and name.
+    pub(super) owner_kind: &'static str,
+    pub(super) owner_name: String,
+    /// Where the template is in it, printed and as segments.
+    pub(super) template: String,
+    pub(super) segments: Vec<String>,
+    /// How many Jobs are built from it.
+    pub(super) replicas: u32,
 }
 
 fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut Report) {
@@ -323,6 +343,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
         old_doc: old,
         namespace_hint: parsed.namespace.clone().unwrap_or_default(),
         name_hint: name,
+        from_template: None,
     };
     check_object(
         &place.child("request").child("object"),
@@ -335,8 +356,17 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
 
 /// Reads `doc` as `kind` the way `/validate` reads `request.object`.
 fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
-    let mut object = JobObject::from_value_ref(o.kind, doc)
-        .map_err(|e| place.unreadable(format!("{at}not a valid {}: {e}", o.kind.as_str())))?;
+    let mut object =
+        JobObject::from_value_ref(o.kind, doc).map_err(|e| match &o.from_template {
+            Some(t) => place.unreadable(format!(
+                "{}: the Job built from it is not a valid Job: {e}",
+                t.template
+            )),
+            None => place.unreadable(format!("{at}not a valid {}: {e}", o.kind.as_str())),
+        })?;
+    if let Some(t) = &o.from_template {
+        object.template_at = Some(job::model::TemplateAt::new(&t.template));
+    }
     if o.operation == Operation::Update && o.kind == Kind::Job {
         object.keep_whole_template(doc);
         // The immutability rule must not pass silently on a template it cannot read.
@@ -347,7 +377,7 @@ fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObjec
     Ok(object)
 }
 
-fn check_object(
+pub(super) fn check_object(
     place: &Place<'_>,
     mut o: Object,
     decoded: Vec<Located>,
@@ -381,15 +411,30 @@ fn check_object(
         ("", hint) => hint.to_string(),
         (n, _) => n.to_string(),
     };
+    // A Job built from a template is reported as the object holding it, at the template.
+    let (kind, name, location, built) = match &o.from_template {
+        Some(t) => (
+            t.owner_kind,
+            t.owner_name.clone(),
+            place.at(&t.segments),
+            Some(report::Built {
+                template: t.template.clone(),
+                job: name,
+                replicas: t.replicas,
+            }),
+        ),
+        None => (o.kind.as_str(), name, place.location(), None),
+    };
     let mut checked = Checked {
-        location: place.location(),
+        location: location.clone(),
         namespace,
-        kind: o.kind.as_str(),
+        kind,
         name,
         operation: o.operation.as_str(),
         findings: Vec::new(),
         patch: json_patch::Patch::default(),
         mutation_changes: false,
+        built,
     };
     let rejected = decoded
         .iter()
@@ -454,7 +499,7 @@ fn check_object(
         .extend(outcome.findings.into_iter().map(|finding| {
             let at = match finding.field() {
                 Some(p) => place.at(&segments(p)),
-                None => place.location(),
+                None => location.clone(),
             };
             Located { finding, at }
         }));

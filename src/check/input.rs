@@ -153,7 +153,7 @@ pub(crate) struct Reader<'a> {
 enum Format<'a> {
     /// YAML documents, up to a document refused before parsing (`scan_yaml`).
     Yaml {
-        documents: yaml::Documents<'a>,
+        documents: Box<yaml::Documents<'a>>,
         /// The text parsed.
         text: &'a str,
         refused: Option<Refused>,
@@ -191,7 +191,7 @@ impl<'a> Reader<'a> {
                 None => (source.text.as_str(), None),
             };
             Format::Yaml {
-                documents: yaml::documents(text),
+                documents: Box::new(yaml::documents(text)),
                 text,
                 refused,
             }

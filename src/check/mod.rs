@@ -17,6 +17,7 @@ pub(crate) mod input;
 pub(crate) mod locate;
 mod render;
 pub(crate) mod report;
+mod templates;
 pub(crate) mod yaml;
 
 use std::io::{IsTerminal, Read, Write};

@@ -45,10 +45,14 @@ pub(crate) fn write_text(
 ) -> std::io::Result<()> {
     for o in &report.objects {
         o.write_lines(out, |f| format!("{} {}/{}", f.at, o.kind, o.name))?;
+        let on = match &o.built {
+            Some(b) => format!(" on Job {}", b.job),
+            None => String::new(),
+        };
         for op in o.patch.0.iter().filter(|_| o.mutation_changes) {
             writeln!(
                 err,
-                "{}: note: jobgate's mutating webhook would {}",
+                "{}: note: jobgate's mutating webhook would {}{on}",
                 o.who(),
                 describe(op)
             )?;

@@ -84,6 +84,19 @@ pub(crate) struct Checked {
     /// Whether the patch changes the object as stored (not only writing the apiserver's
     /// defaults).
     pub(crate) mutation_changes: bool,
+    /// For a Job a controller builds from a template in this object: which.
+    pub(crate) built: Option<Built>,
+}
+
+/// The Job template of an object (a JobSet, a Trainer runtime) a Job was built from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Built {
+    /// Where the template is (`spec.replicatedJobs[0].template`).
+    pub(crate) template: String,
+    /// The name of the (first) Job built from it.
+    pub(crate) job: String,
+    /// How many Jobs are built from it.
+    pub(crate) replicas: u32,
 }
 
 impl Checked {
@@ -205,7 +218,7 @@ impl Serialize for Located {
 
 impl Serialize for Checked {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Checked", 12)?;
+        let mut st = s.serialize_struct("Checked", 15)?;
         st.serialize_field("location", &self.location.to_string())?;
         st.serialize_field("file", &self.location.file)?;
         st.serialize_field("line", &self.location.at.map(|p| p.line))?;
@@ -218,6 +231,11 @@ impl Serialize for Checked {
         st.serialize_field("findings", &self.findings)?;
         st.serialize_field("patch", &self.patch)?;
         st.serialize_field("mutated", &self.mutation_changes)?;
+        if let Some(b) = &self.built {
+            st.serialize_field("template", &b.template)?;
+            st.serialize_field("job", &b.job)?;
+            st.serialize_field("replicas", &b.replicas)?;
+        }
         st.end()
     }
 }

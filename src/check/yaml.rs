@@ -775,7 +775,7 @@ fn go_format_float32_g(f: f64) -> String {
     let sign = if negative { "-" } else { "" };
     // Go: with the shortest digits, `%e` when the exponent is below -4 or at least 6.
     let nd = digits.len() as i32;
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (first, rest) = digits.split_at(1);
         let dot = if rest.is_empty() {
             String::new()

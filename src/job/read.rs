@@ -236,6 +236,7 @@ impl JobObject {
             started: d.status.start_time.as_ref().is_some_and(|t| !t.is_empty()),
             suspended_condition: d.status.suspended_condition(),
             active: d.status.active.map_or(0, i64::from),
+            template_at: None,
         }
     }
 
@@ -249,6 +250,7 @@ impl JobObject {
             started: false,
             suspended_condition: false,
             active: 0,
+            template_at: None,
         }
     }
 

@@ -154,7 +154,7 @@ pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Outcome {
         .collect();
     findings.extend(policy::evaluate(review, config));
     if let Some(w) = rules::template_unreadable(review, &config.cluster) {
-        let path = review.object.kind.spec_path().child("template").to_string();
+        let path = review.object.spec_path().child("template").to_string();
         findings.push(Finding::warning(Source::KubeApiserver, Some(path), w));
     }
     Outcome {

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub(crate) mod api_server;
+pub(crate) mod check_cli;
 pub(crate) mod kustomize;
 
 pub(crate) struct Jobgate {
