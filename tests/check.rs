@@ -673,3 +673,95 @@ spec:
         "-:15:34 CronJob/c: CronJob in version \"v1\" cannot be handled as a CronJob: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\n"
     );
 }
+
+/// kubectl cannot map a CronJob in `batch/v1beta1` on any supported release (removed in 1.25,
+/// k8s.io/api's APILifecycleRemoved): nothing is created, so the document is refused, not
+/// skipped.
+#[test]
+fn removed_api_versions_are_refused_naming_the_release_that_removed_them() {
+    let cron = "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: \"0 3 * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers: [{name: main, image: busybox}]\n";
+    let out = check(&["-"], cron, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "-:1:1 CronJob/nightly: no matches for kind \"CronJob\" in version \"batch/v1beta1\" (removed in Kubernetes 1.25; use batch/v1)\n"
+    );
+    let out = check(
+        &["-o", "json", "-"],
+        &cron.replace("v1beta1", "v2alpha1"),
+        &[],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objects"][0]["findings"][0]["field"], "apiVersion");
+    assert_eq!(
+        v["objects"][0]["findings"][0]["message"],
+        "no matches for kind \"CronJob\" in version \"batch/v2alpha1\" (removed in Kubernetes 1.21; use batch/v1)"
+    );
+    // A Job was never served in batch/v1beta1.
+    let job = GOOD_JOB.replace("batch/v1", "batch/v1beta1");
+    let out = check(&["-"], &job, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "-:1:1 Job/pi: no matches for kind \"Job\" in version \"batch/v1beta1\"\n"
+    );
+}
+
+/// Kinds jobgate does not review are counted per kind in the summary, not a line each; `-o json`
+/// has the counts too, and the schema version of its document.
+#[test]
+fn skipped_kinds_are_counted_in_the_summary() {
+    let input = format!(
+        "{GOOD_JOB}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: c}}\n---\nfoo: bar\n"
+    );
+    let out = check(&["-"], &input, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stderr),
+        "jobgate check: 1 checked, 0 denied, 0 with warnings, 4 skipped (<no kind>: 1, apps/v1/Deployment: 1, v1/ConfigMap: 2), 0 unreadable\n"
+    );
+    let out = check(&["-o", "json", "-"], &input, &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schemaVersion"], 1);
+    assert_eq!(
+        v["summary"]["skippedKinds"],
+        serde_json::json!({"<no kind>": 1, "apps/v1/Deployment": 1, "v1/ConfigMap": 2})
+    );
+    assert_eq!(v["summary"]["skipped"], 4);
+    let yaml = check(&["-o", "yaml", "-"], &input, &[]);
+    assert!(
+        text(&yaml.stdout).starts_with("schemaVersion: 1\n"),
+        "{}",
+        text(&yaml.stdout)
+    );
+}
+
+/// On a terminal (or any one place both streams go, as in a CI log) the findings come before
+/// the summary.
+#[test]
+fn findings_come_before_the_summary_where_both_streams_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args(["check", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(BAD_VALUES.as_bytes())
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    let log = std::fs::read_to_string(log).unwrap();
+    assert_eq!(
+        log,
+        "-:1:155 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n\
+         jobgate check: 1 checked, 1 denied, 0 with warnings, 0 skipped, 0 unreadable\n"
+    );
+}

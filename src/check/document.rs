@@ -174,6 +174,9 @@ pub(crate) fn check_document(
             };
             check_object(place, object, decoded, chain, report)
         }
+        (_, Some(k), _) if api_version.starts_with("batch/") => {
+            unserved(place, k, api_version, &doc, chain, report)
+        }
         (_, _, Some(owner)) => super::templates::check_owner(place, owner, doc, chain, report),
         ("AdmissionReview", _, _) if api_version.starts_with("admission.k8s.io/") => {
             check_review(place, doc, chain, report)
@@ -198,6 +201,62 @@ pub(crate) fn check_document(
                 .unwrap_or_default(),
         }),
     }
+}
+
+/// A Job or CronJob in a `batch` version kube-apiserver does not serve: kubectl finds no
+/// resource for it (`no matches for kind "CronJob" in version "batch/v1beta1"`) and nothing is
+/// created. Where the version was removed, the release that removed it is named (k8s.io/api's
+/// `APILifecycleRemoved`: batch/v1beta1 CronJob in 1.25; batch/v2alpha1, alpha, in 1.21), long
+/// before any release jobgate supports.
+fn unserved(
+    place: &Place<'_>,
+    kind: Kind,
+    api_version: &str,
+    doc: &Value,
+    chain: &Chain<'_>,
+    report: &mut Report,
+) {
+    let removed = match (api_version, kind) {
+        ("batch/v1beta1", Kind::CronJob) => Some("1.25"),
+        ("batch/v2alpha1", Kind::CronJob) => Some("1.21"),
+        _ => None,
+    };
+    let mut message = format!(
+        "no matches for kind {} in version {}",
+        go_quoted(kind.as_str()),
+        go_quoted(api_version)
+    );
+    if let Some(release) = removed {
+        message.push_str(&format!(" (removed in Kubernetes {release}; use batch/v1)"));
+    }
+    let metadata = doc.get("metadata").unwrap_or(&Value::Null);
+    let namespace = match str_at(metadata, "namespace") {
+        "" => chain.default_namespace,
+        ns => ns,
+    };
+    let name = match (str_at(metadata, "name"), str_at(metadata, "generateName")) {
+        ("", "") => "<unnamed>",
+        ("", generate) => generate,
+        (n, _) => n,
+    };
+    report.objects.push(Checked {
+        location: place.location(),
+        namespace: namespace.to_string(),
+        kind: kind.as_str(),
+        name: name.to_string(),
+        operation: Operation::Create.as_str(),
+        findings: vec![Located {
+            finding: Finding {
+                source: Source::KubeApiserver,
+                path: Some("apiVersion".into()),
+                said: review::Said::Rejected(message),
+            },
+            at: place.at(&["apiVersion".to_string()]),
+        }],
+        patch: json_patch::Patch::default(),
+        mutation_changes: false,
+        built: None,
+    });
 }
 
 /// kube-apiserver's decoding of a document as `kind`: a quantity it cannot parse fails the

@@ -36,8 +36,9 @@ pub(crate) fn write(
 }
 
 /// `<file>:<line>:<column> <Kind>/<name>: <message>` per finding (warnings as kubectl prints them,
-/// `Warning: ...`); what the mutation changed, skipped documents, unreadable inputs and the
-/// summary on `err`.
+/// `Warning: ...`); then, on `err`, what the mutation changed, unreadable inputs and the summary
+/// (skipped documents counted by kind). `out` is flushed first, so that a terminal showing both
+/// shows the findings before the summary.
 pub(crate) fn write_text(
     report: &Report,
     out: &mut dyn Write,
@@ -45,6 +46,9 @@ pub(crate) fn write_text(
 ) -> std::io::Result<()> {
     for o in &report.objects {
         o.write_lines(out, |f| format!("{} {}/{}", f.at, o.kind, o.name))?;
+    }
+    out.flush()?;
+    for o in &report.objects {
         let on = match &o.built {
             Some(b) => format!(" on Job {}", b.job),
             None => String::new(),
@@ -58,30 +62,8 @@ pub(crate) fn write_text(
             )?;
         }
     }
-    for i in &report.ignored {
-        let what = match (i.kind.as_str(), i.name.as_str()) {
-            ("", _) => "a document without kind".to_string(),
-            (k, "") => k.to_string(),
-            (k, n) => format!("{k}/{n}"),
-        };
-        let api = if i.api_version.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", i.api_version)
-        };
-        writeln!(
-            err,
-            "{}: note: skipped {what}{api}: jobgate checks batch/v1 Jobs and CronJobs",
-            i.location
-        )?;
-    }
     report.write_unreadable(err)?;
-    let s = report.summary();
-    writeln!(
-        err,
-        "jobgate check: {} checked, {} denied, {} with warnings, {} skipped, {} unreadable",
-        s.checked, s.denied, s.warned, s.skipped, s.unreadable
-    )
+    writeln!(err, "jobgate check: {}", report.summary_line())
 }
 
 /// `add /spec/podReplacementPolicy "Failed"`.
@@ -138,12 +120,8 @@ fn write_github(report: &Report, out: &mut dyn Write, err: &mut dyn Write) -> st
             escape_data(&u.reason)
         )?;
     }
-    let s = report.summary();
-    writeln!(
-        err,
-        "jobgate check: {} checked, {} denied, {} with warnings, {} skipped, {} unreadable",
-        s.checked, s.denied, s.warned, s.skipped, s.unreadable
-    )
+    out.flush()?;
+    writeln!(err, "jobgate check: {}", report.summary_line())
 }
 
 fn github_position(l: &Location) -> String {

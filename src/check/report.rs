@@ -8,6 +8,10 @@ use super::input::Unreadable;
 use super::locate::Position;
 use crate::job::review::{Finding, Said, Severity};
 
+/// The version of the `-o json` / `-o yaml` document's shape: a field removed, renamed or
+/// changed in meaning raises it; a field added does not.
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+
 /// Everything `check` found, in input order.
 #[derive(Debug, Default)]
 pub(crate) struct Report {
@@ -170,7 +174,47 @@ pub(crate) struct Summary {
     pub(crate) unreadable: usize,
 }
 
+impl Ignored {
+    /// `apiVersion/kind`, what skipped documents are counted by (`<no kind>` without one).
+    pub(crate) fn what(&self) -> String {
+        match (self.api_version.as_str(), self.kind.as_str()) {
+            (_, "") => "<no kind>".to_string(),
+            ("", kind) => kind.to_string(),
+            (api, kind) => format!("{api}/{kind}"),
+        }
+    }
+}
+
 impl Report {
+    /// How many documents of each `apiVersion/kind` were skipped.
+    pub(crate) fn skipped_kinds(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for i in &self.ignored {
+            *counts.entry(i.what()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// The summary line: `3 checked, 1 denied, 1 with warnings, 2 skipped (v1/ConfigMap: 2),
+    /// 0 unreadable`.
+    pub(crate) fn summary_line(&self) -> String {
+        let s = self.summary();
+        let kinds = self
+            .skipped_kinds()
+            .into_iter()
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect::<Vec<_>>();
+        let skipped = if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", kinds.join(", "))
+        };
+        format!(
+            "{} checked, {} denied, {} with warnings, {} skipped{skipped}, {} unreadable",
+            s.checked, s.denied, s.warned, s.skipped, s.unreadable
+        )
+    }
+
     pub(crate) fn summary(&self) -> Summary {
         let count = |s: Severity| {
             self.objects
@@ -253,11 +297,25 @@ impl Serialize for Unreadable {
 
 impl Serialize for Report {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Report", 4)?;
+        let mut st = s.serialize_struct("Report", 5)?;
+        st.serialize_field("schemaVersion", &SCHEMA_VERSION)?;
         st.serialize_field("objects", &self.objects)?;
         st.serialize_field("ignored", &self.ignored)?;
         st.serialize_field("unreadable", &self.unreadable)?;
-        st.serialize_field("summary", &self.summary())?;
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct SummaryOut {
+            #[serde(flatten)]
+            counts: Summary,
+            skipped_kinds: std::collections::BTreeMap<String, usize>,
+        }
+        st.serialize_field(
+            "summary",
+            &SummaryOut {
+                counts: self.summary(),
+                skipped_kinds: self.skipped_kinds(),
+            },
+        )?;
         st.end()
     }
 }
