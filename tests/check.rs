@@ -489,15 +489,19 @@ fn github_annotations_point_at_the_field() {
     );
     let out = check(&["-o", "github", "-"], &opted_in_job(), &[]);
     assert!(
-        text(&out.stdout).starts_with("::warning file=-,line=5,col=1,title=jobgate (recovery-needs-failed) Job/train::jobgate: spec.podReplacementPolicy"),
+        text(&out.stdout).starts_with("::warning title=jobgate (recovery-needs-failed) Job/train::jobgate: spec.podReplacementPolicy"),
         "{}",
         text(&out.stdout)
     );
 }
 
 #[test]
-fn sarif_output_is_sarif_2_1_0_with_regions() {
-    let out = check(&["-o", "sarif", "-"], BAD_VALUES, &[]);
+fn sarif_output_is_sarif_2_1_0_with_regions_and_rules_that_explain_themselves() {
+    let out = check(
+        &["-o", "sarif", "--stdin-filename", "ml/codes.json", "-"],
+        BAD_VALUES,
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["version"], "2.1.0");
@@ -510,13 +514,45 @@ fn sarif_output_is_sarif_2_1_0_with_regions() {
         result["locations"][0]["physicalLocation"]["region"],
         serde_json::json!({"startLine": 1, "startColumn": 155})
     );
-    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|r| r["id"].as_str())
-        .collect();
-    assert!(rules.contains(&"recovery-needs-failed"), "{rules:?}");
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["artifactLocation"],
+        serde_json::json!({"uri": "ml/codes.json", "uriBaseId": "%SRCROOT%"})
+    );
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert!(ids.contains(&"recovery-needs-failed"), "{ids:?}");
+    for rule in rules {
+        for key in ["shortDescription", "fullDescription", "help"] {
+            assert!(
+                rule[key]["text"].as_str().is_some_and(|t| !t.is_empty()),
+                "{rule}"
+            );
+        }
+        assert!(rule["help"]["markdown"].as_str().is_some(), "{rule}");
+        let uri = rule["helpUri"].as_str().unwrap();
+        assert!(
+            uri.starts_with(&format!(
+                "https://github.com/jobgate/jobgate/blob/v{}/docs/src/",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{uri}"
+        );
+        // The page linked is in the book.
+        let page = uri
+            .rsplit("/docs/src/")
+            .next()
+            .unwrap()
+            .split('#')
+            .next()
+            .unwrap();
+        assert!(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("docs/src")
+                .join(page)
+                .exists(),
+            "{uri}"
+        );
+    }
 }
 
 #[test]
@@ -763,5 +799,122 @@ fn findings_come_before_the_summary_where_both_streams_meet() {
         log,
         "-:1:155 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n\
          jobgate check: 1 checked, 1 denied, 0 with warnings, 0 skipped, 0 unreadable\n"
+    );
+}
+
+/// A pipe whose first command failed (GitHub's default shell has no pipefail) leaves stdin
+/// empty: that is not a pass. Nor is a named file, or a stream, holding no document.
+#[test]
+fn nothing_read_is_not_a_pass() {
+    for (stdin, why) in [
+        ("", "nothing was read"),
+        ("\n\n", "nothing was read"),
+        ("---\n# nothing here\n---\n", "no document in it"),
+    ] {
+        let out = check(&["-"], stdin, &[]);
+        assert_eq!(out.status.code(), Some(2), "{stdin:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "-: error: {why}: an empty input is not a pass (did the command before the pipe fail?)\n\
+                 jobgate check: 0 checked, 0 denied, 0 with warnings, 0 skipped, 1 unreadable\n"
+            ),
+            "{stdin:?}"
+        );
+    }
+    // With another input that passes, too.
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.yaml");
+    std::fs::write(&good, GOOD_JOB).unwrap();
+    let out = check(&["-", good.to_str().unwrap()], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    // A named empty file too; an empty file found in a directory beside others is fine.
+    let empty = dir.path().join("empty.yaml");
+    std::fs::write(&empty, "# generated\n").unwrap();
+    let out = check(&[empty.to_str().unwrap()], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with(&format!(
+            "{}: error: no document in it: an empty input is not a pass (did the command that wrote it fail?)\n",
+            empty.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = check(&[dir.path().to_str().unwrap()], "", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Documents of kinds jobgate skips are something read.
+    let out = check(
+        &["-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// GitHub attaches an annotation to the diff only by the path from the repository's root:
+/// no `./`, the working directory's place in `$GITHUB_WORKSPACE` added, and stdin named with
+/// `--stdin-filename` (without it, no file at all rather than `file=-`).
+#[test]
+fn github_annotations_name_files_from_the_repository_root() {
+    let repo = tempfile::tempdir().unwrap();
+    let deploy = repo.path().join("deploy");
+    std::fs::create_dir(&deploy).unwrap();
+    std::fs::write(deploy.join("pi.yaml"), TYPOS).unwrap();
+    let run = |args: &[&str], stdin: &str, workspace: &std::path::Path| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"));
+        cmd.arg("check")
+            .args(args)
+            .current_dir(&deploy)
+            .env("GITHUB_WORKSPACE", workspace)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        text(&out.stdout).lines().next().unwrap_or("").to_string()
+    };
+    let first = "line=6,col=3,title=jobgate (kube-apiserver) Job/pi::strict decoding error: unknown field \"spec.backofLimit\"";
+    for path in ["./pi.yaml", "pi.yaml", "../deploy/./pi.yaml"] {
+        assert_eq!(
+            run(&["-o", "github", path], "", repo.path()),
+            format!("::error file=deploy/pi.yaml,{first}"),
+            "{path}"
+        );
+    }
+    let absolute = deploy.join("pi.yaml");
+    assert_eq!(
+        run(
+            &["-o", "github", absolute.to_str().unwrap()],
+            "",
+            repo.path()
+        ),
+        format!("::error file=deploy/pi.yaml,{first}")
+    );
+    assert_eq!(
+        run(
+            &["-o", "github", "--stdin-filename", "pi.yaml", "-"],
+            TYPOS,
+            repo.path()
+        ),
+        format!("::error file=deploy/pi.yaml,{first}")
+    );
+    assert_eq!(
+        run(&["-o", "github", "-"], TYPOS, repo.path()),
+        "::error title=jobgate (kube-apiserver) Job/pi::strict decoding error: unknown field \"spec.backofLimit\""
+    );
+    // Text keeps the path as given, and stdin's name when there is one.
+    let out = check(&["--stdin-filename", "deploy/pi.yaml", "-"], TYPOS, &[]);
+    assert!(
+        text(&out.stdout).starts_with("deploy/pi.yaml:6:3 Job/pi: strict decoding error"),
+        "{}",
+        text(&out.stdout)
     );
 }

@@ -80,13 +80,14 @@ impl Unreadable {
 }
 
 /// Expands `paths` into readable files: a directory contributes its `*.yaml`, `*.yml` and
-/// `*.json` files, recursively, in name order (hidden entries skipped).
-pub(crate) fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
+/// `*.json` files, recursively, in name order (hidden entries skipped). Each file says whether
+/// it was named itself (`true`) or found in a directory.
+pub(crate) fn expand(paths: &[PathBuf]) -> Vec<Result<(PathBuf, bool), Unreadable>> {
     let mut out = Vec::new();
     for path in paths {
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => walk(path, &mut out),
-            Ok(_) => out.push(Ok(path.clone())),
+            Ok(_) => out.push(Ok((path.clone(), true))),
             Err(e) => out.push(Err(Unreadable::input(
                 &path.display().to_string(),
                 e.to_string(),
@@ -96,7 +97,7 @@ pub(crate) fn expand(paths: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
     out
 }
 
-fn walk(dir: &Path, out: &mut Vec<Result<PathBuf, Unreadable>>) {
+fn walk(dir: &Path, out: &mut Vec<Result<(PathBuf, bool), Unreadable>>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
@@ -123,7 +124,7 @@ fn walk(dir: &Path, out: &mut Vec<Result<PathBuf, Unreadable>>) {
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml" | "json")
         ) {
-            out.push(Ok(path));
+            out.push(Ok((path, false)));
         }
     }
 }

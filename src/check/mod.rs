@@ -98,6 +98,11 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub(crate) fail_on: FailOn,
 
+    /// The path stdin's documents are reported under, as you would name the file (`-` without
+    /// it): `-o github` and `-o sarif` then point at the file the pipe was made from.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) stdin_filename: Option<String>,
+
     /// Skip files whose path matches this glob (`*` within a path segment, `**` across
     /// segments, `?` one character); repeatable.
     #[arg(long, value_name = "GLOB")]
@@ -185,29 +190,37 @@ pub(crate) fn run_with(
     }
     let mut documents = 0;
     if read_stdin {
+        let name = args.stdin_filename.as_deref().unwrap_or("-");
         let mut text = String::new();
         match stdin.read_to_string(&mut text) {
             Ok(_) => {
-                documents += check_source(&Source::named("-", text), &chain, &mut report);
+                documents += check_named(&Source::named(name, text), true, &chain, &mut report)
             }
             Err(e) => report
                 .unreadable
-                .push(Unreadable::input("-", format!("cannot read stdin: {e}"))),
+                .push(Unreadable::input(name, format!("cannot read stdin: {e}"))),
         }
     }
     for file in input::expand(&files) {
-        if let Ok(path) = &file
-            && args.exclude.iter().any(|g| input::glob_matches(g, path))
-        {
+        let (path, named) = match file {
+            Ok(file) => file,
+            Err(u) => {
+                report.unreadable.push(u);
+                continue;
+            }
+        };
+        if args.exclude.iter().any(|g| input::glob_matches(g, &path)) {
             continue;
         }
-        match file.and_then(|path| {
-            std::fs::read_to_string(&path)
-                .map(|text| Source::named(&path.display().to_string(), text))
-                .map_err(|e| Unreadable::input(&path.display().to_string(), e.to_string()))
-        }) {
-            Ok(source) => documents += check_source(&source, &chain, &mut report),
-            Err(u) => report.unreadable.push(u),
+        let name = path.display().to_string();
+        match std::fs::read_to_string(&path) {
+            Ok(text) if named => {
+                documents += check_named(&Source::named(&name, text), false, &chain, &mut report)
+            }
+            Ok(text) => documents += check_source(&Source::named(&name, text), &chain, &mut report),
+            Err(e) => report
+                .unreadable
+                .push(Unreadable::input(&name, e.to_string())),
         }
     }
     let nothing = documents == 0 && report.unreadable.is_empty();
@@ -258,8 +271,34 @@ fn list_policies(out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `check_source` for an input named on the command line (a file, or stdin): one that holds no
+/// document (nothing, blanks, comments, `---` alone) is unreadable, not a pass. An upstream
+/// command that failed (`kubectl kustomize overlays/prod | jobgate check -`, without pipefail)
+/// leaves exactly that.
+fn check_named(source: &Source, stdin: bool, chain: &Chain<'_>, report: &mut Report) -> usize {
+    let failures = report.unreadable.len();
+    let documents = check_source(source, chain, report);
+    if documents == 0 && report.unreadable.len() == failures {
+        let what = if source.text.trim().is_empty() {
+            "nothing was read"
+        } else {
+            "no document in it"
+        };
+        let hint = if stdin {
+            "did the command before the pipe fail?"
+        } else {
+            "did the command that wrote it fail?"
+        };
+        report.unreadable.push(Unreadable::input(
+            &source.name,
+            format!("{what}: an empty input is not a pass ({hint})"),
+        ));
+    }
+    documents
+}
+
 /// Checks every document of one source into `report`, one at a time; returns how many
-/// documents it held. The fields the findings name are located afterwards, in one pass.
+/// documents it held (empty ones, `---` alone, not counted). The fields the findings name are located afterwards, in one pass.
 pub(crate) fn check_source(source: &Source, chain: &Chain<'_>, report: &mut Report) -> usize {
     let (first_object, first_ignored, first_unreadable) = (
         report.objects.len(),
@@ -269,6 +308,9 @@ pub(crate) fn check_source(source: &Source, chain: &Chain<'_>, report: &mut Repo
     let mut reader = input::Reader::new(source);
     let mut count = 0;
     while let Some(doc) = reader.next_document() {
+        if doc.value.is_null() {
+            continue; // an empty YAML document (`---` alone)
+        }
         count += 1;
         let place = Place {
             name: &source.name,

@@ -14,6 +14,7 @@ fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
         recovery_namespaces: Vec::new(),
         namespace: "default".into(),
         fail_on: FailOn::Error,
+        stdin_filename: None,
         exclude: Vec::new(),
         list_policies: false,
         rules: RuleArgs::default(),
