@@ -349,15 +349,32 @@ fn typos_are_refused_as_kubectl_apply_refuses_them_by_default() {
     );
 }
 
+/// kubectl reads a manifest into a map (the last value of a repeated key wins) and sends that
+/// map, so kube-apiserver never sees the duplicate: a warning that the first value is lost, not
+/// a refusal, for YAML and JSON alike.
 #[test]
-fn duplicate_fields_are_refused_like_unknown_ones() {
+fn duplicate_fields_are_a_warning_that_kubectl_keeps_the_last() {
     let job = GOOD_JOB.replace("  name: pi\n", "  name: pi\n  name: pi2\n");
     let out = check(&["-"], &job, &[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         text(&out.stdout),
-        "-:5:3 Job/pi2: strict decoding error: duplicate field \"metadata.name\"\n"
+        "-:5:3 Job/pi2: Warning: duplicate field \"metadata.name\": kubectl sends only the last value\n"
     );
+    let json = r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a","name":"b"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}}"#;
+    let out = check(&["-o", "json", "-"], json, &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objects"][0]["name"], "b");
+    assert_eq!(v["objects"][0]["findings"][0]["source"], "kubectl");
+    assert_eq!(v["objects"][0]["findings"][0]["severity"], "warning");
+    assert_eq!(v["objects"][0]["findings"][0]["column"], 62);
+    assert_eq!(
+        check(&["--fail-on", "warning", "-"], &job, &[])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(check(&["--validate=ignore", "-"], &job, &[]).stdout, b"");
 }
 
 /// An AdmissionReview's object comes from the apiserver, which decoded it already: `check`

@@ -262,8 +262,8 @@ fn unserved(
 /// kube-apiserver's decoding of a document as `kind`: a quantity it cannot parse fails the
 /// request whatever the field validation (`Quantity.UnmarshalJSON`, `ParseQuantity`'s error
 /// behind `Job in version "v1" cannot be handled as a Job: `; kube-apiserver stops at the first,
-/// `check` names each); then, as `--validate` asks, duplicate keys from the text and unknown
-/// fields from the schema. An AdmissionReview's object comes from the apiserver, which has
+/// `check` names each); then, unless `--validate=ignore`, keys the text repeats (`duplicates`)
+/// and, as `--validate` asks, fields the schema does not have. An AdmissionReview's object comes from the apiserver, which has
 /// decoded it already, so it never gets here.
 fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidation) -> Vec<Located> {
     let found = schema::decode_findings(kind, doc, &|v| quantity_decode_error(v).is_some());
@@ -290,19 +290,10 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidatio
     if validation == FieldValidation::Ignore {
         return out;
     }
-    // `sigs.k8s.io/json` reports duplicates first, then unknown fields.
-    let duplicates = place.duplicates.iter().filter_map(|steps| {
-        let under = schema::segments(steps);
-        under
-            .starts_with(&place.prefix)
-            .then(|| (&steps[place.prefix.len()..], "duplicate field"))
-    });
-    let unknown = found
-        .unknown
-        .iter()
-        .map(|f| (f.0.as_slice(), "unknown field"));
-    for (path, what) in duplicates.chain(unknown) {
-        let message = format!("{what} {}", go_quoted(&schema::printed(path)));
+    out.extend(duplicates(place, &place.prefix));
+    for f in &found.unknown {
+        let path = f.0.as_slice();
+        let message = format!("unknown field {}", go_quoted(&schema::printed(path)));
         out.push(match validation {
             // `runtime.NewStrictDecodingError`: every error behind one prefix.
             FieldValidation::Strict => rejected(path, format!("strict decoding error: {message}")),
@@ -317,6 +308,30 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidatio
         });
     }
     out
+}
+
+/// Keys written twice in one object under `prefix` (segments from the document's root). kubectl
+/// reads a manifest into a map (`sigs.k8s.io/yaml` for YAML, `encoding/json` for JSON: the last
+/// value wins) and sends that map re-encoded, so kube-apiserver's strict decoding never sees a
+/// duplicate from `kubectl apply`, `create` or `--server-side`: a warning, not a refusal, that
+/// the first value is lost.
+pub(super) fn duplicates(place: &Place<'_>, prefix: &[String]) -> Vec<Located> {
+    place
+        .duplicates
+        .iter()
+        .filter(|steps| schema::segments(steps).starts_with(prefix))
+        .map(|steps| {
+            let path = schema::printed(&steps[place.prefix.len()..]);
+            let message = format!(
+                "duplicate field {}: kubectl sends only the last value",
+                go_quoted(&path)
+            );
+            Located {
+                finding: Finding::warning(Source::Kubectl, Some(path), message),
+                at: place.at(&schema::segments(&steps[place.prefix.len()..])),
+            }
+        })
+        .collect()
 }
 
 /// The error `Quantity.UnmarshalJSON` returns for a JSON value: a string is parsed trimmed, a

@@ -230,6 +230,12 @@ fn sarif(report: &Report) -> Value {
             "mutation.md#warnings",
         ),
         rule(
+            "kubectl",
+            "how kubectl reads the manifest before anything reaches kube-apiserver",
+            "kubectl reads a manifest into a map before it sends it: of a key written twice only the last value is sent, silently. Remove the other.",
+            "check.md",
+        ),
+        rule(
             "jobgate-input",
             "an input jobgate check cannot read",
             "The file (or stdin) could not be read as YAML or JSON, holds no document, or holds an object that cannot be read as its kind: nothing in it was checked.",

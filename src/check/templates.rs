@@ -155,11 +155,7 @@ fn decode_template(
     }
     let mut prefix = place.prefix.clone();
     prefix.extend_from_slice(at);
-    let duplicates = place
-        .duplicates
-        .iter()
-        .filter(|steps| schema::segments(steps).starts_with(&prefix))
-        .map(|steps| (steps[prefix.len()..].to_vec(), "duplicate field"));
+    out.extend(super::document::duplicates(place, &prefix));
     // A Job template has `metadata` and `spec` only.
     let extra = template
         .as_object()
@@ -172,7 +168,7 @@ fn decode_template(
         .into_iter()
         .filter(|f| !matches!(f.0.first(), Some(schema::Step::Key(k)) if matches!(k.as_str(), "apiVersion" | "kind" | "status")))
         .map(|f| (f.0, "unknown field"));
-    for (steps, what) in duplicates.chain(extra).chain(unknown) {
+    for (steps, what) in extra.chain(unknown) {
         let path = full(&steps);
         let message = format!("{what} {}", crate::job::field::go_quote(&path));
         let finding = match validation {

@@ -18,6 +18,8 @@ pub(crate) enum Source {
     Policy(PolicyName),
     /// jobgate's mutating webhook (`/mutate`, `/mutate/recovery`): what it changed or left.
     Mutation,
+    /// How kubectl reads a manifest before anything reaches kube-apiserver (`jobgate check`).
+    Kubectl,
 }
 
 impl Source {
@@ -27,6 +29,7 @@ impl Source {
             Source::KubeApiserver => "kube-apiserver",
             Source::Policy(p) => p.as_str(),
             Source::Mutation => "jobgate-mutation",
+            Source::Kubectl => "kubectl",
         }
     }
 }
