@@ -176,3 +176,29 @@ fn the_mutation_of_a_built_job_is_noted_with_the_job_it_patches() {
         text(&out.stdout)
     );
 }
+
+/// A JobSet's own annotations are not copied to its Jobs (only its templates' are): the opt-in
+/// there opts nothing in, and `check` says where it belongs.
+#[test]
+fn an_opt_in_on_the_jobset_itself_is_said_to_belong_in_its_templates() {
+    let jobset = "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: t\n  annotations:\n    jobgate.dev/failure-recovery: enabled\n    kueue.x-k8s.io/safe-to-forcefully-terminate: \"true\"\nspec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        template:\n          spec:\n            containers: [{name: a, image: b}]\n";
+    let out = check(&["-"], jobset);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        "-:6:5 JobSet/t: Warning: jobgate: ignored metadata.annotations[jobgate.dev/failure-recovery]=\"enabled\" on the JobSet: its Jobs do not inherit it; set it in spec.replicatedJobs[*].template.metadata.annotations\n\
+         -:7:5 JobSet/t: Warning: jobgate: metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]: \"true\": has no effect here; it belongs on spec.replicatedJobs[*].template.spec.template.metadata.annotations\n"
+    );
+    // Opted in where it belongs: the Job-level annotation, copied to the Job, is what /mutate
+    // reads.
+    let opted = jobset
+        .replace("  annotations:\n    jobgate.dev/failure-recovery: enabled\n    kueue.x-k8s.io/safe-to-forcefully-terminate: \"true\"\n", "")
+        .replace("    template:\n      spec:\n", "    template:\n      metadata:\n        annotations: {jobgate.dev/failure-recovery: enabled}\n      spec:\n");
+    let out = check(&["-"], &opted);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("-:8:5 JobSet/t: Warning: jobgate: set spec.replicatedJobs[0].template.spec.podReplacementPolicy=Failed because failure recovery is enabled\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}

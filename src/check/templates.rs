@@ -80,6 +80,7 @@ pub(super) fn check_owner(
             .push(owner_checked(decoded.into_iter().flatten().collect()));
         return;
     }
+    let misplaced = misplaced_opt_in(place, owner, &doc, chain);
     let jobs = match embedded::controller_jobs(owner, doc, &namespace) {
         Ok(jobs) => jobs,
         Err(e) => {
@@ -88,9 +89,14 @@ pub(super) fn check_owner(
                 .push(place.unreadable(format!("{}: {e}", owner.kind())));
         }
     };
+    let mut misplaced = Some(misplaced);
     for built in jobs {
         let index = templates.iter().position(|(p, _)| *p == built.template);
-        let found = index.map(|i| std::mem::take(&mut decoded[i]));
+        let mut found = index
+            .map(|i| std::mem::take(&mut decoded[i]))
+            .unwrap_or_default();
+        // What the owner's own metadata says, once, with its first Job.
+        found.extend(misplaced.take().into_iter().flatten());
         let object = Object {
             operation: Operation::Create,
             kind: Kind::Job,
@@ -106,8 +112,76 @@ pub(super) fn check_owner(
                 replicas: built.replicas,
             }),
         };
-        check_object(place, object, found.unwrap_or_default(), chain, report);
+        check_object(place, object, found, chain, report);
     }
+}
+
+/// The recovery opt-in written on the owner's own `metadata.annotations`: neither JobSet's
+/// `constructJob` nor Trainer copies them to the Jobs (only the templates' own), so it opts
+/// nothing in. Said as `/mutate` says it of a CronJob's own annotation, and as the
+/// `recovery-annotation-on-job` policy says it of a recovery key there (a warning at any level:
+/// no webhook sees the owner).
+fn misplaced_opt_in(
+    place: &Place<'_>,
+    owner: Owner,
+    doc: &Value,
+    chain: &Chain<'_>,
+) -> Vec<Located> {
+    let Some(annotations) = doc
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let jobs = match owner {
+        Owner::JobSet => "spec.replicatedJobs[*].template",
+        Owner::TrainingRuntime | Owner::ClusterTrainingRuntime => {
+            "spec.template.spec.replicatedJobs[*].template"
+        }
+    };
+    let at = |key: &str| place.at(&["metadata".into(), "annotations".into(), key.into()]);
+    let mut out = Vec::new();
+    if let Some(value) = annotations.get(crate::job::FAILURE_RECOVERY) {
+        let path = format!("metadata.annotations[{}]", crate::job::FAILURE_RECOVERY);
+        let message = format!(
+            "jobgate: ignored {path}={value} on the {}: its Jobs do not inherit it; set it in {jobs}.metadata.annotations",
+            owner.kind()
+        );
+        out.push(Located {
+            finding: Finding::warning(Source::Mutation, Some(path), message),
+            at: at(crate::job::FAILURE_RECOVERY),
+        });
+    }
+    let policy = crate::job::PolicyName::RecoveryAnnotationOnJob;
+    let level = chain.config.policies.level(policy);
+    for key in chain.config.recognized_recovery_keys() {
+        let Some(value) = annotations.get(key) else {
+            continue;
+        };
+        let path = format!("metadata.annotations[{key}]");
+        let detail =
+            format!("has no effect here; it belongs on {jobs}.spec.template.metadata.annotations");
+        let value = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string);
+        // A warning even at `deny`: no webhook sees the owner, so nothing would refuse it.
+        if level == crate::job::Level::Off {
+            continue;
+        }
+        let finding = Finding::warning(
+            Source::Policy(policy),
+            Some(path.clone()),
+            format!(
+                "jobgate: {path}: {}: {detail}",
+                crate::job::field::go_json_string(&value)
+            ),
+        );
+        out.push(Located {
+            finding,
+            at: at(key),
+        });
+    }
+    out
 }
 
 /// The CRD's decoding of the template at `at` (`printed`): quantities its schema refuses, then,

@@ -82,7 +82,7 @@ mod mutate;
 pub(crate) mod validate;
 
 pub use config::Config;
-pub(crate) use mutate::{RecoveryScope, mutate};
+pub(crate) use mutate::{FAILURE_RECOVERY, RecoveryScope, mutate};
 pub(crate) use policy::Policies;
 pub(crate) use policy::{Level, PolicyName};
 #[cfg(test)]
