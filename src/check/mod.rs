@@ -1,11 +1,13 @@
 //! `jobgate check [FILE|DIR|-]...`: the cluster's verdict offline, for CI before `kubectl apply`.
 //!
-//! Every Job and CronJob found (also inside `List`s and AdmissionReviews) goes through the chain
-//! the cluster runs (`document`): kube-apiserver's strict decoding (unknown and duplicate fields,
-//! `--validate` as kubectl), jobgate's mutating webhook as the deployed configuration calls it
-//! (`/mutate`, or `/mutate/recovery` for `--recovery-namespace`s), the apiserver's defaulting,
-//! then `/validate` (kube-apiserver's rules and jobgate's policies). Other kinds are skipped with
-//! a note.
+//! Documents are read as kubectl reads them (`yaml`, `input`), one at a time. Every Job and
+//! CronJob found (also inside `List`s and AdmissionReviews) goes through the chain the cluster
+//! runs (`document`): kube-apiserver's decoding (quantities; unknown fields as `--validate` asks,
+//! as kubectl), jobgate's mutating webhook as the deployed configuration calls it (`/mutate`, or
+//! `/mutate/recovery` for `--recovery-namespace`s), the apiserver's defaulting, then `/validate`
+//! (kube-apiserver's rules and jobgate's policies). A JobSet's or Trainer runtime's Job templates
+//! go through it as the Jobs their controllers create (`templates`). Other kinds are counted as
+//! skipped. Where findings' fields are written is looked up last (`locate`).
 //!
 //! Output (`render`): `file:line:column Kind/name: message` lines, or JSON, YAML, GitHub
 //! Actions annotations, SARIF 2.1.0. Exit status: 0 when everything passes (warnings allowed
@@ -66,9 +68,10 @@ pub struct CheckArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text, env = "JOBGATE_OUTPUT")]
     pub(crate) output: OutputFormat,
 
-    /// What to do with unknown and duplicate fields, as `kubectl apply --validate=...`: strict
-    /// (or true, or `--validate` alone) refuses them as kube-apiserver does by default, warn
-    /// reports them as warnings, ignore (or false) says nothing.
+    /// What to do with unknown fields, as `kubectl apply --validate=...`: strict (or true, or
+    /// `--validate` alone) refuses them as kube-apiserver does by default, warn reports them as
+    /// warnings, ignore (or false) says nothing (also of keys written twice, otherwise a
+    /// warning: kubectl sends only the last).
     #[arg(
         long,
         value_name = "strict|warn|ignore",
