@@ -109,9 +109,7 @@ fn stdin_multi_document_yaml_denied_warned_and_skipped() {
     );
     assert_eq!(
         err,
-        concat!(
-            "jobgate check: 3 checked, 1 denied, 1 with warnings, 1 skipped (v1/ConfigMap: 1), 0 unreadable\n",
-        )
+        "jobgate check: 3 checked, 1 denied, 1 with warnings, 1 skipped (v1/ConfigMap: 1), 0 unreadable\n"
     );
 }
 
