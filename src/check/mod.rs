@@ -242,6 +242,21 @@ pub(crate) fn run_with(
     exit_code(&report, args.fail_on)
 }
 
+/// The documents of a YAML stream as kubectl sends them to kube-apiserver (empty ones left out),
+/// or why it cannot be read: what `check` judges. Public for the comparison with kubectl itself
+/// (`tests/check_kubectl_yaml.rs`).
+pub fn yaml_as_kubectl_sends_it(text: &str) -> Result<Vec<serde_json::Value>, String> {
+    let mut out = Vec::new();
+    for doc in yaml::documents(text) {
+        match doc {
+            Ok(d) if d.value.is_null() => {}
+            Ok(d) => out.push(d.value),
+            Err(f) => return Err(f.reason),
+        }
+    }
+    Ok(out)
+}
+
 /// The exit status for `report`.
 pub(crate) fn exit_code(report: &Report, fail_on: FailOn) -> i32 {
     let summary = report.summary();
