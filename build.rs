@@ -9,7 +9,8 @@
 //!   identical, and keeps this script from rerunning (and the crate from rebuilding) on every build.
 //!
 //! The script reruns only when one of those variables changes or HEAD moves (a commit, a checkout),
-//! never on a source edit: it watches HEAD, the branch it points at and packed-refs.
+//! never on a source edit: it watches HEAD, the branch it points at and packed-refs, those of them
+//! that exist.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -59,20 +60,33 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 /// Reruns this script when HEAD moves. `git rev-parse --git-path` resolves worktrees (`.git` is
-/// then a file naming the real directory) and the common directory holding branches.
+/// then a file naming the real directory) and the common directory holding branches. Only paths
+/// that exist are watched: cargo reruns a script on every build while a watched path is missing
+/// (a clone without packed-refs, a branch whose ref is packed), which recompiles the crate each
+/// time. A packed branch gets a loose ref at its next commit, in the directory watched instead.
 fn watch_head() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let watch = |path: PathBuf| {
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    };
     let Some(head) = git(&["rev-parse", "--git-path", "HEAD"]) else {
         return;
     };
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    println!("cargo:rerun-if-changed={}", root.join(head).display());
+    watch(root.join(head));
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
         && let Some(path) = git(&["rev-parse", "--git-path", &branch])
     {
-        println!("cargo:rerun-if-changed={}", root.join(path).display());
+        let loose = root.join(path);
+        if loose.exists() {
+            watch(loose);
+        } else if let Some(dir) = loose.parent() {
+            watch(dir.to_path_buf());
+        }
     }
     if let Some(packed) = git(&["rev-parse", "--git-path", "packed-refs"]) {
-        println!("cargo:rerun-if-changed={}", root.join(packed).display());
+        watch(root.join(packed));
     }
 }
 

@@ -44,16 +44,14 @@ pub(crate) const CLOCK_SKEW_ALLOWANCE: Duration = Duration::from_secs(3600);
 /// Generate the webhook's CA, serving certificate and key, and the caBundle kustomize patch.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CertsArgs {
-    /// Name of the Service in front of the webhook.
-    #[arg(long, env = "JOBGATE_CERTS_SERVICE", default_value = "jobgate")]
-    pub service: String,
-    /// Namespace of the Service.
-    #[arg(
-        long,
-        env = "JOBGATE_CERTS_NAMESPACE",
-        default_value = "jobgate-system"
-    )]
-    pub namespace: String,
+    /// Name of the Service in front of the webhook. Default: the Service the certificate
+    /// already in --out names (a rotation keeps it), else `jobgate`.
+    #[arg(long, env = "JOBGATE_CERTS_SERVICE")]
+    pub service: Option<String>,
+    /// Namespace of the Service. Default: the namespace the certificate already in --out names
+    /// (a rotation keeps it), else `jobgate-system`.
+    #[arg(long, env = "JOBGATE_CERTS_NAMESPACE")]
+    pub namespace: Option<String>,
     /// Directory to write ca.crt, tls.crt, tls.key (mode 0600) and cabundle-patch.yaml to
     /// (created if missing; existing files are replaced).
     #[arg(long, env = "JOBGATE_CERTS_OUT")]
@@ -68,7 +66,17 @@ pub struct CertsArgs {
     /// updates mounted Secrets up to a minute or two after an apply). Drop it at the next run.
     #[arg(long, env = "JOBGATE_CERTS_KEEP_PREVIOUS_CA")]
     pub keep_previous_ca: bool,
+    /// Issue for --service/--namespace although the certificate already in --out names another
+    /// Service: only when the install moves there too (otherwise kube-apiserver's calls to the
+    /// Service it has fail the TLS handshake).
+    #[arg(long, env = "JOBGATE_CERTS_ALLOW_RENAME")]
+    pub allow_rename: bool,
 }
+
+/// The Service `jobgate certs` issues for when neither --out nor a flag names one.
+pub const DEFAULT_SERVICE: &str = "jobgate";
+/// The namespace `jobgate certs` issues for when neither --out nor a flag names one.
+pub const DEFAULT_NAMESPACE: &str = "jobgate-system";
 
 /// Why `jobgate certs` (or [`generate`]) failed.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +99,35 @@ pub enum CertsError {
     #[error("--keep-previous-ca: {} is not a PEM certificate ({message})", path.display())]
     PreviousCa {
         /// The previous `ca.crt`.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// `--service`/`--namespace` name another Service than the certificate already in `--out`,
+    /// without `--allow-rename`.
+    #[error(
+        "{} names {existing}, but --service/--namespace ask for {asked}: the new certificate would \
+         not cover the Service kube-apiserver calls while the install stays where it is. Leave \
+         --service and --namespace out to keep {existing}, or add --allow-rename when the install \
+         moves to {asked}",
+        path.display()
+    )]
+    Rename {
+        /// The existing `tls.crt`.
+        path: PathBuf,
+        /// `<service>.<namespace>.svc` it names.
+        existing: String,
+        /// `<service>.<namespace>.svc` asked for.
+        asked: String,
+    },
+    /// The `tls.crt` already in `--out` cannot be read as a certificate of a Service, so the
+    /// Service to keep is unknown.
+    #[error(
+        "{}: {message}; pass --service and --namespace (and --allow-rename), or remove the file",
+        path.display()
+    )]
+    Existing {
+        /// The existing `tls.crt`.
         path: PathBuf,
         /// What is wrong with it.
         message: String,
@@ -216,20 +253,94 @@ pub struct Written {
     pub tls_key: PathBuf,
     /// The caBundle patch file.
     pub ca_bundle_patch: PathBuf,
+    /// The Service the certificate names.
+    pub service: String,
+    /// Its namespace.
+    pub namespace: String,
 }
 
-/// Generates the bundle for `args` at time `now` and writes the four files.
+/// The Service (name, namespace) a serving certificate names: its `<service>.<namespace>.svc`
+/// subjectAltName, the one kube-apiserver dials. `None` when it names none.
+pub fn service_of(cert_pem: &[u8]) -> Result<Option<(String, String)>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let leaf = CertificateDer::pem_slice_iter(cert_pem)
+        .next()
+        .ok_or("no PEM certificate found")?
+        .map_err(|e| e.to_string())?;
+    let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref())
+        .map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    let san = cert
+        .subject_alternative_name()
+        .map_err(|e| format!("unreadable subjectAltName: {e}"))?;
+    Ok(san
+        .into_iter()
+        .flat_map(|s| s.value.general_names.iter())
+        .find_map(|name| {
+            let x509_parser::extensions::GeneralName::DNSName(dns) = name else {
+                return None;
+            };
+            let (service, namespace) = dns.strip_suffix(".svc")?.split_once('.')?;
+            (is_dns_label(service) && is_dns_label(namespace))
+                .then(|| (service.to_string(), namespace.to_string()))
+        }))
+}
+
+/// The Service to issue for: the flags, else the one the certificate in `--out` names (a
+/// rotation keeps it), else the defaults. Flags naming another Service than that certificate are
+/// refused unless `--allow-rename`.
+fn service_to_issue_for(args: &CertsArgs) -> Result<(String, String), CertsError> {
+    let path = args.out.join(TLS_CERT_FILE);
+    let existing = match std::fs::read(&path) {
+        Ok(pem) => match service_of(&pem) {
+            Ok(found) => found,
+            Err(message) if !args.allow_rename => {
+                return Err(CertsError::Existing { path, message });
+            }
+            Err(_) => None,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(CertsError::Existing {
+                path,
+                message: e.to_string(),
+            });
+        }
+    };
+    let (kept_service, kept_namespace) = existing
+        .clone()
+        .unwrap_or_else(|| (DEFAULT_SERVICE.to_string(), DEFAULT_NAMESPACE.to_string()));
+    let service = args.service.clone().unwrap_or(kept_service);
+    let namespace = args.namespace.clone().unwrap_or(kept_namespace);
+    if let Some((old_service, old_namespace)) = existing
+        && (old_service != service || old_namespace != namespace)
+        && !args.allow_rename
+    {
+        return Err(CertsError::Rename {
+            path,
+            existing: format!("{old_service}.{old_namespace}.svc"),
+            asked: format!("{service}.{namespace}.svc"),
+        });
+    }
+    Ok((service, namespace))
+}
+
+/// Generates the bundle for `args` at time `now` and writes the four files. Returns what was
+/// written and the Service it was issued for.
 pub fn write(args: &CertsArgs, now: SystemTime) -> Result<Written, CertsError> {
     for (flag, value) in [("service", &args.service), ("namespace", &args.namespace)] {
-        if !is_dns_label(value) {
+        if let Some(value) = value
+            && !is_dns_label(value)
+        {
             return Err(CertsError::NotADnsLabel {
                 flag,
                 value: value.clone(),
             });
         }
     }
-    let sans = service_dns_names(&args.service, &args.namespace);
-    let ca_common_name = format!("jobgate CA for {}.{}.svc", args.service, args.namespace);
+    let (service, namespace) = service_to_issue_for(args)?;
+    let sans = service_dns_names(&service, &namespace);
+    let ca_common_name = format!("jobgate CA for {service}.{namespace}.svc");
     let validity = Duration::from_secs(u64::from(args.validity_days) * 86_400);
     let previous_ca = if args.keep_previous_ca {
         previous_ca(&args.out.join(CA_CERT_FILE))?
@@ -254,6 +365,8 @@ pub fn write(args: &CertsArgs, now: SystemTime) -> Result<Written, CertsError> {
         tls_cert: args.out.join(TLS_CERT_FILE),
         tls_key: args.out.join(TLS_KEY_FILE),
         ca_bundle_patch: args.out.join(CA_BUNDLE_PATCH_FILE),
+        service,
+        namespace,
     };
     // The key first: a failure later leaves a directory that the overlay will not render from,
     // never a new certificate next to an old key.
@@ -302,7 +415,7 @@ pub fn run(args: &CertsArgs) -> Result<(), CertsError> {
     let written = write(args, SystemTime::now())?;
     println!(
         "jobgate certs: CA and serving certificate for {} valid for {} days:",
-        service_dns_names(&args.service, &args.namespace).join(", "),
+        service_dns_names(&written.service, &written.namespace).join(", "),
         args.validity_days
     );
     for path in [
@@ -313,8 +426,30 @@ pub fn run(args: &CertsArgs) -> Result<(), CertsError> {
     ] {
         println!("  {}", path.display());
     }
-    println!("never commit tls.key; install with: kubectl apply -k deploy/overlays/self-signed");
+    println!("never commit tls.key; {}", install_hint(&written));
     Ok(())
+}
+
+/// How to install with these files: the self-signed overlay installs into `jobgate-system`;
+/// another namespace needs an overlay of it that says so (docs/src/install.md).
+fn install_hint(written: &Written) -> String {
+    if written.service != DEFAULT_SERVICE {
+        return format!(
+            "the installs name the Service {DEFAULT_SERVICE}: kube-apiserver will call \
+             {DEFAULT_SERVICE}.{}.svc, not {}.{}.svc, unless your install renames it",
+            written.namespace, written.service, written.namespace
+        );
+    }
+    if written.namespace == DEFAULT_NAMESPACE {
+        return "install with: kubectl apply -k deploy/overlays/self-signed".to_string();
+    }
+    format!(
+        "install into {ns} with an overlay of deploy/overlays/self-signed that sets \
+         `namespace: {ns}` and the transformer deploy/namespace (docs/src/install.md, \
+         \"Another namespace\"); deploy/overlays/self-signed alone installs into {DEFAULT_NAMESPACE}, \
+         where this certificate does not fit",
+        ns = written.namespace
+    )
 }
 
 /// Writes `contents` to a temporary file next to `path`, then renames it over `path`, so a reader
@@ -378,11 +513,12 @@ mod tests {
     fn write_refuses_a_service_that_is_not_a_dns_label() {
         let dir = tempfile::tempdir().unwrap();
         let args = CertsArgs {
-            service: "Job_Gate".into(),
-            namespace: "jobgate-system".into(),
+            service: Some("Job_Gate".into()),
+            namespace: None,
             out: dir.path().join("out"),
             validity_days: 1,
             keep_previous_ca: false,
+            allow_rename: false,
         };
         let e = write(&args, SystemTime::now()).unwrap_err().to_string();
         assert!(
@@ -452,11 +588,12 @@ mod tests {
     fn keep_previous_ca_trusts_the_old_and_the_new_ca_then_only_the_newer_two() {
         let dir = tempfile::tempdir().unwrap();
         let mut args = CertsArgs {
-            service: "jobgate".into(),
-            namespace: "jobgate-system".into(),
+            service: None,
+            namespace: Some("platform-jobs".into()),
             out: dir.path().to_path_buf(),
             validity_days: 1,
             keep_previous_ca: true,
+            allow_rename: false,
         };
         let read = |p: &Path| std::fs::read_to_string(p).unwrap();
         // First run: nothing to keep.
@@ -478,6 +615,11 @@ mod tests {
             ca_bundle_of(&read(&w.ca_bundle_patch)),
             read(&w.ca_cert).as_bytes()
         );
+        // Every rotation kept the namespace of the first run, given once.
+        assert_eq!(
+            service_of(read(&w.tls_cert).as_bytes()).unwrap(),
+            Some(("jobgate".to_string(), "platform-jobs".to_string()))
+        );
         // A ca.crt that is not a certificate is an error, and nothing is replaced.
         args.keep_previous_ca = true;
         std::fs::write(&w.ca_cert, "garbage").unwrap();
@@ -485,5 +627,115 @@ mod tests {
         let e = write(&args, SystemTime::now()).unwrap_err().to_string();
         assert!(e.contains("is not a PEM certificate"), "{e}");
         assert_eq!(read(&w.tls_key), key_before);
+    }
+
+    fn sans_of(path: &Path) -> Vec<String> {
+        let pem = std::fs::read(path).unwrap();
+        let der = {
+            use rustls::pki_types::CertificateDer;
+            use rustls::pki_types::pem::PemObject;
+            CertificateDer::from_pem_slice(&pem).unwrap()
+        };
+        let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref()).unwrap();
+        cert.subject_alternative_name()
+            .unwrap()
+            .unwrap()
+            .value
+            .general_names
+            .iter()
+            .map(|n| match n {
+                x509_parser::extensions::GeneralName::DNSName(d) => d.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    /// The yearly rotation as documented, `jobgate certs --keep-previous-ca --out DIR`, reissues
+    /// for the Service the certificate in DIR names, not for the defaults; naming another one is
+    /// refused (nothing written) unless the install moves (`--allow-rename`).
+    #[test]
+    fn a_rotation_keeps_the_service_the_certificate_names_and_refuses_another_unless_moving() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = |service: Option<&str>, namespace: Option<&str>, allow_rename| CertsArgs {
+            service: service.map(str::to_string),
+            namespace: namespace.map(str::to_string),
+            out: dir.path().to_path_buf(),
+            validity_days: 30,
+            keep_previous_ca: true,
+            allow_rename,
+        };
+        let first = write(
+            &args(Some("jg"), Some("platform-jobs"), false),
+            SystemTime::now(),
+        )
+        .unwrap();
+        assert_eq!(
+            (first.service.as_str(), first.namespace.as_str()),
+            ("jg", "platform-jobs")
+        );
+        let issued = sans_of(&first.tls_cert);
+        assert_eq!(issued, service_dns_names("jg", "platform-jobs"));
+
+        let rotated = write(&args(None, None, false), SystemTime::now()).unwrap();
+        assert_eq!(
+            sans_of(&rotated.tls_cert),
+            issued,
+            "the rotation kept the names"
+        );
+        // Naming the same Service again is no rename.
+        write(&args(Some("jg"), None, false), SystemTime::now()).unwrap();
+
+        let before = std::fs::read(&rotated.tls_cert).unwrap();
+        let e = write(
+            &args(None, Some("jobgate-system"), false),
+            SystemTime::now(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.ends_with(
+                "names jg.platform-jobs.svc, but --service/--namespace ask for \
+                 jg.jobgate-system.svc: the new certificate would not cover the Service \
+                 kube-apiserver calls while the install stays where it is. Leave --service and \
+                 --namespace out to keep jg.platform-jobs.svc, or add --allow-rename when the \
+                 install moves to jg.jobgate-system.svc"
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read(&rotated.tls_cert).unwrap(),
+            before,
+            "nothing written"
+        );
+
+        let moved = write(&args(None, Some("team-a"), true), SystemTime::now()).unwrap();
+        assert_eq!(sans_of(&moved.tls_cert), service_dns_names("jg", "team-a"));
+    }
+
+    #[test]
+    fn the_install_hint_names_the_namespace_the_certificate_is_for() {
+        let written = |service: &str, namespace: &str| Written {
+            ca_cert: "ca.crt".into(),
+            tls_cert: "tls.crt".into(),
+            tls_key: "tls.key".into(),
+            ca_bundle_patch: "cabundle-patch.yaml".into(),
+            service: service.into(),
+            namespace: namespace.into(),
+        };
+        assert_eq!(
+            install_hint(&written("jobgate", "jobgate-system")),
+            "install with: kubectl apply -k deploy/overlays/self-signed"
+        );
+        let other = install_hint(&written("jobgate", "platform-jobs"));
+        assert!(
+            other.starts_with("install into platform-jobs with an overlay"),
+            "{other}"
+        );
+        assert!(other.contains("`namespace: platform-jobs`"), "{other}");
+        let renamed = install_hint(&written("jg", "platform-jobs"));
+        assert!(
+            renamed.contains("jobgate.platform-jobs.svc, not jg.platform-jobs.svc"),
+            "{renamed}"
+        );
     }
 }

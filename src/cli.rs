@@ -55,6 +55,11 @@ pub(crate) enum Command {
     /// policyreport (wgpolicyk8s.io/v1alpha2 PolicyReport YAML, one per namespace). Exit 1 when
     /// something would be denied, 2 when the cluster or an object could not be read.
     Audit(jobgate::audit::AuditArgs),
+    /// Print jobgate's admission as a MutatingAdmissionPolicy and ValidatingAdmissionPolicies
+    /// with their bindings (YAML for `kubectl apply -f -`), for --kubernetes-version and the
+    /// settings `serve` reads: the webhook-less install. Exit 1 when the release has no beta or
+    /// GA MutatingAdmissionPolicy (before 1.34) or the settings cannot be read.
+    Render(jobgate::admission_policy::RenderArgs),
     /// Print the version, the git commit and build date of this binary, and the Kubernetes
     /// releases whose kube-apiserver rules it follows (--kubernetes-version).
     Version(VersionArgs),
@@ -111,6 +116,12 @@ pub(crate) struct ServeArgs {
     /// Rule settings: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub rules: jobgate::rule_flags::RuleArgs,
+    /// The host kube-apiserver dials for the webhook Service, `<service>.<namespace>.svc`:
+    /// /readyz fails (and says why in the log) while the serving certificate does not name it,
+    /// and a rotated certificate that does not name it is not loaded. The installs set it from
+    /// the Service's name and the pod's namespace.
+    #[arg(long, env = "JOBGATE_TLS_SERVER_NAME", requires = "tls_cert")]
+    pub tls_server_name: Option<String>,
     /// Time allowed for a TLS handshake.
     #[arg(long, env = "JOBGATE_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,

@@ -2,6 +2,7 @@
 //! clusters where nodes and pods disappear. See README.md.
 
 pub mod admission;
+pub mod admission_policy;
 pub mod api_error;
 pub mod audit;
 pub mod certs;

@@ -6,12 +6,12 @@ mod version;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command, LogFormat, ServeArgs};
 use jobgate::server::{self, Listening, ServeOptions, TlsSource};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_command_line();
     // One-shot commands say their errors once themselves; kube's client would log each failed
     // request again at ERROR.
     let level = match cli.command {
@@ -25,6 +25,9 @@ fn main() -> ExitCode {
     let about = match &cli.command {
         Command::Check(args) => {
             return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
+        }
+        Command::Render(args) => {
+            return ExitCode::from(jobgate::admission_policy::run(args).clamp(0, 255) as u8);
         }
         Command::Version(args) => Some(version::write(args.output, &mut std::io::stdout())),
         Command::Completion(args) => Some(completion(args.shell)),
@@ -63,9 +66,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
-        Command::Check(_) | Command::Version(_) | Command::Completion(_) | Command::Man(_) => {
-            Ok(())
-        }
+        Command::Check(_)
+        | Command::Render(_)
+        | Command::Version(_)
+        | Command::Completion(_)
+        | Command::Man(_) => Ok(()),
         Command::Certs(args) => jobgate::certs::run(&args).map_err(anyhow::Error::from),
         Command::Reconcile(args) => runtime
             .block_on(jobgate::reconciler::run(args))
@@ -91,11 +96,28 @@ fn main() -> ExitCode {
                 who,
                 e.as_ref(),
                 "the ClusterRole jobgate (deploy/base) grants the reconciler's calls; jobgate status \
-                 needs list on jobs, pods and nodes and get on leases in the lease namespace",
+                 needs list on jobs, pods and nodes and get on leases in the lease namespace (and \
+                 list on pods in all namespaces to find the install without --lease-namespace)",
             );
             ExitCode::FAILURE
         }
     }
+}
+
+/// The command line, with where each rule flag's value came from (flag or environment), which
+/// only clap's matches know.
+fn parse_command_line() -> Cli {
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some((_, sub)) = matches.subcommand() {
+        match &mut cli.command {
+            Command::Serve(args) => args.rules.note_value_sources(sub),
+            Command::Check(args) => args.note_value_sources(sub),
+            Command::Audit(args) => args.note_value_sources(sub),
+            _ => {}
+        }
+    }
+    cli
 }
 
 /// The completion script of `shell`, from the same command definition the parser uses.
@@ -134,8 +156,13 @@ fn init_tracing(format: LogFormat, level: &str) {
         eprintln!("jobgate: invalid --log-level {level:?} ({e}); using info");
         tracing_subscriber::EnvFilter::new("info")
     });
+    // Colour only for a person at a terminal: a file, a pipe or a container log (kubelet writes
+    // stderr to a file) gets plain text. NO_COLOR (no-color.org) turns it off at a terminal too.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -161,18 +188,23 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             localhost(args.admin_addr),
         ),
     };
+    let rules = args.rules.load()?;
+    if let Some(note) = rules.newer_release_note() {
+        tracing::warn!("{note}");
+    }
     let options = ServeOptions {
         addr,
         admin_addr,
         tls,
         client_ca: args.client_ca,
-        rules: args.rules.load()?,
+        rules,
         handshake_timeout: args.tls_handshake_timeout,
         tls_reload_interval: args.tls_reload_interval,
         header_read_timeout: args.header_read_timeout,
         body_timeout: args.body_timeout,
         shutdown_delay: args.shutdown_delay,
         shutdown_timeout: args.shutdown_timeout,
+        tls_server_name: args.tls_server_name,
         body_memory_budget: args.body_memory_budget,
         body_budget_wait: args.body_budget_wait,
     };

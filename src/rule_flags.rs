@@ -33,7 +33,20 @@ pub enum ConfigError {
     /// go together: a gate the release does not have, or a locked gate turned off.
     #[error("{0}")]
     Cluster(String),
+    /// `--kubernetes-version` or `JOBGATE_KUBERNETES_VERSION` names no release jobgate can judge
+    /// (malformed, or older than the oldest known).
+    #[error("{given_by}: {message}")]
+    KubernetesVersion {
+        /// `--kubernetes-version`, or `JOBGATE_KUBERNETES_VERSION` when the value came from
+        /// the environment.
+        given_by: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
 }
+
+/// The environment variable of `--kubernetes-version`.
+const KUBERNETES_VERSION_ENV: &str = "JOBGATE_KUBERNETES_VERSION";
 
 /// Reads a config file on top of `base`.
 pub(crate) fn config_from_file(path: &Path, base: Config) -> Result<Config, ConfigError> {
@@ -104,20 +117,25 @@ pub struct RuleArgs {
     )]
     pub(crate) deprecated_recovery_annotation_keys: Vec<String>,
 
-    /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.37; default 1.37): the
+    /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.38; default 1.38): the
     /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
+    /// A newer release is judged with 1.38's rules, with a warning.
     #[arg(
         long = "kubernetes-version",
-        env = "JOBGATE_KUBERNETES_VERSION",
-        value_name = "MAJOR.MINOR",
-        value_parser = KubernetesVersion::parse
+        env = KUBERNETES_VERSION_ENV,
+        value_name = "MAJOR.MINOR"
     )]
-    pub(crate) kubernetes_version: Option<KubernetesVersion>,
+    kubernetes_version: Option<String>,
+
+    /// Whether the version came from the environment: clap knows, the parsed value does not
+    /// (`note_value_sources`).
+    #[arg(skip)]
+    kubernetes_version_from_env: bool,
 
     /// The cluster's overrides of Job-related feature gates, as kube-apiserver's
     /// --feature-gates takes them: Name=true|false,... (JobPodReplacementPolicy, JobManagedBy,
     /// JobBackoffLimitPerIndex, JobSuccessPolicy, MutablePodResourcesForSuspendedJobs,
-    /// MutableSchedulingDirectivesForSuspendedJobs).
+    /// MutableSchedulingDirectivesForSuspendedJobs, WorkloadWithJob).
     #[arg(
         long = "feature-gates",
         env = "JOBGATE_FEATURE_GATES",
@@ -128,6 +146,30 @@ pub struct RuleArgs {
 }
 
 impl RuleArgs {
+    /// Records where clap took each value from (`matches` are the command's own), so that an
+    /// error names the environment variable when that is where a bad value came from.
+    pub fn note_value_sources(&mut self, matches: &clap::ArgMatches) {
+        const ID: &str = "kubernetes_version";
+        self.kubernetes_version_from_env = matches.ids().any(|id| id.as_str() == ID)
+            && matches.value_source(ID) == Some(clap::parser::ValueSource::EnvVariable);
+    }
+
+    /// The release `--kubernetes-version` (or its variable) names, if given.
+    pub(crate) fn kubernetes_version(&self) -> Result<Option<KubernetesVersion>, ConfigError> {
+        let Some(text) = &self.kubernetes_version else {
+            return Ok(None);
+        };
+        KubernetesVersion::parse(text)
+            .map(Some)
+            .map_err(|message| ConfigError::KubernetesVersion {
+                given_by: match self.kubernetes_version_from_env {
+                    true => KUBERNETES_VERSION_ENV,
+                    false => "--kubernetes-version",
+                },
+                message,
+            })
+    }
+
     /// Defaults, then `--config`, then the flags.
     pub fn load(&self) -> Result<Config, ConfigError> {
         self.load_over(Config::default())
@@ -152,12 +194,11 @@ impl RuleArgs {
             );
             config.recovery_annotation_keys = self.deprecated_recovery_annotation_keys.clone();
         }
-        if self.kubernetes_version.is_some() || self.feature_gates.is_some() {
+        let flag_version = self.kubernetes_version()?;
+        if flag_version.is_some() || self.feature_gates.is_some() {
             // A version on the command line starts from that release's defaults; gates on the
             // command line replace the file's.
-            let version = self
-                .kubernetes_version
-                .unwrap_or_else(|| config.cluster.version());
+            let version = flag_version.unwrap_or_else(|| config.cluster.release());
             let gates = match &self.feature_gates {
                 Some(gates) => gates.clone(),
                 None => config.cluster.overrides().clone(),
@@ -237,6 +278,40 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--policy", "nope=warn"]).is_err());
         assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed"]).is_err());
         assert!(Cli::try_parse_from(["x", "--policy", "recovery-needs-failed=loud"]).is_err());
+    }
+
+    /// A bad version names where it came from: the flag, or the environment variable that
+    /// `serve` in a Deployment is usually given.
+    #[test]
+    fn a_bad_kubernetes_version_names_its_source() {
+        let mut cli = Cli::try_parse_from(["x", "--kubernetes-version", "1.x"]).unwrap();
+        let e = cli.rules.load().unwrap_err().to_string();
+        assert!(
+            e.starts_with("--kubernetes-version: unsupported Kubernetes version \"1.x\""),
+            "{e}"
+        );
+        cli.rules.kubernetes_version_from_env = true;
+        let e = cli.rules.load().unwrap_err().to_string();
+        assert!(
+            e.starts_with("JOBGATE_KUBERNETES_VERSION: unsupported Kubernetes version \"1.x\""),
+            "{e}"
+        );
+        // The sources as clap records them.
+        let matches = <Cli as clap::CommandFactory>::command()
+            .try_get_matches_from(["x", "--kubernetes-version", "1.32"])
+            .unwrap();
+        cli.rules.note_value_sources(&matches);
+        assert!(!cli.rules.kubernetes_version_from_env);
+    }
+
+    /// A release newer than jobgate knows is taken, kept as the cluster's, and judged with the
+    /// newest known rules.
+    #[test]
+    fn a_newer_release_is_accepted() {
+        let cli = Cli::try_parse_from(["x", "--kubernetes-version", "v1.39.1"]).unwrap();
+        let config = cli.rules.load().unwrap();
+        assert_eq!(config.cluster.release().to_string(), "1.39");
+        assert_eq!(config.cluster.version(), KubernetesVersion::NEWEST);
     }
 
     #[test]

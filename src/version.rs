@@ -27,6 +27,8 @@ struct BuildInfo {
     platform: &'static str,
     kubernetes_versions: Vec<String>,
     default_kubernetes_version: String,
+    /// The release whose rules judge a cluster newer than every known one.
+    newer_kubernetes_versions_judged_as: String,
 }
 
 impl BuildInfo {
@@ -38,6 +40,10 @@ impl BuildInfo {
             platform: env!("JOBGATE_BUILD_TARGET"),
             kubernetes_versions: KubernetesVersion::all().map(|v| v.to_string()).collect(),
             default_kubernetes_version: KubernetesVersion::default().to_string(),
+            newer_kubernetes_versions_judged_as: KubernetesVersion::all()
+                .last()
+                .unwrap_or_default()
+                .to_string(),
         }
     }
 }
@@ -66,6 +72,11 @@ pub(crate) fn write(format: VersionFormat, out: &mut impl Write) -> io::Result<(
                 "kubernetes:  {} (default {}; --kubernetes-version)",
                 info.kubernetes_versions.join(", "),
                 info.default_kubernetes_version
+            )?;
+            writeln!(
+                out,
+                "newer:       judged with {}'s rules, with a warning",
+                info.newer_kubernetes_versions_judged_as
             )
         }
         VersionFormat::Json => {

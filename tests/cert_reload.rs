@@ -453,3 +453,125 @@ async fn jobgate_serve_reloads_a_rotated_mounted_secret_and_counts_it() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `GET path` on the admin port: (status, body).
+async fn admin_get(admin: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let tcp = tokio::net::TcpStream::connect(admin).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let response = sender
+        .send_request(
+            hyper::Request::get(path)
+                .header(hyper::header::HOST, "localhost")
+                .body(Empty::<Bytes>::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A certificate for the Service `jobgate` in `namespace` (and `localhost`, which the test
+/// client dials).
+fn service_bundle(namespace: &str) -> Bundle {
+    let mut names = vec!["localhost".to_string()];
+    names.extend(jobgate::certs::service_dns_names("jobgate", namespace));
+    jobgate::certs::generate("CA", &names, Duration::from_secs(3600), SystemTime::now())
+        .expect("generate")
+}
+
+/// `--tls-server-name`: a certificate issued for another namespace (a rotation run without the
+/// install's namespace) makes kube-apiserver's handshake fail. `serve` starting with one is not
+/// ready and says why on stderr, in plain text when stderr is not a terminal; a reload to the
+/// right one makes it ready; a later rotation back to a wrong one is refused and the right one
+/// kept, so the webhook keeps answering while jobgate_tls_reload_failing says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobgate_serve_is_ready_only_with_a_certificate_naming_its_service() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Command, Stdio};
+    tls::install_crypto_provider();
+    let (wrong, right) = (
+        service_bundle("jobgate-system"),
+        service_bundle("platform-jobs"),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let mut volume = SecretVolume::new(tmp.path(), &wrong.cert_pem, &wrong.key_pem);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+        .arg("--tls-cert")
+        .arg(volume.cert())
+        .arg("--tls-key")
+        .arg(volume.key())
+        .args(["--tls-server-name", "jobgate.platform-jobs.svc"])
+        .args(["--tls-reload-interval", "100ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn jobgate");
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let banner = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find(|l| l.starts_with("jobgate: serving webhooks on https://"))
+    })
+    .await
+    .unwrap()
+    .expect("jobgate reports where it listens");
+    let mut addrs = banner
+        .split([' ', '(', ')'])
+        .filter_map(|w| w.rsplit("//").next()?.parse::<std::net::SocketAddr>().ok());
+    let (addr, admin) = (addrs.next().unwrap(), addrs.next().unwrap());
+    let client = Client::new(addr, &[&wrong, &right]);
+
+    // Listening, serving the wrong certificate, and not ready.
+    assert_eq!(client.connect(false).await.unwrap().leaf, leaf_der(&wrong));
+    assert_eq!(admin_get(admin, "/readyz").await.0, 503);
+
+    volume.update(&right.cert_pem, &right.key_pem);
+    until("jobgate serve to become ready", async || {
+        admin_get(admin, "/readyz").await.0 == 200
+    })
+    .await;
+    assert_eq!(client.connect(false).await.unwrap().leaf, leaf_der(&right));
+
+    let other = service_bundle("team-a");
+    volume.update(&other.cert_pem, &other.key_pem);
+    until("the wrong rotation to be refused", async || {
+        admin_get(admin, "/metrics")
+            .await
+            .1
+            .lines()
+            .any(|l| l == "jobgate_tls_reload_failing 1")
+    })
+    .await;
+    assert_eq!(client.connect(false).await.unwrap().leaf, leaf_der(&right));
+    assert_eq!(admin_get(admin, "/readyz").await.0, 200);
+
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    assert!(
+        log.contains(
+            "not ready: the serving certificate does not name jobgate.platform-jobs.svc, the \
+             Service kube-apiserver calls (it names localhost, jobgate, jobgate.jobgate-system,"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains("does not name jobgate.platform-jobs.svc, the Service kube-apiserver calls: it names localhost, jobgate, jobgate.team-a,"),
+        "{log}"
+    );
+    // stderr is a pipe here, as in a container: no terminal colour codes.
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour escapes in a log file: {log:?}"
+    );
+}

@@ -129,8 +129,8 @@ fn verdict(version: &str, stdin: &str, extra: &[&str]) -> (Option<i32>, serde_js
 }
 
 /// KEP-5440: a queue controller resizing a suspended Job that never started is denied by a
-/// 1.33-1.36 apiserver (default gates; 1.35 and 1.36 need the `Suspended=True` condition) and
-/// accepted from 1.37.
+/// 1.33-1.35 apiserver (default gates; 1.35's alpha gate needs the `Suspended=True` condition)
+/// and accepted from 1.36 (v1.36.3's `shouldAllowMutablePodTemplate`).
 #[test]
 fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
     let review =
@@ -139,8 +139,9 @@ fn kubernetes_version_decides_the_kep_5440_resize_of_a_suspended_job() {
         ("1.33", (Some(1), serde_json::json!("spec.template"))),
         ("1.34", (Some(1), serde_json::json!("spec.template"))),
         ("1.35", (Some(1), serde_json::json!("spec.template"))),
-        ("1.36", (Some(1), serde_json::json!("spec.template"))),
+        ("1.36", (Some(0), serde_json::Value::Null)),
         ("1.37", (Some(0), serde_json::Value::Null)),
+        ("1.38", (Some(0), serde_json::Value::Null)),
     ] {
         assert_eq!(verdict(version, &review, &[]), expected, "{version}");
     }
@@ -182,7 +183,7 @@ fn template_quantities_compare_by_value_on_every_release() {
     let respelled =
         fixture("validate-by-version/job-update-running-quantities-respelled.request.json");
     let changed = fixture("validate-by-version/job-update-running-quantity-changed.request.json");
-    for version in ["1.33", "1.34", "1.35", "1.36", "1.37"] {
+    for version in ["1.33", "1.34", "1.35", "1.36", "1.37", "1.38"] {
         assert_eq!(
             verdict(version, &respelled, &[]),
             (Some(0), serde_json::Value::Null),
@@ -210,7 +211,7 @@ fn kubernetes_version_decides_the_cron_job_condition_status_default() {
             )
         )
     );
-    for version in ["1.34", "1.35", "1.36", "1.37"] {
+    for version in ["1.34", "1.35", "1.36", "1.37", "1.38"] {
         assert_eq!(
             verdict(version, cron_job, &[]),
             (Some(0), serde_json::Value::Null),
@@ -223,16 +224,29 @@ fn kubernetes_version_decides_the_cron_job_condition_status_default() {
 fn unsupported_versions_and_gates_are_usage_errors() {
     for args in [
         &["--kubernetes-version", "1.32", "-"][..],
-        &["--kubernetes-version", "1.38", "-"],
+        &["--kubernetes-version", "2.0", "-"],
         &["--kubernetes-version", "1.36.x", "-"],
         &["--feature-gates", "NoSuchGate=true", "-"],
     ] {
         let out = check(args, GOOD_JOB, &[]);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
-    let out = check(&["--kubernetes-version", "1.38", "-"], GOOD_JOB, &[]);
+    // The error names where the value came from: the flag, or its environment variable.
+    let out = check(&["--kubernetes-version", "1.32", "-"], GOOD_JOB, &[]);
     assert!(
-        text(&out.stderr).contains("expected MAJOR.MINOR[.PATCH] from 1.33 to 1.37"),
+        text(&out.stderr).contains(
+            "jobgate check: --kubernetes-version: unsupported Kubernetes version \"1.32\": \
+             expected MAJOR.MINOR[.PATCH], 1.33 or newer"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = check(&["-"], GOOD_JOB, &[("JOBGATE_KUBERNETES_VERSION", "1.x")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(
+            "jobgate check: JOBGATE_KUBERNETES_VERSION: unsupported Kubernetes version \"1.x\""
+        ),
         "{}",
         text(&out.stderr)
     );
@@ -274,6 +288,120 @@ fn unsupported_versions_and_gates_are_usage_errors() {
         fixture("validate-by-version/job-update-kep-5440-resources-never-started.request.json");
     let out = check(&["--config", config.to_str().unwrap(), "-"], &review, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+/// A cluster upgraded past what jobgate knows: `check` accepts its release (flag or variable),
+/// judges with the newest known rules, says so once, and reports a field it cannot know about
+/// as a warning (the newer release may have it), never a denial.
+#[test]
+fn a_release_newer_than_known_is_judged_with_the_newest_rules_and_a_note() {
+    let newest = jobgate::job::version::KubernetesVersion::all()
+        .last()
+        .unwrap()
+        .to_string();
+    let note = format!(
+        "jobgate check: Kubernetes 1.39 is newer than the releases jobgate knows (1.33 to \
+         {newest}): judging with {newest}'s rules"
+    );
+    for (args, env) in [
+        (&["--kubernetes-version", "1.39", "-"][..], &[][..]),
+        (&["-"], &[("JOBGATE_KUBERNETES_VERSION", "v1.39.0")]),
+    ] {
+        let out = check(args, GOOD_JOB, env);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stderr).matches(&note).count(),
+            1,
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let with_new_field = GOOD_JOB.replace(
+        "spec:
+  template:",
+        "spec:
+  futureField: 1
+  template:",
+    );
+    let out = check(&["--kubernetes-version", "1.39", "-"], &with_new_field, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("unknown field \"spec.futureField\" (Kubernetes 1.39 is newer"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The newest known release still refuses it.
+    let out = check(
+        &["--kubernetes-version", &newest, "-"],
+        &with_new_field,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+}
+
+/// KEP-5547: `spec.scheduling` is a field of k8s.io/api batch/v1 from 1.37 only, so kubectl's
+/// strict decoding (the default of `kubectl apply`) refuses it as unknown on 1.33-1.36 and
+/// accepts it from 1.37 (where, with the alpha `WorkloadWithJob` gate off, kube-apiserver drops
+/// it on create).
+#[test]
+fn kep_5547_spec_scheduling_is_refused_before_1_37_and_accepted_from_1_37() {
+    let job = GOOD_JOB.replace(
+        "spec:
+  template:",
+        "spec:
+  scheduling:
+    schedulingPolicy:
+      gang:
+        minCount: 1
+  template:",
+    );
+    for version in ["1.33", "1.34", "1.35", "1.36"] {
+        let out = check(&["--kubernetes-version", version, "-"], &job, &[]);
+        assert_eq!(out.status.code(), Some(1), "{version}");
+        assert!(
+            text(&out.stdout).contains("strict decoding error: unknown field \"spec.scheduling\""),
+            "{version}: {}",
+            text(&out.stdout)
+        );
+    }
+    for version in ["1.37", "1.38"] {
+        let out = check(&["--kubernetes-version", version, "-"], &job, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{version}: {}",
+            text(&out.stdout)
+        );
+    }
+}
+
+/// kubernetes#140010 marks `podFailurePolicy.rules` optional in the batch API's OpenAPI from 1.38
+/// (`+optional` in k8s.io/api v0.38.0-alpha.2 `batch/v1/types.go`; the JSON tag is `rules`
+/// without `omitempty` in every release, and `validatePodFailurePolicy` is unchanged): a policy
+/// without rules, absent, `null` or `[]`, is accepted by every release.
+#[test]
+fn kubernetes_140010_pod_failure_policy_rules_optional_in_1_38_validation_unchanged() {
+    for policy in ["{}", "{rules: null}", "{rules: []}"] {
+        let job = GOOD_JOB.replace(
+            "spec:
+  template:",
+            &format!(
+                "spec:
+  podFailurePolicy: {policy}
+  template:"
+            ),
+        );
+        for version in ["1.33", "1.34", "1.35", "1.36", "1.37", "1.38"] {
+            let out = check(&["--kubernetes-version", version, "-"], &job, &[]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{policy} {version}: {}{}",
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+        }
+    }
 }
 
 /// A Job as a 1.35-1.37 apiserver stores it (spec.managedBy GA in 1.35, successPolicy,
@@ -410,6 +538,7 @@ fn recovery_namespaces_go_through_mutate_recovery() {
     assert_eq!(
         text(&opted.stdout),
         "-:1:1 Job/pi: Warning: jobgate: set spec.podReplacementPolicy=Failed because failure recovery is enabled\n\
+         -:1:1 Job/pi: Warning: jobgate: set spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled\n\
          -:5:1 Job/pi: spec.podFailurePolicy: Invalid value: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit (jobgate policy recovery-counts-toward-backoff)\n"
     );
     // What the mutation changed is shown.

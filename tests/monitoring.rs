@@ -2,7 +2,7 @@
 //! by promtool, every metric the alerts and the dashboard name is one jobgate registers, and a
 //! real Prometheus scraping a running `jobgate serve` and `jobgate reconcile` answers every
 //! dashboard query. promtool and prometheus come from Debian's `prometheus` package, kubectl
-//! (kustomize) from `.ci/run`'s tool install; without them those tests fail and say so.
+//! (kustomize) from `tests/run`'s tool install; without them those tests fail and say so.
 
 mod support;
 
@@ -30,8 +30,8 @@ fn read_yaml(path: &Path) -> Value {
     serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The PrometheusRule as `kubectl kustomize deploy/monitoring` renders it (in the default
-/// namespace): the alert expressions name the namespace through a kustomize var.
+/// The PrometheusRule as `kubectl kustomize deploy/monitoring` renders it (no alert names a
+/// namespace).
 fn prometheus_rule() -> Value {
     render_monitoring()
         .into_iter()
@@ -212,7 +212,9 @@ fn tool(name: &str) -> &str {
             String::from_utf8_lossy(&out.stderr)
         ),
         Err(e) => {
-            panic!("cannot run {name} ({e}): install Debian's `prometheus` package (.ci/run does)")
+            panic!(
+                "cannot run {name} ({e}): install Debian's `prometheus` package (tests/run does)"
+            )
         }
     }
 }
@@ -391,6 +393,128 @@ const EXTERNAL: &[&str] = &[
     "kube_endpoint_address",
     "kube_endpoint_info",
 ];
+
+/// The PrometheusRule of the chart as release `release` in `namespace`, as `helm template`
+/// renders it with the PrometheusRule enabled.
+fn chart_prometheus_rule(release: &str, namespace: &str) -> Value {
+    let helm = "helm";
+    let out = Command::new(helm)
+        .args(["template", release])
+        .arg(repo().join("charts/jobgate"))
+        .args([
+            "--namespace",
+            namespace,
+            "--set",
+            "monitoring.prometheusRule.enabled=true",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run helm ({e}): run tests/run (it installs helm 4)"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML"))
+        .find(|d: &Value| d["kind"] == "PrometheusRule")
+        .expect("a PrometheusRule")
+}
+
+/// A promtool test file: the webhook alerts of an install whose Service is `service` in
+/// `namespace` fire on its series (no ready endpoint, no serve container up, no leader), and a
+/// Service of the same name in another namespace without jobgate's pods stays quiet.
+fn install_alert_tests(service: &str, namespace: &str) -> String {
+    format!(
+        r#"rule_files: [rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'up{{job="jobgate", namespace="{namespace}", container="serve", pod="{service}-a"}}'
+        values: '1x10'
+      - series: 'kube_endpoint_info{{namespace="{namespace}", endpoint="{service}"}}'
+        values: '1x10'
+      - series: 'kube_endpoint_address{{namespace="{namespace}", endpoint="{service}", ip="10.0.0.1", ready="false"}}'
+        values: '1x10'
+      - series: 'kube_endpoint_info{{namespace="elsewhere", endpoint="{service}"}}'
+        values: '1x10'
+      - series: 'jobgate_recovery_leader{{job="jobgate", namespace="{namespace}", pod="{service}-a", container="reconcile"}}'
+        values: '0x10'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: JobgateWebhookNoReadyEndpoints
+        exp_alerts:
+          - exp_labels: {{severity: critical, namespace: "{namespace}", endpoint: "{service}"}}
+            exp_annotations:
+              description: "Service {namespace}/{service} has had no ready address for 2 minutes; kube-apiserver cannot call the webhooks."
+              runbook_url: "https://github.com/jobgate/jobgate/blob/main/docs/src/runbook.md#jobgatewebhooknoreadyendpoints"
+              summary: "The jobgate Service has no ready endpoint."
+      - eval_time: 7m
+        alertname: JobgateReconcilerNoLeader
+        exp_alerts:
+          - exp_labels: {{severity: warning, namespace: "{namespace}"}}
+            exp_annotations:
+              description: "For 5 minutes no jobgate reconcile container has been leader: pods stuck on unreachable nodes are not recovered."
+              runbook_url: "https://github.com/jobgate/jobgate/blob/main/docs/src/runbook.md#jobgatereconcilernoleader"
+              summary: "No jobgate reconciler holds the leader Lease."
+  - interval: 1m
+    input_series:
+      - series: 'up{{job="jobgate", namespace="{namespace}", container="serve", pod="{service}-a"}}'
+        values: '0x10'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: JobgateWebhookDown
+        exp_alerts:
+          - exp_labels: {{severity: critical, namespace: "{namespace}"}}
+            exp_annotations:
+              description: "Prometheus has scraped no jobgate serve container for 2 minutes. The validating webhook fails closed: creating or updating Jobs and CronJobs is refused."
+              runbook_url: "https://github.com/jobgate/jobgate/blob/main/docs/src/runbook.md#jobgatewebhookdown"
+              summary: "No jobgate webhook server is up."
+"#
+    )
+}
+
+/// The alerts of the two installs the docs use, run by promtool on their own series: the chart as
+/// release `jg` in `platform-jobs` (Service jg-jobgate) and kustomize moved to `team-a` (Service
+/// jobgate). A critical alert that selects another Service or namespace would never fire.
+#[test]
+fn the_alerts_fire_for_the_installs_own_names() {
+    let promtool = tool("promtool");
+    let kustomize_rule = prometheus_rule();
+    for (what, rule, service, namespace) in [
+        (
+            "chart jg in platform-jobs",
+            chart_prometheus_rule("jg", "platform-jobs"),
+            "jg-jobgate",
+            "platform-jobs",
+        ),
+        ("kustomize in team-a", kustomize_rule, "jobgate", "team-a"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("rules.yaml"),
+            serde_yaml_ng::to_string(&rule["spec"]).expect("YAML"),
+        )
+        .expect("write rules");
+        std::fs::write(
+            dir.path().join("tests.yaml"),
+            install_alert_tests(service, namespace),
+        )
+        .expect("write tests");
+        let out = Command::new(promtool)
+            .args(["test", "rules", "tests.yaml"])
+            .current_dir(dir.path())
+            .output()
+            .expect("run promtool");
+        assert!(
+            out.status.success(),
+            "{what}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
 
 #[test]
 fn the_name_scanner_finds_metric_names_not_label_values() {

@@ -399,6 +399,67 @@ fn admin_port_reports_liveness_readiness_and_metrics() {
         text.contains("jobgate_admission_in_flight_requests 0"),
         "{text}"
     );
+    let newest = jobgate::job::version::KubernetesVersion::default();
+    assert!(
+        text.contains(&format!(
+            r#"jobgate_kubernetes_rules_info{{kubernetes_version="{newest}",rules_version="{newest}",known="true"}} 1"#
+        )),
+        "{text}"
+    );
+}
+
+/// A cluster upgraded past what jobgate knows does not stop the webhook: `serve` starts,
+/// judges with the newest known rules, and says so once in its log and in
+/// `jobgate_kubernetes_rules_info`. A value that names no release fails start-up naming the
+/// environment variable it came from.
+#[test]
+fn a_newer_kubernetes_release_is_served_with_the_newest_rules_and_said_once() {
+    let mut jg = Jobgate::start(&["--kubernetes-version", "1.39"]);
+    let request = fixtures_dir().join("validate/job-allowed.request.json");
+    let reply = post_file(&jg, "/validate", &request, "--http2");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["response"]["allowed"], true);
+    let metrics = curl(&[&jg.admin_url("/metrics")]).body;
+    assert!(
+        metrics.contains(
+            r#"jobgate_kubernetes_rules_info{kubernetes_version="1.39",rules_version="1.38",known="false"} 1"#
+        ),
+        "{metrics}"
+    );
+    jg.terminate(Duration::from_secs(10))
+        .expect("exits within 10s");
+    let mut stderr = String::new();
+    jg.child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let note = "Kubernetes 1.39 is newer than the releases jobgate knows (1.33 to 1.38): judging \
+                with 1.38's rules";
+    assert_eq!(stderr.matches(note).count(), 1, "{stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--admin-addr",
+            "127.0.0.1:0",
+        ])
+        .env("JOBGATE_KUBERNETES_VERSION", "1.x")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "jobgate serve: JOBGATE_KUBERNETES_VERSION: unsupported Kubernetes version \"1.x\""
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -503,7 +564,7 @@ fn the_curl_fixtures_script_passes_against_a_running_jobgate() {
 }
 
 /// `serve --kubernetes-version` answers for that release: the KEP-5440 resize of a suspended Job
-/// is denied on 1.34 on `spec.template` and allowed with no flag (1.37).
+/// is denied on 1.34 on `spec.template` and allowed with no flag (the newest release).
 #[test]
 fn kubernetes_version_flag_decides_the_kep_5440_resize() {
     let request = fixtures_dir()

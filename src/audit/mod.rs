@@ -81,6 +81,13 @@ pub struct AuditArgs {
     pub(crate) rules: RuleArgs,
 }
 
+impl AuditArgs {
+    /// Records where clap took the rule flags' values from ([`RuleArgs::note_value_sources`]).
+    pub fn note_value_sources(&mut self, matches: &clap::ArgMatches) {
+        self.rules.note_value_sources(matches);
+    }
+}
+
 /// Why `jobgate audit` could not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
@@ -143,7 +150,7 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         kube::Client::try_from(kube_config).map_err(|e| AuditError::Client(format!("{e:#}")))?;
     // The rules follow the cluster's own release unless --kubernetes-version (or the config
     // file) says otherwise.
-    let base = match args.rules.kubernetes_version {
+    let base = match args.rules.kubernetes_version()? {
         Some(_) => Config::default(),
         None => {
             let info = client
@@ -164,6 +171,9 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         }
     };
     let config = args.rules.load_over(base)?;
+    if let Some(note) = config.newer_release_note() {
+        eprintln!("jobgate audit: {note}");
+    }
     let inventory = fetch::fetch(&client, args.namespace.as_deref())
         .await
         .map_err(|source| AuditError::Api {
@@ -205,8 +215,9 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
     }
 }
 
-/// The release whose rules judge a cluster whose `/version` says `git_version`: that release,
-/// else the nearest supported one, with a note saying so.
+/// The release of a cluster whose `/version` says `git_version`: that release (one newer than
+/// jobgate knows is kept, and judged with the newest rules: `newer_release_note` says so), else
+/// the nearest known one, with a note saying so.
 pub(crate) fn release_of(git_version: &str) -> (KubernetesVersion, Option<String>) {
     if let Ok(v) = KubernetesVersion::parse(git_version) {
         return (v, None);
@@ -217,7 +228,7 @@ pub(crate) fn release_of(git_version: &str) -> (KubernetesVersion, Option<String
         .nth(1)
         .and_then(|m| m.parse::<u32>().ok());
     let nearest = match minor {
-        Some(m) if m < 33 => KubernetesVersion::OLDEST,
+        Some(m) if m < u32::from(KubernetesVersion::OLDEST.minor()) => KubernetesVersion::OLDEST,
         _ => KubernetesVersion::NEWEST,
     };
     let note = format!(

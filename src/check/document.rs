@@ -162,7 +162,7 @@ pub(crate) fn check_document(
     let owner = Owner::of(api_version, kind);
     match (kind, Kind::from_kind(kind), owner) {
         (_, Some(k), _) if batch_v1 => {
-            let decoded = decode(place, k, &doc, chain.field_validation);
+            let decoded = decode(place, k, &doc, chain);
             let object = Object {
                 operation: Operation::Create,
                 kind: k,
@@ -259,55 +259,79 @@ fn unserved(
     });
 }
 
-/// kube-apiserver's decoding of a document as `kind`: a quantity it cannot parse fails the
-/// request whatever the field validation (`Quantity.UnmarshalJSON`, `ParseQuantity`'s error
-/// behind `Job in version "v1" cannot be handled as a Job: `; kube-apiserver stops at the first,
-/// `check` names each); then, unless `--validate=ignore`, keys the text repeats (`duplicates`)
-/// and, as `--validate` asks, fields the schema does not have. An AdmissionReview's object comes from the apiserver, which has
-/// decoded it already, so it never gets here.
-fn decode(place: &Place<'_>, kind: Kind, doc: &Value, validation: FieldValidation) -> Vec<Located> {
-    let found = schema::decode_findings(kind, doc, &|v| quantity_decode_error(v).is_some());
-    let rejected = |path: &[schema::Step], message: String| Located {
-        finding: Finding {
-            source: Source::KubeApiserver,
-            path: Some(schema::printed(path)),
-            said: review::Said::Rejected(message),
-        },
-        at: place.at(&schema::segments(path)),
-    };
+/// kube-apiserver's decoding of a document as `kind`, as the cluster's release decodes it: a
+/// quantity it cannot parse fails the request whatever the field validation
+/// (`Quantity.UnmarshalJSON`, `ParseQuantity`'s error behind `Job in version "v1" cannot be
+/// handled as a Job: `; kube-apiserver stops at the first, `check` names each); then, unless
+/// `--validate=ignore`, keys the text repeats (`duplicates`) and, as `--validate` asks, fields
+/// the release's schema does not have (`unknown_field`). An AdmissionReview's object comes from
+/// the apiserver, which has decoded it already, so it never gets here.
+fn decode(place: &Place<'_>, kind: Kind, doc: &Value, chain: &Chain<'_>) -> Vec<Located> {
+    let validation = chain.field_validation;
+    let release = chain.config.cluster.release();
+    let found = schema::decode_findings(kind, doc, release, &|v| {
+        quantity_decode_error(v, release).is_some()
+    });
     let mut out: Vec<Located> = found
         .quantities
         .iter()
         .filter_map(|(path, value)| {
-            let error = quantity_decode_error(value)?;
+            let error = quantity_decode_error(value, release)?;
             let kind = kind.as_str();
-            Some(rejected(
-                path,
-                format!("{kind} in version \"v1\" cannot be handled as a {kind}: {error}"),
-            ))
+            Some(Located {
+                finding: Finding {
+                    source: Source::KubeApiserver,
+                    path: Some(schema::printed(path)),
+                    said: review::Said::Rejected(format!(
+                        "{kind} in version \"v1\" cannot be handled as a {kind}: {error}"
+                    )),
+                },
+                at: place.at(&schema::segments(path)),
+            })
         })
         .collect();
     if validation == FieldValidation::Ignore {
         return out;
     }
     out.extend(duplicates(place, &place.prefix));
+    let incomplete = schema::fields_may_be_incomplete(release);
     for f in &found.unknown {
-        let path = f.0.as_slice();
-        let message = format!("unknown field {}", go_quoted(&schema::printed(path)));
-        out.push(match validation {
-            // `runtime.NewStrictDecodingError`: every error behind one prefix.
-            FieldValidation::Strict => rejected(path, format!("strict decoding error: {message}")),
-            _ => Located {
-                finding: Finding::warning(
-                    Source::KubeApiserver,
-                    Some(schema::printed(path)),
-                    message,
-                ),
-                at: place.at(&schema::segments(path)),
-            },
-        });
+        let at = place.at(&schema::segments(&f.0));
+        out.push(unknown_field(
+            schema::printed(&f.0),
+            at,
+            validation,
+            incomplete.as_deref(),
+        ));
     }
     out
+}
+
+/// A field the release's schema does not have, as `--validate` asks: refused under `strict`
+/// (`runtime.NewStrictDecodingError`'s prefix), else a warning. Where the release may have
+/// fields jobgate did not read (newer than any it read), a warning too: never stricter than the
+/// cluster.
+pub(super) fn unknown_field(
+    printed: String,
+    at: Location,
+    validation: FieldValidation,
+    incomplete: Option<&str>,
+) -> Located {
+    let message = format!("unknown field {}", go_quoted(&printed));
+    let finding = match (validation, incomplete) {
+        (FieldValidation::Strict, None) => Finding {
+            source: Source::KubeApiserver,
+            path: Some(printed),
+            said: review::Said::Rejected(format!("strict decoding error: {message}")),
+        },
+        (FieldValidation::Strict, Some(why)) => Finding::warning(
+            Source::KubeApiserver,
+            Some(printed),
+            format!("{message} ({why}; the cluster may know it)"),
+        ),
+        _ => Finding::warning(Source::KubeApiserver, Some(printed), message),
+    };
+    Located { finding, at }
 }
 
 /// Keys written twice in one object under `prefix` (segments from the document's root). kubectl
@@ -334,13 +358,17 @@ pub(super) fn duplicates(place: &Place<'_>, prefix: &[String]) -> Vec<Located> {
         .collect()
 }
 
-/// The error `Quantity.UnmarshalJSON` returns for a JSON value: a string is parsed trimmed, a
-/// number always parses, any other value is read as its JSON text (which no quantity matches).
-pub(crate) fn quantity_decode_error(value: &Value) -> Option<&'static str> {
+/// The error `Quantity.UnmarshalJSON` returns for a JSON value in `release`: a string is parsed
+/// trimmed, a number always parses, any other value is read as its JSON text (which no quantity
+/// matches).
+pub(crate) fn quantity_decode_error(
+    value: &Value,
+    release: crate::job::version::KubernetesVersion,
+) -> Option<&'static str> {
     use crate::job::quantity;
     match value {
         Value::Null | Value::Number(_) => None,
-        Value::String(s) => quantity::parse_error(s.trim()),
+        Value::String(s) => quantity::parse_error(s.trim(), release),
         Value::Bool(_) | Value::Array(_) | Value::Object(_) => Some(quantity::ERR_FORMAT_WRONG),
     }
 }

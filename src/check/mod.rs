@@ -119,6 +119,13 @@ pub struct CheckArgs {
     pub(crate) rules: RuleArgs,
 }
 
+impl CheckArgs {
+    /// Records where clap took the rule flags' values from ([`RuleArgs::note_value_sources`]).
+    pub fn note_value_sources(&mut self, matches: &clap::ArgMatches) {
+        self.rules.note_value_sources(matches);
+    }
+}
+
 /// Exit status of `jobgate check`.
 pub(crate) const EXIT_OK: i32 = 0;
 pub(crate) const EXIT_DENIED: i32 = 1;
@@ -174,6 +181,9 @@ pub(crate) fn run_with(
             return EXIT_UNREADABLE;
         }
     };
+    if let Some(note) = config.newer_release_note() {
+        let _ = writeln!(err, "jobgate check: {note}");
+    }
     let chain = Chain {
         config: &config,
         mutate: true,

@@ -56,7 +56,7 @@ pub(super) fn check_owner(
     let templates = embedded::template_paths(owner, &doc);
     let mut decoded: Vec<Vec<Located>> = templates
         .iter()
-        .map(|(printed, at)| decode_template(place, &doc, printed, at, chain.field_validation))
+        .map(|(printed, at)| decode_template(place, &doc, printed, at, chain))
         .collect();
     let owner_checked = |findings| Checked {
         location: place.location(),
@@ -81,14 +81,15 @@ pub(super) fn check_owner(
         return;
     }
     let misplaced = misplaced_opt_in(place, owner, &doc, chain);
-    let jobs = match embedded::controller_jobs(owner, doc, &namespace) {
-        Ok(jobs) => jobs,
-        Err(e) => {
-            return report
-                .unreadable
-                .push(place.unreadable(format!("{}: {e}", owner.kind())));
-        }
-    };
+    let jobs =
+        match embedded::controller_jobs(owner, doc, &namespace, chain.config.cluster.release()) {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                return report
+                    .unreadable
+                    .push(place.unreadable(format!("{}: {e}", owner.kind())));
+            }
+        };
     let mut misplaced = Some(misplaced);
     for built in jobs {
         let index = templates.iter().position(|(p, _)| *p == built.template);
@@ -191,8 +192,10 @@ fn decode_template(
     doc: &Value,
     printed: &str,
     at: &[String],
-    validation: FieldValidation,
+    chain: &Chain<'_>,
 ) -> Vec<Located> {
+    let validation = chain.field_validation;
+    let release = chain.config.cluster.release();
     let Some(template) = at.iter().try_fold(doc, |v, s| match v {
         Value::Object(m) => m.get(s),
         Value::Array(a) => s.parse::<usize>().ok().and_then(|i| a.get(i)),
@@ -206,7 +209,9 @@ fn decode_template(
         path.extend(schema::segments(steps));
         place.at(&path)
     };
-    let found = schema::decode_findings(Kind::Job, template, &|v| crd_quantity_error(v).is_some());
+    let found = schema::decode_findings(Kind::Job, template, release, &|v| {
+        crd_quantity_error(v).is_some()
+    });
     let mut out: Vec<Located> = found
         .quantities
         .iter()
@@ -236,27 +241,20 @@ fn decode_template(
         .into_iter()
         .flat_map(|t| t.keys())
         .filter(|k| !matches!(k.as_str(), "metadata" | "spec"))
-        .map(|k| (vec![schema::Step::Key(k.clone())], "unknown field"));
+        .map(|k| vec![schema::Step::Key(k.clone())]);
     let unknown = found
         .unknown
         .into_iter()
         .filter(|f| !matches!(f.0.first(), Some(schema::Step::Key(k)) if matches!(k.as_str(), "apiVersion" | "kind" | "status")))
-        .map(|f| (f.0, "unknown field"));
-    for (steps, what) in extra.chain(unknown) {
-        let path = full(&steps);
-        let message = format!("{what} {}", crate::job::field::go_quote(&path));
-        let finding = match validation {
-            FieldValidation::Strict => Finding {
-                source: Source::KubeApiserver,
-                path: Some(path),
-                said: review::Said::Rejected(format!("strict decoding error: {message}")),
-            },
-            _ => Finding::warning(Source::KubeApiserver, Some(path), message),
-        };
-        out.push(Located {
-            finding,
-            at: here(&steps),
-        });
+        .map(|f| f.0);
+    let incomplete = schema::fields_may_be_incomplete(release);
+    for steps in extra.chain(unknown) {
+        out.push(super::document::unknown_field(
+            full(&steps),
+            here(&steps),
+            validation,
+            incomplete.as_deref(),
+        ));
     }
     out
 }

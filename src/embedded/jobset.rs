@@ -17,6 +17,7 @@
 use serde_json::{Map, Value, json};
 
 use super::ControllerJob;
+use crate::job::version::KubernetesVersion;
 
 pub(super) const API_VERSION: &str = "jobset.x-k8s.io/v1alpha2";
 
@@ -71,6 +72,7 @@ struct JobSetFacts {
 pub(super) fn jobs(
     mut jobset: Value,
     default_namespace: &str,
+    release: KubernetesVersion,
 ) -> Result<Vec<ControllerJob>, String> {
     if !jobset.is_object() {
         return Err("a JobSet must be an object".into());
@@ -91,7 +93,7 @@ pub(super) fn jobs(
         };
         // The template is moved into the Job: a copy of a large one costs as much again.
         let mut template = std::mem::take(template);
-        super::prune_unknown_fields(&mut template);
+        super::prune_unknown_fields(&mut template, release);
         jobs.push(ControllerJob {
             template: format!("spec.replicatedJobs[{i}].template"),
             replicas: r.replicas,

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::job::Kind;
 use crate::job::schema;
+use crate::job::version::KubernetesVersion;
 
 /// A kind of object whose controller creates Jobs from templates it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,12 +109,14 @@ pub(crate) fn template_paths(owner: Owner, object: &Value) -> Vec<(String, Vec<S
 /// The Jobs `object` (an `owner`, as written, before its CRD's defaulting) makes its controller
 /// create: for each template that creates any, the first (index 0). A namespaced object
 /// without a namespace, and a cluster-scoped runtime, take `namespace` (the TrainJob's).
-/// Fields the owner's CRD does not know are pruned from the templates, as kube-apiserver
-/// prunes them from an object it stores (`--validate=strict` refuses them first).
+/// Fields a Job of `release` does not have are pruned from the templates, as kube-apiserver
+/// prunes what the owner's CRD does not know from an object it stores (`--validate=strict`
+/// refuses them first).
 pub fn controller_jobs(
     owner: Owner,
     object: Value,
     namespace: &str,
+    release: KubernetesVersion,
 ) -> Result<Vec<ControllerJob>, String> {
     let jobset = match owner {
         Owner::JobSet => object,
@@ -121,7 +124,7 @@ pub fn controller_jobs(
             trainer::jobset(owner, object, namespace)?
         }
     };
-    let mut jobs = jobset::jobs(jobset, namespace)?;
+    let mut jobs = jobset::jobs(jobset, namespace, release)?;
     let prefix = owner.jobset_spec()[..owner.jobset_spec().len() - 1].join(".");
     for job in &mut jobs {
         if !prefix.is_empty() {
@@ -131,9 +134,9 @@ pub fn controller_jobs(
     Ok(jobs)
 }
 
-/// Removes from a Job template (`{metadata, spec}`) the fields a Job does not have.
-fn prune_unknown_fields(template: &mut Value) {
-    let unknown = schema::decode_findings(Kind::Job, template, &|_| false).unknown;
+/// Removes from a Job template (`{metadata, spec}`) the fields a Job of `release` does not have.
+fn prune_unknown_fields(template: &mut Value, release: KubernetesVersion) {
+    let unknown = schema::unknown_fields(Kind::Job, template, release);
     for field in unknown {
         remove(template, &field.0);
     }

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 
 use super::*;
 
+const NEWEST: KubernetesVersion = KubernetesVersion::V1_38;
+
 fn jobset() -> Value {
     json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
@@ -45,7 +47,7 @@ fn labels(rjob: &str, index: u32, replicas: u32, global: u32, key: &str) -> Valu
 
 #[test]
 fn a_jobset_makes_one_job_per_replicated_job_named_and_labelled_as_its_controller_does() {
-    let jobs = controller_jobs(Owner::JobSet, jobset(), "default").unwrap();
+    let jobs = controller_jobs(Owner::JobSet, jobset(), "default", NEWEST).unwrap();
     assert_eq!(jobs.len(), 2);
     assert_eq!(jobs[0].template, "spec.replicatedJobs[0].template");
     assert_eq!(jobs[0].replicas, 1);
@@ -121,7 +123,7 @@ fn suspend_network_exclusive_placement_coordinator_and_claims_reach_the_jobs() {
     js["spec"]["volumeClaimPolicies"] = json!([{"templates": [{"metadata": {"name": "data"}}]}]);
     js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
         json!([{"name": "data", "mountPath": "/d"}]);
-    let jobs = controller_jobs(Owner::JobSet, js, "default").unwrap();
+    let jobs = controller_jobs(Owner::JobSet, js, "default", NEWEST).unwrap();
     let job = &jobs[0].job;
     assert_eq!(job["spec"]["suspend"], true);
     let pod = &job["spec"]["template"]["spec"];
@@ -155,7 +157,7 @@ fn suspend_network_exclusive_placement_coordinator_and_claims_reach_the_jobs() {
     // DNS hostnames turned off: no subdomain.
     let mut js = jobset();
     js["spec"]["network"] = json!({"enableDNSHostnames": false});
-    let jobs = controller_jobs(Owner::JobSet, js, "default").unwrap();
+    let jobs = controller_jobs(Owner::JobSet, js, "default", NEWEST).unwrap();
     assert!(
         jobs[0].job["spec"]["template"]["spec"]
             .get("subdomain")
@@ -168,7 +170,7 @@ fn replicated_jobs_without_replicas_create_no_job_and_generate_name_stands_in_fo
     let mut js = jobset();
     js["spec"]["replicatedJobs"][1]["replicas"] = json!(0);
     js["metadata"] = json!({"generateName": "train-"});
-    let jobs = controller_jobs(Owner::JobSet, js, "team").unwrap();
+    let jobs = controller_jobs(Owner::JobSet, js, "team", NEWEST).unwrap();
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].job["metadata"]["name"], "train-xxxxx-driver-0");
     assert_eq!(jobs[0].job["metadata"]["namespace"], "team");
@@ -191,7 +193,7 @@ fn a_training_runtime_becomes_the_jobset_a_train_job_creates() {
             ]}}
         }
     });
-    let jobs = controller_jobs(Owner::ClusterTrainingRuntime, runtime, "ml").unwrap();
+    let jobs = controller_jobs(Owner::ClusterTrainingRuntime, runtime, "ml", NEWEST).unwrap();
     assert_eq!(jobs.len(), 2);
     assert_eq!(
         jobs[1].template,

@@ -2,7 +2,7 @@
 //! file is read, and flags are applied, by `crate::rule_flags`.
 //!
 //! ```yaml
-//! kubernetesVersion: "1.36"          # the cluster's minor release (default: the newest supported)
+//! kubernetesVersion: "1.36"          # the cluster's minor release (default: the newest known)
 //! featureGates:                      # the cluster's overrides of Job-related gates
 //!   MutablePodResourcesForSuspendedJobs: false
 //! recoveryAnnotationKeys:            # what /mutate sets; replaces the default list
@@ -43,6 +43,12 @@ impl Config {
             cluster: Cluster::new(release),
             ..Config::default()
         }
+    }
+
+    /// What `serve`, `check` and `audit` say once when the cluster's release is newer than
+    /// jobgate knows (it is judged with the newest known rules); `None` otherwise.
+    pub fn newer_release_note(&self) -> Option<String> {
+        self.cluster.release().newer_release_note()
     }
 
     /// The keys `/mutate` sets: the configured ones, once each, in order.
@@ -137,7 +143,7 @@ impl Config {
         if file.kubernetes_version.is_some() || !file.feature_gates.is_empty() {
             let version = match &file.kubernetes_version {
                 Some(v) => KubernetesVersion::parse(v).map_err(ConfigDocumentError::Cluster)?,
-                None => self.cluster.version(),
+                None => self.cluster.release(),
             };
             let mut gates = BTreeMap::new();
             for (name, value) in file.feature_gates {

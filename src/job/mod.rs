@@ -78,11 +78,11 @@ impl Verdict {
     }
 }
 
-mod mutate;
+pub(crate) mod mutate;
 pub(crate) mod validate;
 
 pub use config::Config;
-pub(crate) use mutate::{FAILURE_RECOVERY, RecoveryScope, mutate};
+pub(crate) use mutate::{FAILURE_RECOVERY, FAILURE_RECOVERY_ENABLED, RecoveryScope, mutate};
 pub(crate) use policy::Policies;
 pub(crate) use policy::{Level, PolicyName};
 #[cfg(test)]

@@ -65,6 +65,7 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
     let spec_path = object.spec_path();
     let mut warnings = Vec::new();
     let mut annotation_ops = Vec::new();
+    let mut added_keys: Vec<&str> = Vec::new();
 
     // With the 1.33 gate JobPodReplacementPolicy off the apiserver drops the field
     // (`dropDisabledFields`): jobgate neither defaults nor changes it.
@@ -106,6 +107,7 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
                 }
             }
             add_template_annotations(object, &missing, &mut annotation_ops);
+            added_keys = missing;
             if !replacement_policy_exists {
                 warnings.push(format!(
                     "jobgate: left {spec_path}.podReplacementPolicy unchanged although failure recovery \
@@ -128,6 +130,14 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
                 }
             }
         }
+    }
+
+    // Every change is explained, in the patch's order (the policy, then the annotations).
+    for key in added_keys {
+        warnings.push(format!(
+            "jobgate: set {spec_path}.template.metadata.annotations[{key}]=\"{TRUE}\" because \
+             failure recovery is enabled"
+        ));
     }
 
     let mut patch = Vec::new();
@@ -270,6 +280,6 @@ fn add_template_annotations(
 }
 
 #[cfg(test)]
-mod properties;
+pub(crate) mod properties;
 #[cfg(test)]
 mod tests;

@@ -152,6 +152,19 @@ impl Policies {
     }
 }
 
+/// What each policy says about what it found (the `detail` of its warning or field error); the
+/// rendered ValidatingAdmissionPolicies (`crate::admission_policy`) say the same.
+pub(crate) const ANNOTATION_VALUE_DETAIL: &str =
+    r#"must be "true" or "false"; Kueue reads any other value as not opted in"#;
+/// Followed by the pod template's annotations path.
+pub(crate) const ANNOTATION_ON_JOB_DETAIL: &str = "has no effect here; it belongs on";
+pub(crate) const NEEDS_FAILED_DETAIL: &str =
+    r#"recovery needs "Failed", else replacements start early"#;
+pub(crate) const COUNTS_TOWARD_BACKOFF_DETAIL: &str =
+    "no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit";
+pub(crate) const INDEXED_TERMINATING_OR_FAILED_DETAIL: &str =
+    r#"may run two pods for one index; use "Failed""#;
+
 /// What the policies found in one review, as errors and warnings (tests).
 #[cfg(test)]
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -233,9 +246,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
                     policy: PolicyName::RecoveryAnnotationValue,
                     path: template_annotations.key(key).to_string(),
                     value: BadValue::str(v),
-                    detail:
-                        r#"must be "true" or "false"; Kueue reads any other value as not opted in"#
-                            .into(),
+                    detail: ANNOTATION_VALUE_DETAIL.into(),
                 });
             }
         }
@@ -249,7 +260,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
                         policy: PolicyName::RecoveryAnnotationOnJob,
                         path: at.child("annotations").key(key).to_string(),
                         value: BadValue::str(v),
-                        detail: format!("has no effect here; it belongs on {template_annotations}"),
+                        detail: format!("{ANNOTATION_ON_JOB_DETAIL} {template_annotations}"),
                     });
                 }
             }
@@ -281,7 +292,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
             policy: PolicyName::RecoveryNeedsFailed,
             path: spec_path.child("podReplacementPolicy").to_string(),
             value: BadValue::str(replacement),
-            detail: r#"recovery needs "Failed", else replacements start early"#.into(),
+            detail: NEEDS_FAILED_DETAIL.into(),
         });
     }
 
@@ -290,9 +301,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
             policy: PolicyName::RecoveryCountsTowardBackoff,
             path: spec_path.child("podFailurePolicy").to_string(),
             value: BadValue::Omit,
-            detail:
-                "no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit"
-                    .into(),
+            detail: COUNTS_TOWARD_BACKOFF_DETAIL.into(),
         });
     }
 
@@ -304,7 +313,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
             policy: PolicyName::IndexedTerminatingOrFailed,
             path: spec_path.child("podReplacementPolicy").to_string(),
             value: BadValue::str(replacement),
-            detail: r#"may run two pods for one index; use "Failed""#.into(),
+            detail: INDEXED_TERMINATING_OR_FAILED_DETAIL.into(),
         });
     }
     out

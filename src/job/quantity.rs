@@ -4,8 +4,9 @@
 //! `1024Mi` are one value and `1G` another.
 //!
 //! [`Quantity::parse`] follows `ParseQuantity` and `parseQuantityString`
-//! (k8s.io/apimachinery `pkg/api/resource/quantity.go`, the same from v0.33.0 to
-//! v0.37.0-beta.0) with exact decimal arithmetic, no floating point:
+//! (k8s.io/apimachinery `pkg/api/resource/quantity.go`, the same parser, value for value, in
+//! v0.33.13, v0.34.4, v0.35.4, v0.36.3 and v0.37.2) with exact decimal arithmetic, no floating
+//! point:
 //! - the value is the number times its suffix (`m` 10^-3 … `E` 10^18, `Ki` 2^10 … `Ei` 2^60, or
 //!   `e<int>` / `E<int>`, whose exponent Go truncates to `int32`);
 //! - a value finer than 10^-9 is rounded up, away from zero, to the next 10^-9 (`inf.RoundUp`);
@@ -16,6 +17,19 @@
 //!
 //! The canonical form (sign, significant digits, power of ten) is equal exactly when the values
 //! are, so hashing it keeps the streaming template digest exact.
+//!
+//! What apimachinery v0.38.0-alpha.2 (Kubernetes 1.38) changed, diffed against v0.37.2:
+//! - `ParseQuantity` refuses (`ErrSuffix`) a decimal exponent that narrows to `math.MinInt32`
+//!   on the `inf.Dec` path, whose scale cannot be negated ([`Quantity::parse_in`]). Other
+//!   exponents beyond int32 are still narrowed ("stored objects keep the spelling they were
+//!   given"): the bounds check kubernetes#141203 describes is not in that code.
+//! - `String()` writes a `DecimalSI` value above the `E` suffix (10^18) in exponent form (`1e21`)
+//!   where 1.33-1.37 dropped the exponent (`1000E` was written `1`, kubernetes#140459); `Cmp`
+//!   settles by magnitude before aligning scales; `Value()`, `MilliValue()` and `ScaledValue()`
+//!   saturate at the int64 bounds instead of wrapping. None of these changes a value: `Cmp` was
+//!   and is exact, which is what this module mirrors, and no rule jobgate mirrors reads `Value()`.
+
+use super::version::KubernetesVersion;
 
 /// A quantity's value in canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,8 +110,22 @@ impl Quantity {
         exponent: 0,
     };
 
-    /// `ParseQuantity(s)`'s value, or `None` where it returns an error.
+    /// `ParseQuantity(s)`'s value in `release`, or `None` where it returns an error there: from
+    /// 1.38 also a decimal exponent that narrows to `math.MinInt32` on the `inf.Dec` path
+    /// (apimachinery v0.38.0-alpha.2; in 1.33-1.37 that scale's negation wraps and the value is
+    /// `10^(2^31)` times the number, as [`Quantity::parse`] reads it).
+    pub(crate) fn parse_in(s: &str, release: KubernetesVersion) -> Option<Quantity> {
+        let refuses_min_int32_exponent = release.rules() >= KubernetesVersion::V1_38;
+        Quantity::parse_with(s, refuses_min_int32_exponent)
+    }
+
+    /// `ParseQuantity(s)`'s value as 1.33-1.37 read it, or `None` where it returns an error. Every
+    /// quantity a later release reads has the same value here.
     pub(crate) fn parse(s: &str) -> Option<Quantity> {
+        Quantity::parse_with(s, false)
+    }
+
+    fn parse_with(s: &str, refuses_min_int32_exponent: bool) -> Option<Quantity> {
         let b = s.as_bytes();
         if b.is_empty() {
             return None; // ErrFormatWrong
@@ -163,6 +191,9 @@ impl Quantity {
         };
         if !fast && !has_digit {
             return None; // ErrNumeric
+        }
+        if refuses_min_int32_exponent && !fast && !suffix.binary && suffix.exponent == i32::MIN {
+            return None; // ErrSuffix: "the quantity has no representation here"
         }
 
         let mut digits: Vec<u8> = num.iter().chain(denom).map(|d| d - b'0').collect();
@@ -244,11 +275,16 @@ pub(crate) const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
 /// `ErrNumeric`.
 pub(crate) const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
 
-/// The error `ParseQuantity(s)` returns, as kube-apiserver prints it, or `None` when `s` parses
-/// ([`Quantity::parse`] decides; this only names which of its checks failed).
-pub(crate) fn parse_error(s: &str) -> Option<&'static str> {
-    if Quantity::parse(s).is_some() {
+/// The error `ParseQuantity(s)` returns in `release`, as kube-apiserver prints it, or `None`
+/// when `s` parses there ([`Quantity::parse_in`] decides; this only names which of its checks
+/// failed).
+pub(crate) fn parse_error(s: &str, release: KubernetesVersion) -> Option<&'static str> {
+    if Quantity::parse_in(s, release).is_some() {
         return None;
+    }
+    if Quantity::parse(s).is_some() {
+        // Only 1.38's refusal of an exponent narrowing to math.MinInt32 (`ErrSuffix`).
+        return Some(ERR_SUFFIX);
     }
     Some(match quantity_suffix(s) {
         None => ERR_FORMAT_WRONG,
@@ -481,8 +517,14 @@ mod tests {
             ("0.5", None),
             ("-", None),
         ] {
-            assert_eq!(parse_error(s), e, "{s:?}");
+            assert_eq!(parse_error(s, KubernetesVersion::V1_37), e, "{s:?}");
         }
+        // 1.38 refuses the one exponent 1.37 wraps, as a suffix it cannot use.
+        assert_eq!(parse_error("1e-2147483648", KubernetesVersion::V1_37), None);
+        assert_eq!(
+            parse_error("1e-2147483648", KubernetesVersion::V1_38),
+            Some(ERR_SUFFIX)
+        );
     }
 
     #[test]
@@ -537,6 +579,92 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// apimachinery v0.38.0-alpha.2 refuses, on the `inf.Dec` path, the one decimal exponent
+    /// whose scale cannot be negated: `math.MinInt32`, however it was written (`e-2147483648`,
+    /// or `e2147483648` and `e6442450944`, which narrow to it). 1.33-1.37 read it as 10^(2^31).
+    /// The int64 fast path still takes `1.5e-2147483648` (its scale wraps), and every other
+    /// exponent beyond int32 is still narrowed in 1.38: the range check kubernetes#141203
+    /// proposes is not in the served code.
+    #[test]
+    fn kubernetes_141203_only_an_exponent_narrowing_to_min_int32_is_refused_from_1_38() {
+        use crate::job::version::KubernetesVersion as V;
+        let (v1_37, v1_38) = (V::V1_37, V::V1_38);
+        for min in [
+            "1e-2147483648",
+            "1e2147483648",
+            "1E6442450944",
+            "-2e-2147483648",
+        ] {
+            assert!(Quantity::parse_in(min, v1_37).is_some(), "{min}");
+            assert_eq!(Quantity::parse_in(min, v1_38), None, "{min}");
+            assert_eq!(
+                Quantity::parse_in(min, V::parse("1.39").unwrap()),
+                None,
+                "{min}"
+            );
+        }
+        assert!(same("1e-2147483648", "10e-2147483649"));
+        for kept in [
+            "1.5e-2147483648",
+            "1e-2147483647",
+            "1e2147483647",
+            "1e4294967297",
+            "1Ei",
+        ] {
+            assert_eq!(
+                Quantity::parse_in(kept, v1_38),
+                Quantity::parse_in(kept, v1_37),
+                "{kept}"
+            );
+            assert!(Quantity::parse_in(kept, v1_38).is_some(), "{kept}");
+        }
+        // Narrowed, not refused: 2^32 + 1 is 1.
+        assert_eq!(Quantity::parse_in("1e4294967297", v1_38), Some(q("1e1")));
+    }
+
+    /// kubernetes#140459: 1.38 writes a `DecimalSI` value above 10^18 in exponent form (`1e21`);
+    /// 1.33-1.37 dropped the exponent (`1000E` was written `1`). The comparison is by value, so
+    /// every spelling of 10^21 is one quantity and a value that differs by that lost exponent is
+    /// another.
+    #[test]
+    fn kubernetes_140459_decimal_si_above_1e18_compares_by_value_at_any_spelling() {
+        for (a, b) in [
+            ("1000E", "1e21"),
+            ("1000E", "1000000000000000000000"),
+            ("1000E", "1E21"),
+            ("1000E", "0.001e24"),
+            ("1500E", "1.5e21"),
+            ("5000000E", "5e24"),
+            ("-1000E", "-1e21"),
+        ] {
+            assert!(same(a, b), "{a} == {b}");
+        }
+        for (a, b) in [
+            ("1000E", "1"),
+            ("1e21", "1e24"),
+            ("1000E", "999999999999999999999"),
+        ] {
+            assert!(!same(a, b), "{a} != {b}");
+        }
+    }
+
+    /// 1.38's `Value()` saturates at the int64 bounds (the change the changelog gives as
+    /// kubernetes#141305; apimachinery v0.38.0-alpha.2 `AsScaledInt64`, `scaledValue`). The
+    /// comparison never goes through an int64: values past it stay distinct and exact.
+    #[test]
+    fn kubernetes_141305_values_beyond_int64_compare_exactly_not_saturated() {
+        for (a, b) in [
+            ("9223372036854775808", "9223372036854775807"),
+            ("18446744073709551616", "18446744073709551617"),
+            ("-9223372036854775809", "-9223372036854775808"),
+            ("9223372036854775807001m", "9223372036854775807"),
+        ] {
+            assert!(!same(a, b), "{a} != {b}");
+        }
+        assert!(same("18446744073709551616", "18.446744073709551616E"));
+        assert!(same("-9223372036854775808", "-9.223372036854775808e18"));
     }
 
     #[test]

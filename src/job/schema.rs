@@ -10,8 +10,15 @@
 //! else as its zero value): only the shape is walked, every key compared with the fields its
 //! struct names. Values are judged elsewhere (`model`, `validate`).
 //!
-//! A field added in a release newer than the user's is accepted here (k8s-openapi's schema is
-//! 1.37's): never stricter than the cluster.
+//! k8s-openapi's types are 1.37's; the other releases differ from them by the fields in
+//! `known_fields.rs`, generated from each release's own k8s.io/api Go types
+//! (`tests/apifields/generate.sh`): a field a release does not have is unknown there
+//! (`spec.scheduling` before 1.37), and one it has that 1.37 does not is known there
+//! (`spec.template.spec.workloadRef` in 1.35 only). For a release newer than any jobgate read,
+//! [`fields_may_be_incomplete`] says so, and `check` reports unknown fields as warnings: never
+//! stricter than the cluster.
+
+mod known_fields;
 
 use std::cell::RefCell;
 
@@ -21,6 +28,38 @@ use serde::de::{
 use serde_json::{Map, Value};
 
 use super::Kind;
+use super::version::KubernetesVersion;
+
+/// Whether `release` has field `key` of the struct k8s-openapi names `name`, whose 1.37 fields
+/// are `fields`.
+fn has_field(release: KubernetesVersion, name: &str, fields: &[&str], key: &str) -> bool {
+    let minor = release.rules().minor();
+    match known_fields::VARYING_FIELDS
+        .iter()
+        .find(|(s, f, _, _)| *s == name && *f == key)
+    {
+        Some(&(_, _, first, last)) => (first..=last).contains(&minor),
+        None => fields.contains(&key),
+    }
+}
+
+/// Why the fields jobgate knows for `release` may be fewer than the cluster's: a release newer
+/// than any whose types were read. `None` for a release that was read.
+///
+/// A release read from a pre-release tag (1.38, from k8s.io/api v0.38.0-alpha.2, the newest the
+/// Go module proxy serves) is taken as read: a field added after that tag is unknown there
+/// until `known_fields.rs` is generated again from the release's own tag (docs/src/versions.md).
+pub(crate) fn fields_may_be_incomplete(release: KubernetesVersion) -> Option<String> {
+    let read = known_fields::RELEASES_READ;
+    if read.iter().any(|(minor, _)| *minor == release.minor()) {
+        return None;
+    }
+    let (newest, tag) = read.last().copied().unwrap_or((0, "none"));
+    Some(format!(
+        "Kubernetes {release} is newer than the releases whose fields jobgate read (the newest, \
+         1.{newest}, from k8s.io/api {tag})"
+    ))
+}
 
 /// One step of a path: a key of an object or an index of an array.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,12 +109,15 @@ pub(crate) fn segments(steps: &[Step]) -> Vec<String> {
         .collect()
 }
 
-/// The fields of `object` (a Job or CronJob as JSON) that `kind`'s schema does not have, in
-/// key order (a parsed document keeps its keys sorted; sigs.k8s.io/json reports them in the
-/// order written). `apiVersion` and `kind` are known at the top.
-#[cfg(test)]
-pub(crate) fn unknown_fields(kind: Kind, object: &Value) -> Vec<UnknownField> {
-    decode_findings(kind, object, &|_| false).unknown
+/// The fields of `object` (a Job or CronJob as JSON) that `kind`'s schema in `release` does not
+/// have, in key order (a parsed document keeps its keys sorted; sigs.k8s.io/json reports them in
+/// the order written). `apiVersion` and `kind` are known at the top.
+pub(crate) fn unknown_fields(
+    kind: Kind,
+    object: &Value,
+    release: KubernetesVersion,
+) -> Vec<UnknownField> {
+    decode_findings(kind, object, release, &|_| false).unknown
 }
 
 /// What the walk of [`decode_findings`] found.
@@ -84,7 +126,8 @@ pub(crate) struct DecodeFindings {
     /// As [`unknown_fields`].
     pub(crate) unknown: Vec<UnknownField>,
     /// Every `resource.Quantity` of the object that the caller's `refused` picked, by path,
-    /// with its value (a quantity is a string or a number in JSON; `null` is none).
+    /// with its value (a quantity is a string or a number in JSON; `null` is none). Nothing
+    /// under an unknown field: strict decoding skips its value.
     pub(crate) quantities: Vec<(Vec<Step>, Value)>,
 }
 
@@ -93,6 +136,7 @@ pub(crate) struct DecodeFindings {
 pub(crate) fn decode_findings(
     kind: Kind,
     object: &Value,
+    release: KubernetesVersion,
     refused: &dyn Fn(&Value) -> bool,
 ) -> DecodeFindings {
     use k8s_openapi::api::batch::v1 as batch;
@@ -110,6 +154,7 @@ pub(crate) fn decode_findings(
             value: Some(value),
             path: vec![Step::Key(key.clone())],
             found: &found,
+            release,
         };
         // A value that cannot be walked stops only its own subtree.
         let _ = match (key.as_str(), kind) {
@@ -166,6 +211,7 @@ struct Walk<'de, 'f> {
     value: Option<&'de Value>,
     path: Vec<Step>,
     found: &'f Found<'f>,
+    release: KubernetesVersion,
 }
 
 impl<'de, 'f> Walk<'de, 'f> {
@@ -176,12 +222,14 @@ impl<'de, 'f> Walk<'de, 'f> {
             value,
             path,
             found: self.found,
+            release: self.release,
         }
     }
 
+    /// A map, or the struct `name` with (1.37) `fields`.
     fn map<V: Visitor<'de>>(
         self,
-        fields: Option<&'static [&'static str]>,
+        strukt: Option<(&'static str, &'static [&'static str])>,
         visitor: V,
     ) -> Result<V::Value, WalkError> {
         static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
@@ -189,12 +237,16 @@ impl<'de, 'f> Walk<'de, 'f> {
             Some(Value::Object(m)) => m,
             _ => &*EMPTY,
         };
-        if let Some(fields) = fields {
+        let fields = strukt.map(|(_, fields)| fields);
+        // Strict decoding skips an unknown field's value: nothing under it is reported.
+        let mut unknown: Vec<&'de str> = Vec::new();
+        if let Some((name, fields)) = strukt {
             for key in entries.keys() {
-                if !fields.contains(&key.as_str()) {
+                if !has_field(self.release, name, fields, key) {
                     let mut path = self.path.clone();
                     path.push(Step::Key(key.clone()));
                     self.found.unknown.borrow_mut().push(UnknownField(path));
+                    unknown.push(key);
                 }
             }
         }
@@ -208,6 +260,7 @@ impl<'de, 'f> Walk<'de, 'f> {
             at: self,
             entries: entries.iter(),
             missing: missing.into_iter(),
+            unknown,
             pending: None,
         })
     }
@@ -217,6 +270,8 @@ struct MapWalk<'de, 'f> {
     at: Walk<'de, 'f>,
     entries: serde_json::map::Iter<'de>,
     missing: std::vec::IntoIter<&'static str>,
+    /// Keys reported unknown, whose values are walked as absent.
+    unknown: Vec<&'de str>,
     pending: Option<(String, Option<&'de Value>)>,
 }
 
@@ -228,6 +283,7 @@ impl<'de> MapAccess<'de> for MapWalk<'de, '_> {
         seed: K,
     ) -> Result<Option<K::Value>, WalkError> {
         let (key, value) = match self.entries.next() {
+            Some((k, _)) if self.unknown.contains(&k.as_str()) => (k.clone(), None),
             Some((k, v)) => (k.clone(), Some(v)),
             None => match self.missing.next() {
                 Some(k) => (k.to_string(), None),
@@ -312,11 +368,11 @@ impl<'de, 'f> Deserializer<'de> for Walk<'de, 'f> {
 
     fn deserialize_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, WalkError> {
-        self.map(Some(fields), visitor)
+        self.map(Some((name, fields)), visitor)
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, WalkError> {
@@ -405,10 +461,296 @@ mod tests {
     use serde_json::json;
 
     fn unknown(kind: Kind, doc: Value) -> Vec<String> {
-        unknown_fields(kind, &doc)
+        unknown_in(KubernetesVersion::default(), kind, doc)
+    }
+
+    fn unknown_in(release: KubernetesVersion, kind: Kind, doc: Value) -> Vec<String> {
+        unknown_fields(kind, &doc, release)
             .iter()
             .map(UnknownField::printed)
             .collect()
+    }
+
+    fn job_spec(spec: Value) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": spec})
+    }
+
+    /// KEP-5547's `spec.scheduling` is in k8s.io/api `batch/v1/types.go` from v0.37 (not in
+    /// v0.33.13-v0.36.3; in v0.37.2 and v0.38.0-alpha.2): kubectl's strict decoding refuses it
+    /// below 1.37 as an unknown field, and skips its value (nothing under it is reported); from
+    /// 1.37 its own fields are checked.
+    #[test]
+    fn kep_5547_spec_scheduling_is_unknown_before_1_37_and_known_from_1_37() {
+        let scheduling = json!({"schedulingPolicy": {"gang": {"minCount": 2}}, "bogus": 1});
+        let job = job_spec(json!({"scheduling": scheduling, "template": {}}));
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"scheduling": scheduling}}}});
+        for release in KubernetesVersion::all() {
+            let (job_unknown, cron_unknown) = if release < KubernetesVersion::V1_37 {
+                ("spec.scheduling", "spec.jobTemplate.spec.scheduling")
+            } else {
+                (
+                    "spec.scheduling.bogus",
+                    "spec.jobTemplate.spec.scheduling.bogus",
+                )
+            };
+            assert_eq!(
+                unknown_in(release, Kind::Job, job.clone()),
+                [job_unknown],
+                "{release}"
+            );
+            assert_eq!(
+                unknown_in(release, Kind::CronJob, cron.clone()),
+                [cron_unknown],
+                "{release}"
+            );
+        }
+    }
+
+    /// Fields a release has that k8s-openapi's 1.37 types do not are known there, and fields
+    /// added later are unknown before: `workloadRef` was a pod spec field in 1.35 only (replaced
+    /// by `schedulingGroup` in 1.36), `hostnameOverride` came in 1.34.
+    #[test]
+    fn the_pod_spec_fields_of_each_release_follow_its_own_types() {
+        let job =
+            |field: &str| job_spec(json!({"template": {"spec": {field: {}, "containers": []}}}));
+        let releases_knowing = |field: &str| -> Vec<String> {
+            KubernetesVersion::all()
+                .filter(|r| unknown_in(*r, Kind::Job, job(field)).is_empty())
+                .map(|r| r.to_string())
+                .collect()
+        };
+        assert_eq!(releases_knowing("workloadRef"), ["1.35"]);
+        assert_eq!(
+            releases_knowing("schedulingGroup"),
+            ["1.36", "1.37", "1.38"]
+        );
+        assert_eq!(
+            unknown_in(KubernetesVersion::V1_34, Kind::Job, job("workloadRef")),
+            ["spec.template.spec.workloadRef"]
+        );
+        let hostname = job_spec(json!({"template": {"spec": {"hostnameOverride": "h"}}}));
+        assert_eq!(
+            unknown_in(KubernetesVersion::V1_33, Kind::Job, hostname.clone()),
+            ["spec.template.spec.hostnameOverride"]
+        );
+        assert!(unknown_in(KubernetesVersion::V1_34, Kind::Job, hostname).is_empty());
+    }
+
+    #[test]
+    fn the_fields_of_a_newer_release_may_be_incomplete() {
+        let v = |s: &str| KubernetesVersion::parse(s).unwrap();
+        for read in KubernetesVersion::all() {
+            assert_eq!(fields_may_be_incomplete(read), None, "{read}");
+        }
+        assert_eq!(
+            fields_may_be_incomplete(v("1.39")).as_deref(),
+            Some(
+                "Kubernetes 1.39 is newer than the releases whose fields jobgate read (the newest, \
+                 1.38, from k8s.io/api v0.38.0-alpha.2)"
+            )
+        );
+        // A newer release is walked with the newest fields read.
+        let scheduling = job_spec(json!({"scheduling": {}}));
+        assert!(unknown_in(v("1.39"), Kind::Job, scheduling).is_empty());
+    }
+
+    /// `known_fields.rs` is generated by `tests/apifields/generate.sh`, which builds
+    /// `tests/apifields/main.go` against each release's k8s.io/api (the tags in
+    /// `RELEASES_READ`) and lists every JSON field of every struct a Job and a CronJob hold, as
+    /// Go's reflection sees them. Its 1.37 column must be what k8s-openapi's `v1_37` types name:
+    /// the same struct names, present where it says 1.37 has the field, absent where not.
+    #[test]
+    fn the_generated_field_table_agrees_with_k8s_openapi_1_37() {
+        let structs = openapi::structs();
+        assert!(structs.contains_key("PodSpec") && structs.contains_key("JobSpec"));
+        assert_eq!(
+            known_fields::RELEASES_READ.first().map(|r| r.0),
+            Some(KubernetesVersion::OLDEST.minor())
+        );
+        assert_eq!(
+            known_fields::RELEASES_READ.last().map(|r| r.0),
+            Some(KubernetesVersion::NEWEST.minor())
+        );
+        for &(name, field, first, last) in known_fields::VARYING_FIELDS {
+            let fields = structs
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} is not a struct k8s-openapi reaches"));
+            assert!(first <= last, "{name}.{field}");
+            assert_eq!(
+                fields.contains(&field),
+                (first..=last).contains(&37),
+                "{name}.{field} ({first}..={last}) against k8s-openapi v1_37"
+            );
+        }
+    }
+
+    /// Every struct k8s-openapi's types reach from a Job and a CronJob, with the fields each
+    /// names, found by deserializing them from a source that offers every field at every depth.
+    mod openapi {
+        use std::cell::RefCell;
+        use std::collections::BTreeMap;
+
+        use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+        type Structs = BTreeMap<&'static str, &'static [&'static str]>;
+
+        /// From what `unknown_fields` walks: a Job's and a CronJob's metadata, spec and status.
+        pub(super) fn structs() -> Structs {
+            use k8s_openapi::api::batch::v1 as batch;
+            use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+            let found = RefCell::new(Structs::new());
+            let src = Everything(&found);
+            ObjectMeta::deserialize(src).expect("ObjectMeta");
+            batch::JobSpec::deserialize(src).expect("JobSpec");
+            batch::JobStatus::deserialize(src).expect("JobStatus");
+            batch::CronJobSpec::deserialize(src).expect("CronJobSpec");
+            batch::CronJobStatus::deserialize(src).expect("CronJobStatus");
+            found.into_inner()
+        }
+
+        use serde::Deserialize;
+
+        /// The walk's own error: nothing here fails but a type that refuses every value.
+        type Error = super::super::WalkError;
+
+        #[derive(Clone, Copy)]
+        struct Everything<'f>(&'f RefCell<Structs>);
+
+        struct Fields<'f> {
+            src: Everything<'f>,
+            keys: std::slice::Iter<'static, &'static str>,
+        }
+
+        impl<'de> MapAccess<'de> for Fields<'_> {
+            type Error = Error;
+
+            fn next_key_seed<K: DeserializeSeed<'de>>(
+                &mut self,
+                seed: K,
+            ) -> Result<Option<K::Value>, Error> {
+                match self.keys.next() {
+                    Some(k) => seed
+                        .deserialize(de::value::StrDeserializer::<Error>::new(k))
+                        .map(Some),
+                    None => Ok(None),
+                }
+            }
+
+            fn next_value_seed<V: DeserializeSeed<'de>>(
+                &mut self,
+                seed: V,
+            ) -> Result<V::Value, Error> {
+                seed.deserialize(self.src)
+            }
+        }
+
+        /// One element (a list) or one entry (a map).
+        struct One<'f>(Option<Everything<'f>>, bool);
+
+        impl<'de> SeqAccess<'de> for One<'_> {
+            type Error = Error;
+
+            fn next_element_seed<T: DeserializeSeed<'de>>(
+                &mut self,
+                seed: T,
+            ) -> Result<Option<T::Value>, Error> {
+                self.0.take().map(|src| seed.deserialize(src)).transpose()
+            }
+        }
+
+        impl<'de> MapAccess<'de> for One<'_> {
+            type Error = Error;
+
+            fn next_key_seed<K: DeserializeSeed<'de>>(
+                &mut self,
+                seed: K,
+            ) -> Result<Option<K::Value>, Error> {
+                if self.1 {
+                    return Ok(None);
+                }
+                self.1 = true;
+                seed.deserialize(de::value::StrDeserializer::<Error>::new("k"))
+                    .map(Some)
+            }
+
+            fn next_value_seed<V: DeserializeSeed<'de>>(
+                &mut self,
+                seed: V,
+            ) -> Result<V::Value, Error> {
+                let src = self
+                    .0
+                    .take()
+                    .ok_or_else(|| <Error as de::Error>::custom("no value"))?;
+                seed.deserialize(src)
+            }
+        }
+
+        impl<'de> Deserializer<'de> for Everything<'_> {
+            type Error = Error;
+
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                name: &'static str,
+                fields: &'static [&'static str],
+                visitor: V,
+            ) -> Result<V::Value, Error> {
+                if let Some(other) = self.0.borrow_mut().insert(name, fields) {
+                    // The table keys structs by name: one name, one struct.
+                    assert_eq!(other, fields, "two structs named {name}");
+                }
+                visitor.visit_map(Fields {
+                    src: self,
+                    keys: fields.iter(),
+                })
+            }
+
+            fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_some(self)
+            }
+
+            fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_seq(One(Some(self), false))
+            }
+
+            fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_map(One(Some(self), false))
+            }
+
+            fn deserialize_newtype_struct<V: Visitor<'de>>(
+                self,
+                _name: &'static str,
+                visitor: V,
+            ) -> Result<V::Value, Error> {
+                visitor.visit_newtype_struct(self)
+            }
+
+            /// A timestamp every time type takes; any string is a valid string or quantity.
+            fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_borrowed_str("2026-12-16T00:00:00Z")
+            }
+
+            fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_bool(false)
+            }
+
+            fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_i64(0)
+            }
+
+            fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_i64(0)
+            }
+
+            fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_f64(0.0)
+            }
+
+            serde::forward_to_deserialize_any! {
+                i8 i16 i128 u8 u16 u32 u64 u128 f32 char str string bytes byte_buf unit
+                unit_struct tuple tuple_struct enum identifier ignored_any
+            }
+        }
     }
 
     #[test]

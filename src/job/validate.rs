@@ -1,6 +1,6 @@
 //! `/validate`: kube-apiserver's Job validation for the fields jobgate cares about, as an exact
 //! twin of kubernetes `pkg/apis/batch/validation/validation.go` for the release and feature
-//! gates in `Config::cluster` (1.33-1.37, `version.rs`), followed by jobgate's own policies
+//! gates in `Config::cluster` (1.33-1.38, `version.rs`), followed by jobgate's own policies
 //! (`policy.rs`).
 //!
 //! The order of errors is upstream's: `validateJobSpec` (counts, completion mode, pod failure

@@ -3,21 +3,31 @@
 //!
 //! kube-apiserver validates an object before validating webhooks see it, so a webhook copy of an
 //! apiserver rule that is older or stricter than the cluster's own can only add false denials.
-//! Every rule that changed between 1.33 and 1.37 therefore takes the cluster's version and gates
+//! Every rule that changed between 1.33 and 1.38 therefore takes the cluster's version and gates
 //! as data, the way upstream passes `JobValidationOptions` (`pkg/registry/batch/job/strategy.go`).
+//!
+//! A release newer than the newest jobgate knows is accepted and judged with the newest known
+//! rules ([`KubernetesVersion::rules`]); the commands say so once (`newer_release_note`).
+//!
+//! What each release's code says, and the tag it was read from, is in docs/src/versions.md. 1.38
+//! is read from the newest tags the Go module proxy serves: `k8s.io/kubernetes` v1.38.0-alpha.0
+//! (cut at the 1.37 branch point, 2026-08-06: its batch code and gates are 1.37's) and the
+//! staging modules `k8s.io/api`, `k8s.io/apimachinery` and `k8s.io/apiserver` v0.38.0-alpha.2
+//! (2026-10-08).
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// A supported minor release of Kubernetes (major version 1).
+/// A minor release of Kubernetes (major version 1), 1.33 or newer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KubernetesVersion {
-    minor: u8,
+    minor: u16,
 }
 
 impl KubernetesVersion {
     pub(crate) const OLDEST: KubernetesVersion = KubernetesVersion { minor: 33 };
-    pub(crate) const NEWEST: KubernetesVersion = KubernetesVersion { minor: 37 };
+    /// The newest release whose rules jobgate knows.
+    pub(crate) const NEWEST: KubernetesVersion = KubernetesVersion { minor: 38 };
 
     /// Kubernetes 1.33.
     pub const V1_33: KubernetesVersion = KubernetesVersion { minor: 33 };
@@ -29,18 +39,40 @@ impl KubernetesVersion {
     pub const V1_36: KubernetesVersion = KubernetesVersion { minor: 36 };
     /// Kubernetes 1.37.
     pub const V1_37: KubernetesVersion = KubernetesVersion { minor: 37 };
+    /// Kubernetes 1.38.
+    pub const V1_38: KubernetesVersion = KubernetesVersion { minor: 38 };
 
-    /// Every supported release, oldest first.
+    /// Every release jobgate knows the rules of, oldest first.
     pub fn all() -> impl Iterator<Item = KubernetesVersion> {
         (Self::OLDEST.minor..=Self::NEWEST.minor).map(|minor| KubernetesVersion { minor })
     }
 
-    /// `MAJOR.MINOR` (a leading `v` is allowed: `v1.36`), within the supported range.
+    /// The minor version number (`38` for 1.38).
+    pub(crate) fn minor(self) -> u16 {
+        self.minor
+    }
+
+    /// Whether jobgate knows this release's rules (it is not newer than [`Self::NEWEST`]).
+    pub fn is_known(self) -> bool {
+        self <= Self::NEWEST
+    }
+
+    /// The release whose rules judge this one: itself when known, else the newest known (a
+    /// newer release is judged with the newest rules, never refused).
+    pub fn rules(self) -> KubernetesVersion {
+        self.min(Self::NEWEST)
+    }
+
+    /// `MAJOR.MINOR` (a leading `v` is allowed: `v1.36`), 1.33 or newer; a release newer than
+    /// jobgate knows is accepted (see [`Self::rules`]).
     pub fn parse(s: &str) -> Result<KubernetesVersion, String> {
         let unsupported = || {
             format!(
-                "unsupported Kubernetes version {s:?}: expected MAJOR.MINOR[.PATCH] from {} to {}",
+                "unsupported Kubernetes version {s:?}: expected MAJOR.MINOR[.PATCH], {} or newer \
+                 (jobgate knows the rules of {} to {}; a newer release is judged with {}'s)",
                 Self::OLDEST,
+                Self::OLDEST,
+                Self::NEWEST,
                 Self::NEWEST
             )
         };
@@ -74,17 +106,44 @@ impl KubernetesVersion {
         if major != "1" || !digits(minor) {
             return Err(unsupported());
         }
-        let minor: u8 = minor.parse().map_err(|_| unsupported())?;
+        let minor: u16 = minor.parse().map_err(|_| unsupported())?;
         let v = KubernetesVersion { minor };
-        if v < Self::OLDEST || v > Self::NEWEST {
+        if v < Self::OLDEST {
             return Err(unsupported());
         }
         Ok(v)
     }
+
+    /// What `serve`, `check`, `audit` and `render` say once when judging a release newer than
+    /// jobgate knows; `None` for a known release.
+    pub fn newer_release_note(self) -> Option<String> {
+        (!self.is_known()).then(|| {
+            format!(
+                "Kubernetes {self} is newer than the releases jobgate knows ({} to {}): judging \
+                 with {}'s rules",
+                Self::OLDEST,
+                Self::NEWEST,
+                self.rules()
+            )
+        })
+    }
+
+    /// Whether kube-apiserver serves `admissionregistration.k8s.io/v1` MutatingAdmissionPolicy
+    /// (and its binding) by default: the `MutatingAdmissionPolicy` gate is GA and on from 1.36
+    /// (k8s.io/apiserver `pkg/features/kube_features.go` v0.36.3, v0.37.2, v0.38.0-alpha.2;
+    /// alpha off in 1.32-1.33, beta off in 1.34-1.35, when only `v1alpha1`/`v1beta1` exist and
+    /// must be enabled with `--runtime-config`). A newer release answers as the newest known.
+    #[allow(
+        dead_code,
+        reason = "for `jobgate render`, which picks the admissionregistration version per release"
+    )]
+    pub(crate) fn serves_mutating_admission_policy_v1(self) -> bool {
+        self.rules() >= Self::V1_36
+    }
 }
 
 impl Default for KubernetesVersion {
-    /// The newest supported release: what upstream supports now.
+    /// The newest known release: what upstream supports now.
     fn default() -> Self {
         Self::NEWEST
     }
@@ -96,27 +155,30 @@ impl fmt::Display for KubernetesVersion {
     }
 }
 
-/// The Job-related feature gates whose state can change a rule jobgate mirrors.
+/// The Job-related feature gates whose state can change a rule jobgate mirrors, or that a
+/// cluster's `--feature-gates` list may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum FeatureGate {
-    /// KEP-3939. Beta (on) in 1.33, GA and locked in 1.34-1.36, removed in 1.37
-    /// (kubernetes#138759). Off: the apiserver drops `spec.podReplacementPolicy`
-    /// (`dropDisabledFields`), so it is neither defaulted nor validated.
+    /// KEP-3939. Off: the apiserver drops `spec.podReplacementPolicy` (`dropDisabledFields`), so
+    /// it is neither defaulted nor validated.
     JobPodReplacementPolicy,
-    /// KEP-4368 `spec.managedBy`. Beta (on) in 1.33-1.34, GA and locked from 1.35
-    /// (kubernetes#135080). jobgate does not model `managedBy`; known so that a cluster's gate
-    /// list can be passed as is.
+    /// KEP-4368 `spec.managedBy`. jobgate does not model `managedBy`; known so that a cluster's
+    /// gate list can be passed as is.
     JobManagedBy,
-    /// KEP-3850. GA and locked in 1.33-1.36; removed in 1.37 (kubernetes#138759).
+    /// KEP-3850.
     JobBackoffLimitPerIndex,
-    /// KEP-3998. GA and locked since 1.33.
+    /// KEP-3998.
     JobSuccessPolicy,
-    /// KEP-5440: container resources of a suspended Job's template may change. Alpha (off) in
-    /// 1.35 (kubernetes#132441), beta (on) from 1.36 (kubernetes#135965).
+    /// KEP-5440: container resources of a suspended Job's template may change.
     MutablePodResourcesForSuspendedJobs,
     /// KEP-5440: scheduling directives of a suspended Job's template may change even after it
-    /// started. Alpha (off) in 1.35 (kubernetes#135104), beta (on) from 1.36 (kubernetes#135965).
+    /// started.
     MutableSchedulingDirectivesForSuspendedJobs,
+    /// KEP-5547 `spec.scheduling` (the field exists from 1.37; the gate, for the Job controller,
+    /// from 1.36). Off: the apiserver drops `spec.scheduling` on create (`job.DropDisabledFields`,
+    /// pkg/api/job/util.go 1.37). jobgate does not mirror its validation (gang `minCount`,
+    /// immutability): known so that a cluster's gate list can be passed as is.
+    WorkloadWithJob,
 }
 
 /// A gate's state in one release.
@@ -130,14 +192,83 @@ enum GateState {
     Default(bool),
 }
 
+/// Each gate's stages as `kube_features.go` lists them (`featuregate.VersionedSpecs`: the stage
+/// from a release on), then the release that no longer has it. Read per release from
+/// `k8s.io/kubernetes` v1.33.13, v1.34.4, v1.35.4, v1.36.3, v1.37.2 and v1.38.0-alpha.0, except
+/// where a comment says otherwise.
+const GATE_STAGES: &[(FeatureGate, &[(u16, GateState)])] = {
+    use FeatureGate::*;
+    use GateState::*;
+    &[
+        // GA and locked in 1.34; removed in 1.37 (kubernetes#138759: not in v1.37.2's
+        // kube_features.go).
+        (
+            JobPodReplacementPolicy,
+            &[
+                (28, Default(false)),
+                (29, Default(true)),
+                (34, Locked),
+                (37, Absent),
+            ],
+        ),
+        // GA and locked in 1.35 (kubernetes#135080). Removed in 1.38 by kubernetes#141717
+        // (merged 2026-08-31), which NO SERVED CODE HOLDS: v1.38.0-alpha.0 predates it and still
+        // lists the gate ("remove in 1.38"). Followed as the PR documents; see versions.md.
+        (
+            JobManagedBy,
+            &[
+                (30, Default(false)),
+                (32, Default(true)),
+                (35, Locked),
+                (38, Absent),
+            ],
+        ),
+        // GA and locked in 1.33; removed in 1.37 (kubernetes#138759).
+        (
+            JobBackoffLimitPerIndex,
+            &[
+                (28, Default(false)),
+                (29, Default(true)),
+                (33, Locked),
+                (37, Absent),
+            ],
+        ),
+        // GA and locked in 1.33; removed in 1.37 (kubernetes#138759: v1.37.2's kube_features.go
+        // and strategy.go no longer name it).
+        (
+            JobSuccessPolicy,
+            &[
+                (30, Default(false)),
+                (31, Default(true)),
+                (33, Locked),
+                (37, Absent),
+            ],
+        ),
+        // Alpha in 1.35 (kubernetes#132441), beta from 1.36 (kubernetes#135965). Still beta in
+        // v1.38.0-alpha.0; the GA proposal for 1.38 (kubernetes#141784) is in no served code.
+        (
+            MutablePodResourcesForSuspendedJobs,
+            &[(35, Default(false)), (36, Default(true))],
+        ),
+        // Alpha in 1.35 (kubernetes#135104), beta from 1.36 (kubernetes#135965); as above.
+        (
+            MutableSchedulingDirectivesForSuspendedJobs,
+            &[(35, Default(false)), (36, Default(true))],
+        ),
+        // Alpha (off) from 1.36, still alpha in v1.37.2 and v1.38.0-alpha.0.
+        (WorkloadWithJob, &[(36, Default(false))]),
+    ]
+};
+
 impl FeatureGate {
-    pub(crate) const ALL: [FeatureGate; 6] = [
+    pub(crate) const ALL: [FeatureGate; 7] = [
         FeatureGate::JobPodReplacementPolicy,
         FeatureGate::JobManagedBy,
         FeatureGate::JobBackoffLimitPerIndex,
         FeatureGate::JobSuccessPolicy,
         FeatureGate::MutablePodResourcesForSuspendedJobs,
         FeatureGate::MutableSchedulingDirectivesForSuspendedJobs,
+        FeatureGate::WorkloadWithJob,
     ];
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -152,6 +283,7 @@ impl FeatureGate {
             FeatureGate::MutableSchedulingDirectivesForSuspendedJobs => {
                 "MutableSchedulingDirectivesForSuspendedJobs"
             }
+            FeatureGate::WorkloadWithJob => "WorkloadWithJob",
         }
     }
 
@@ -159,34 +291,30 @@ impl FeatureGate {
         Self::ALL.into_iter().find(|g| g.as_str() == name)
     }
 
-    /// The gate's stage in `version`, from each release's `kube_features.go`.
+    fn stages(self) -> &'static [(u16, GateState)] {
+        GATE_STAGES
+            .iter()
+            .find(|(gate, _)| *gate == self)
+            .map_or(&[], |(_, stages)| stages)
+    }
+
+    /// The gate's stage in `version` (a newer release: in the newest known).
     fn state(self, version: KubernetesVersion) -> GateState {
-        use FeatureGate::*;
-        use GateState::*;
-        let minor = version.minor;
-        match self {
-            JobPodReplacementPolicy => match minor {
-                33 => Default(true),
-                34..=36 => Locked,
-                _ => Absent,
-            },
-            JobManagedBy => match minor {
-                ..=34 => Default(true),
-                _ => Locked,
-            },
-            JobBackoffLimitPerIndex => match minor {
-                ..=36 => Locked,
-                _ => Absent,
-            },
-            JobSuccessPolicy => Locked,
-            MutablePodResourcesForSuspendedJobs | MutableSchedulingDirectivesForSuspendedJobs => {
-                match minor {
-                    ..=34 => Absent,
-                    35 => Default(false),
-                    _ => Default(true),
-                }
-            }
-        }
+        let minor = version.rules().minor;
+        self.stages()
+            .iter()
+            .rev()
+            .find(|(from, _)| *from <= minor)
+            .map_or(GateState::Absent, |(_, state)| *state)
+    }
+
+    /// Whether the release is past the gate's last stage: the gate was removed after GA, so
+    /// its feature is always on.
+    fn removed_in(self, version: KubernetesVersion) -> bool {
+        let minor = version.rules().minor;
+        self.stages()
+            .last()
+            .is_some_and(|(from, state)| *state == GateState::Absent && *from <= minor)
     }
 }
 
@@ -258,16 +386,24 @@ impl Cluster {
         version: KubernetesVersion,
         overrides: &BTreeMap<FeatureGate, bool>,
     ) -> Result<Cluster, String> {
+        // A newer release is checked against the newest known one's gates.
+        let judged = match version.is_known() {
+            true => format!("Kubernetes {version}"),
+            false => format!(
+                "Kubernetes {}, the newest release jobgate knows",
+                version.rules()
+            ),
+        };
         for (&gate, &value) in overrides {
             match gate.state(version) {
                 GateState::Absent => {
                     return Err(format!(
-                        "unrecognized feature gate: {gate} (not a gate of Kubernetes {version})"
+                        "unrecognized feature gate: {gate} (not a gate of {judged})"
                     ));
                 }
                 GateState::Locked if !value => {
                     return Err(format!(
-                        "cannot set feature gate {gate} to {value}, feature is locked to true (Kubernetes {version})"
+                        "cannot set feature gate {gate} to {value}, feature is locked to true ({judged})"
                     ));
                 }
                 _ => {}
@@ -279,7 +415,13 @@ impl Cluster {
         })
     }
 
+    /// The release whose rules apply: the cluster's, or the newest known for a newer one.
     pub(crate) fn version(&self) -> KubernetesVersion {
+        self.version.rules()
+    }
+
+    /// The cluster's release as configured (possibly newer than jobgate knows).
+    pub(crate) fn release(&self) -> KubernetesVersion {
         self.version
     }
 
@@ -295,14 +437,14 @@ impl Cluster {
             GateState::Locked => true,
             GateState::Default(default) => self.overrides.get(&gate).copied().unwrap_or(default),
             // Removed after GA (on), or not introduced yet (off).
-            GateState::Absent => !introduced_by_kep_5440(gate),
+            GateState::Absent => gate.removed_in(self.version),
         }
     }
 
     /// How field errors print their values: kubernetes#132314 (1.34) replaced Go's `%#v` with
     /// `json.Marshal`.
     pub(crate) fn value_style(&self) -> ValueStyle {
-        if self.version < KubernetesVersion::V1_34 {
+        if self.version() < KubernetesVersion::V1_34 {
             ValueStyle::GoSyntax
         } else {
             ValueStyle::Json
@@ -312,16 +454,8 @@ impl Cluster {
     /// kubernetes#131525 (1.34): `onPodConditions[].status` defaults to `True` in a CronJob's
     /// job template too; before it only a Job's own spec was defaulted.
     pub(crate) fn defaults_cron_job_pod_condition_status(&self) -> bool {
-        self.version >= KubernetesVersion::V1_34
+        self.version() >= KubernetesVersion::V1_34
     }
-}
-
-fn introduced_by_kep_5440(gate: FeatureGate) -> bool {
-    matches!(
-        gate,
-        FeatureGate::MutablePodResourcesForSuspendedJobs
-            | FeatureGate::MutableSchedulingDirectivesForSuspendedJobs
-    )
 }
 
 /// `field.Error.ErrorBody()`'s rendering of composite values.
@@ -360,39 +494,39 @@ pub(crate) struct OldJobState {
 }
 
 impl Cluster {
-    /// `validationOptionsForJob` per release, with this cluster's gates:
+    /// `validationOptionsForJob` (`pkg/registry/batch/job/strategy.go`) as each release's code
+    /// has it, with this cluster's gates:
     ///
-    /// - 1.27-1.34, and with `MutableSchedulingDirectivesForSuspendedJobs` off:
-    ///   scheduling directives while `suspended && notStarted`.
-    /// - `MutableSchedulingDirectivesForSuspendedJobs` on (1.35 alpha, 1.36 beta): also once a
-    ///   started Job is fully suspended, `suspended && (notStarted || (JobSuspended condition &&
-    ///   active == 0))`. In 1.36 that is the patch-release form (kubernetes#139287,
-    ///   cherry-picked as #139329): 1.36.0 and 1.36.1 dropped `notStarted ||`
-    ///   (kubernetes#136077, regression kubernetes#139281). jobgate cannot tell patch releases
-    ///   apart and takes the permissive form, at `/validate` and in `check` alike: an apiserver
+    /// - Gates off, and 1.33-1.34 (v1.33.13, v1.34.4): scheduling directives while
+    ///   `suspended && notStarted`; resources immutable.
+    /// - 1.35 (v1.35.4), each gate on (alpha, off by default) replaces its rule: scheduling
+    ///   directives when `suspended && JobSuspended condition && active == 0` (so a suspended Job
+    ///   that never started, which has no condition, may not change them), resources when
+    ///   `JobSuspended condition && active == 0` (`spec.suspend` is not read here, but
+    ///   `validatePodTemplateUpdate` reads it; kubernetes#136077 added it here in 1.36).
+    /// - 1.36 (beta, on), 1.37 and 1.38: both when `suspended && (notStarted || JobSuspended
+    ///   condition) && active == 0` (`shouldAllowMutablePodTemplate`, v1.36.3, v1.37.2;
+    ///   v1.38.0-alpha.0 is v1.37.2's). v1.36.1 had `suspended && JobSuspended condition && active
+    ///   == 0` for both (kubernetes#136077; the never-started case came back in 1.36.2,
+    ///   kubernetes#139287, cherry-pick #139329): jobgate cannot tell patch releases apart and
+    ///   takes the later, more permissive form, at `/validate` and in `check` alike; an apiserver
     ///   at 1.36.0/1.36.1 refuses such updates itself.
-    /// - `MutablePodResourcesForSuspendedJobs` on (1.35 alpha, 1.36 beta): container resources
-    ///   only once the Job is fully suspended, `suspended && JobSuspended condition && active ==
-    ///   0` (kubernetes#132441, #136077): a suspended Job that never started has no condition.
-    /// - 1.37: both relaxations require `active == 0`, for a Job that never started too:
-    ///   `suspended && active == 0 && (notStarted || JobSuspended condition)`.
     pub(crate) fn template_update_options(&self, old: &OldJobState) -> TemplateUpdateOptions {
+        let suspended = old.suspended;
         let not_started = !old.started;
+        let condition = old.suspended_condition;
         let no_active = old.active == 0;
-        let fully_suspended = old.suspended_condition && no_active;
-        let (scheduling_relaxed, resources_relaxed) = if self.version >= KubernetesVersion::V1_37 {
-            let relaxed = old.suspended && no_active && (not_started || old.suspended_condition);
+        let (scheduling_relaxed, resources_relaxed) = if self.version() >= KubernetesVersion::V1_36
+        {
+            let relaxed = suspended && (not_started || condition) && no_active;
             (relaxed, relaxed)
         } else {
-            (
-                old.suspended && (not_started || fully_suspended),
-                old.suspended && fully_suspended,
-            )
+            (suspended && condition && no_active, condition && no_active)
         };
         let scheduling = if self.enabled(FeatureGate::MutableSchedulingDirectivesForSuspendedJobs) {
             scheduling_relaxed
         } else {
-            old.suspended && not_started
+            suspended && not_started
         };
         TemplateUpdateOptions {
             allow_mutable_scheduling_directives: scheduling,
@@ -406,7 +540,7 @@ impl Cluster {
     /// v0.35 (Kubernetes 1.35) `IsQualifiedName` is `content.IsLabelKey` ("a valid label key",
     /// lengths in bytes).
     pub(crate) fn name_messages(&self) -> crate::names::NameMessages {
-        if self.version < KubernetesVersion::V1_35 {
+        if self.version() < KubernetesVersion::V1_35 {
             crate::names::NameMessages::Characters
         } else {
             crate::names::NameMessages::LabelKeyBytes

@@ -88,6 +88,18 @@ pub(crate) struct RecoveryArgs {
         value_name = "NODES_PER_SECOND"
     )]
     pub(crate) secondary_recovery_rate: f64,
+    /// How long no new node may have become unreachable before the partition brake judges the
+    /// zones, so the nodes of one partition are judged together, as kube-controller-manager
+    /// judges a whole node monitor pass; a pod waits at most 6 times this after its node became
+    /// unreachable. 0s judges each node as it arrives.
+    #[arg(
+        long,
+        env = "JOBGATE_PARTITION_SETTLE_PERIOD",
+        default_value = "10s",
+        value_parser = parse_duration,
+        value_name = "DURATION"
+    )]
+    pub(crate) partition_settle_period: Duration,
 }
 
 /// A number in [0, 1].
@@ -146,6 +158,7 @@ impl RecoveryArgs {
             unhealthy_zone_threshold: self.unhealthy_zone_threshold,
             large_cluster_size_threshold: self.large_cluster_size_threshold,
             secondary_rate: self.secondary_recovery_rate,
+            settle: self.partition_settle_period,
         }
     }
 }
@@ -230,6 +243,7 @@ mod tests {
             "--unhealthy-zone-threshold=0.7",
             "--large-cluster-size-threshold=20",
             "--secondary-recovery-rate=0.5",
+            "--partition-settle-period=2s500ms",
         ])
         .expect("parse");
         assert_eq!(
@@ -239,6 +253,7 @@ mod tests {
                 unhealthy_zone_threshold: 0.7,
                 large_cluster_size_threshold: 20,
                 secondary_rate: 0.5,
+                settle: Duration::from_millis(2500),
             }
         );
         for bad in [
@@ -247,6 +262,8 @@ mod tests {
             "--secondary-recovery-rate=-1",
             "--secondary-recovery-rate=inf",
             "--partition-brake=maybe",
+            "--partition-settle-period=-1s",
+            "--partition-settle-period=10",
         ] {
             assert!(Cli::try_parse_from(["jobgate", bad]).is_err(), "{bad}");
         }

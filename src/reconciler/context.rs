@@ -1,7 +1,9 @@
 //! What the reconciles share: one per-pod state map ([`PodState`]), the node cache, the clock,
-//! the decision's settings, the writer and the per-Job episode settings.
+//! the decision's settings, the writer and the per-Job episode settings. A reconcile reads a
+//! pod's state once ([`Context::remembered`]) and writes it once, at its end; the error policy
+//! counts the failures in a row.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
 use k8s_openapi::jiff::Timestamp;
@@ -12,8 +14,8 @@ use super::filter::{PodKey, PodMetadata};
 use super::metrics::RecoveryMetrics;
 use super::node_cache::NodeCache;
 use super::writer::Writer;
-use crate::recovery::brake::{BrakeConfig, LastRelease};
-use crate::recovery::episode::EpisodeConfig;
+use crate::recovery::brake::{self, BrakeConfig, Edges, LastRelease, Zone};
+use crate::recovery::episode::{self, DuePod, EpisodeConfig, JobDue, JobKey, KnownPod};
 use crate::recovery::{self, NodeFacts};
 use crate::runtime::Leadership;
 
@@ -39,6 +41,9 @@ pub(crate) struct PodState {
     pub(crate) dry_run_reported: Option<String>,
     /// The uid of the pod whose "held" Warning event was posted, so it is posted once.
     pub(crate) held_reported: Option<String>,
+    /// Its recovery is recorded on it (only the delete may be left): it joins no episode of its
+    /// Job.
+    pub(crate) recorded: bool,
 }
 
 /// What a pod that is not recovered yet waits for.
@@ -48,14 +53,13 @@ pub(crate) enum Waiting {
     Deadline(Timestamp),
     /// Past its deadline: its node (named) to become unreachable.
     Node(String),
+    /// Due, but a node became unreachable within the settle period: the partition brake judges
+    /// the zones at this time.
+    Settle(Timestamp),
     /// Due, but its Job's previous recovery episode was too recent.
     JobBackoff(Timestamp),
     /// Due, but its Job reached `--recovery-backoff-limit-count`.
     JobRecoveryLimit,
-    /// Due, but the Job's episode decision did not name it. Cannot happen (the decision is made
-    /// over the due pods, this one included); should it, the pod is looked at again later
-    /// rather than acted on without a decision.
-    NotInEpisode,
     /// Due, but held by the partition brake: its zone (key) looks partitioned. `until`: a
     /// throttled zone releases another node then.
     Held {
@@ -78,6 +82,19 @@ pub(crate) struct EpisodeGate {
     pub(crate) jitter: fn() -> f64,
 }
 
+impl EpisodeGate {
+    /// `config` with an empty store of eligible pods and nobody listening to triggers.
+    pub(crate) fn without_siblings(config: EpisodeConfig) -> EpisodeGate {
+        let (triggers, _) = futures::channel::mpsc::unbounded();
+        EpisodeGate {
+            config,
+            store: kube::runtime::reflector::store::Writer::default().as_reader(),
+            triggers,
+            jitter: rand::random::<f64>,
+        }
+    }
+}
+
 /// State shared by the watches, the elector and the reconciles.
 pub struct Context {
     /// For reads; every write goes through `writer`.
@@ -89,8 +106,8 @@ pub struct Context {
     pub(crate) metrics: RecoveryMetrics,
     pub(crate) nodes: Mutex<NodeCache>,
     pub(crate) pods: Mutex<HashMap<PodKey, PodState>>,
-    /// `None`: every due pod is recovered on its own, without Job state.
-    pub(crate) episodes: Option<EpisodeGate>,
+    /// The Jobs' recovery episodes.
+    pub(crate) episodes: EpisodeGate,
     /// The partition brake's settings.
     pub(crate) brake: BrakeConfig,
     /// The last node released per throttled zone (partially disrupted large zones).
@@ -103,8 +120,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Context {
-    /// A context that recovers every due pod on its own (no episodes), with the brake's
-    /// defaults and the system clock.
+    /// A context with the defaults of the episode flags (and no store of sibling pods: each due
+    /// pod of a Job is its Job's only known due pod) and of the brake, and the system clock.
     pub fn new(
         client: Client,
         config: recovery::Config,
@@ -128,16 +145,16 @@ impl Context {
             metrics,
             nodes: Mutex::default(),
             pods: Mutex::default(),
-            episodes: None,
+            episodes: EpisodeGate::without_siblings(EpisodeConfig::default()),
             brake: BrakeConfig::default(),
             zone_releases: Mutex::default(),
             clock: Box::new(Timestamp::now),
         }
     }
 
-    /// Gates every due pod of a Job by its Job's recovery episodes.
+    /// Sets the episode flags, the store of eligible pods and the trigger channel.
     pub(crate) fn with_episodes(mut self, episodes: EpisodeGate) -> Context {
-        self.episodes = Some(episodes);
+        self.episodes = episodes;
         self
     }
 
@@ -185,10 +202,79 @@ impl Context {
         lock(&self.nodes).synced()
     }
 
-    /// What is remembered of `key`.
+    /// What is remembered of `key` (the defaults when nothing is).
+    pub(crate) fn remembered(&self, key: &PodKey) -> PodState {
+        lock(&self.pods).get(key).cloned().unwrap_or_default()
+    }
+
+    /// What is remembered of `key`, if anything.
     #[cfg(test)]
     pub(crate) fn pod_state(&self, key: &PodKey) -> Option<PodState> {
         lock(&self.pods).get(key).cloned()
+    }
+
+    /// Every zone of the node cache, for the partition brake; refreshes the disrupted-zones gauge.
+    pub(crate) fn zones(&self) -> BTreeMap<String, Zone> {
+        let zones = brake::zones(lock(&self.nodes).nodes());
+        let disrupted = brake::disrupted_zones(&zones, &self.brake).len();
+        self.metrics
+            .disrupted_zones
+            .set(i64::try_from(disrupted).unwrap_or(i64::MAX));
+        zones
+    }
+
+    /// When the node stream delivered its last rising edge, anywhere and on `node`.
+    pub(crate) fn edges(&self, node: &str) -> Edges {
+        lock(&self.nodes).edges(node)
+    }
+
+    /// The last throttled release of `zone`.
+    pub(crate) fn last_release(&self, zone: &str) -> Option<LastRelease> {
+        lock(&self.zone_releases).get(zone).cloned()
+    }
+
+    /// Remembers a throttled release as its zone's last.
+    pub(crate) fn remember_release(&self, release: Option<LastRelease>) {
+        if let Some(release) = release {
+            lock(&self.zone_releases).insert(release.zone.clone(), release);
+        }
+    }
+
+    /// The due pods of `job` as `this` sees them ([`episode::due_pods`]), its siblings from the
+    /// store of eligible pods, the node last read for each and the node cache. A sibling whose
+    /// node was not read yet is left out; it joins the episode as a leftover only if on one of
+    /// its nodes.
+    pub(crate) fn due_pods(&self, job: &JobKey, this: DuePod, now: Timestamp) -> JobDue {
+        let pods = self.episodes.store.state();
+        let remembered: Vec<(Option<String>, bool)> = {
+            let states = lock(&self.pods);
+            pods.iter()
+                .map(|p| match states.get(&PodKey::of(&p.metadata)) {
+                    Some(t) => (t.node.clone(), t.recorded),
+                    None => (None, false),
+                })
+                .collect()
+        };
+        let unreachable: Vec<bool> = {
+            let nodes = lock(&self.nodes);
+            remembered
+                .iter()
+                .map(|(node, _)| {
+                    node.as_deref()
+                        .and_then(|n| nodes.get(n))
+                        .is_some_and(recovery::is_unreachable)
+                })
+                .collect()
+        };
+        let known = pods.iter().zip(&remembered).zip(&unreachable).map(
+            |((p, (node, recorded)), unreachable)| KnownPod {
+                meta: &p.metadata,
+                node: node.as_deref(),
+                node_unreachable: *unreachable,
+                recorded: *recorded,
+            },
+        );
+        episode::due_pods(this, job, known, self.config.grace_period, now)
     }
 
     /// Changes what is remembered of `key` (creating it) and refreshes the pending gauge.

@@ -1,21 +1,13 @@
-//! The Job side of recovery episodes: read the Job's `jobgate.dev/recovery-state` annotation, ask
-//! [`decide_episode`] what to do, record the new state through the [`Writer`] with optimistic
-//! concurrency (and `spec.suspend: true` when the limit says so), and post the Job's events.
-//!
-//! `reconcile::job_gate` calls [`begin_episode`] between a pod's `Decision::Recover` and its
-//! recovery, with the Job's due pods, and maps the decision to its pod with
-//! [`crate::recovery::episode::pod_gate`].
+//! The Job side of recovery episodes, as I/O around the pure step (`recovery::plan::plan_job`):
+//! [`read_job`] reads the Job and its `jobgate.dev/recovery-state` annotation, [`record`] writes
+//! what the step says to write (a [`JobRecord`]) through the [`Writer`] with optimistic
+//! concurrency, then posts the Job's event.
 //!
 //! Concurrent reconciles of sibling pods are safe: all but one lose the state write with 409,
-//! re-read, and find their pod a leftover of the episode just recorded (`Continue`), so the
-//! episode is counted and announced once. The events are posted here, after the write that made
-//! them true; a failed event is logged, not retried. Under `--dry-run` the writer sends nothing:
-//! the decision is returned as if it had been recorded, without an event.
-//!
-//! A 409 Conflict on the state write means someone else changed the Job: [`EpisodeStart::Conflict`]
-//! ends this pass, and the reconcile's one retry level re-reads the pod, plans again and comes
-//! back here with a fresh read of the Job (never act on stale data). Other API errors are
-//! returned for the caller's retry policy.
+//! which the reconcile hands to its error policy; the next pass reads again and finds its pod a
+//! leftover of the episode just recorded, so the episode is counted and announced once. The
+//! event is posted after the write that made it true; a failed event is logged, not retried.
+//! Under `--dry-run` the writer sends nothing and no event is posted.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -29,11 +21,10 @@ use super::event::EventText;
 use super::writer::{Skipped, Writer, workload_resource};
 use crate::kueue::{JOB_UID_LABEL, WORKLOAD_VERSIONS};
 use crate::recovery::episode::{
-    DuePod, EPISODE_REASON, EpisodeConfig, EpisodeDecision, JobKey, JobView, LIMIT_EXCEEDED_REASON,
-    LimitAction, RECOVERY_STATE_ANNOTATION, RecoveryState, decide_episode, episode_note,
-    limit_note,
+    EPISODE_REASON, JobKey, JobView, LIMIT_EXCEEDED_REASON, LimitAction, RECOVERY_STATE_ANNOTATION,
+    RecoveryState,
 };
-use crate::recovery::plan::{deactivates_workload, suspend_without_workload};
+use crate::recovery::plan::{JobEvent, JobRecord};
 
 /// `action` of the episode event (the same action as the pod events).
 pub(crate) const EPISODE_ACTION: &str = "ForcefulTermination";
@@ -48,157 +39,140 @@ pub(crate) enum JobStateError {
     Api(#[from] kube::Error),
     #[error("job {namespace}/{name} has no metadata.resourceVersion")]
     NoResourceVersion { namespace: String, name: String },
+    /// The state write met a newer resourceVersion, or the Job is gone: what was planned
+    /// rests on a stale read.
+    #[error("job {namespace}/{name} changed since it was read")]
+    Conflict { namespace: String, name: String },
 }
 
-/// The outcome of [`begin_episode`].
-// Returned once per episode; boxing the reference would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum EpisodeStart {
-    /// The Job is gone, or a new Job with the same name has another uid: the pods are orphans,
-    /// recover them without state.
-    JobGone,
-    /// The state needed a write and this replica is not the leader: do nothing.
+/// The Job as read, with its recovery state parsed once.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadJob {
+    job: Job,
+    state: Option<RecoveryState>,
+}
+
+impl ReadJob {
+    /// What the Job's step reads of it.
+    pub(crate) fn view(&self) -> JobView<'_> {
+        JobView {
+            suspended: self.job.spec.as_ref().and_then(|s| s.suspend) == Some(true),
+            state: self.state.as_ref(),
+            resource_version: self.job.metadata.resource_version.as_deref(),
+        }
+    }
+}
+
+/// GETs the Job; `None` when it is gone or is another Job with the same name (another uid).
+pub(crate) async fn read_job(
+    client: &Client,
+    key: &JobKey,
+) -> Result<Option<ReadJob>, kube::Error> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &key.namespace);
+    let Some(job) = jobs.get_opt(&key.name).await? else {
+        return Ok(None);
+    };
+    if !key.uid.is_empty() && job.metadata.uid.as_deref() != Some(key.uid.as_str()) {
+        return Ok(None);
+    }
+    let state = read_state(&job);
+    Ok(Some(ReadJob { job, state }))
+}
+
+/// What became of a [`JobRecord`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// Written (the event posted, or its failure logged).
+    Written,
+    /// `--dry-run`: nothing written, no event.
+    DryRun,
+    /// This replica is not the leader: nothing written.
     NotLeader,
-    /// The state write met a newer resourceVersion: read again and decide again.
-    Conflict,
-    /// The decision, already recorded on the Job when it needed a write (Recover and the first
-    /// LimitExceeded; under `--dry-run` not written). `job` refers to the Job for the events.
-    Decided {
-        decision: EpisodeDecision,
-        job: ObjectReference,
-    },
 }
 
-/// Reads the Job, decides the episode for `due` and records it; see the module docs.
-///
-/// After the write succeeded it posts the Job's event: `Normal RecoveryEpisode` naming the
-/// episode's pods and nodes for `Recover`, `Warning RecoveryLimitExceeded` for the first
-/// `LimitExceeded`. Nothing is written or posted for `Continue`, `WaitUntil`, a recorded limit,
-/// or `NothingDue`.
-pub(crate) async fn begin_episode(
+/// Writes `record` on the Job: deactivates its Kueue Workload first when the record says so
+/// (without one, [`JobRecord::without_workload`]), then the state conditional on the
+/// resourceVersion read, then the event.
+pub(crate) async fn record(
     client: &Client,
     writer: &Writer,
-    job_key: &JobKey,
-    due: &[DuePod],
-    config: &EpisodeConfig,
+    key: &JobKey,
+    record: &JobRecord,
     now: Timestamp,
-    jitter: f64,
-) -> Result<EpisodeStart, JobStateError> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), &job_key.namespace);
+) -> Result<Recorded, JobStateError> {
+    let record = if record.deactivate_workload {
+        match deactivate_workload(client, writer, key).await? {
+            Deactivated::Yes => record.clone(),
+            Deactivated::NoWorkload => record.clone().without_workload(),
+            Deactivated::Skipped(skipped) => return Ok(skipped.into()),
+        }
+    } else {
+        record.clone()
+    };
+    let Some(resource_version) = record.resource_version.as_deref() else {
+        return Err(JobStateError::NoResourceVersion {
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+        });
+    };
+    let patch = state_patch(resource_version, &record.state, record.suspend);
+    match writer.patch_job(&key.namespace, &key.name, patch).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(skipped)) => return Ok(skipped.into()),
+        // Changed or deleted since it was read: read again, plan again.
+        Err(kube::Error::Api(status)) if status.is_conflict() || status.is_not_found() => {
+            tracing::debug!(job = %key.name, code = status.code, "recovery state write met a changed Job");
+            return Err(JobStateError::Conflict {
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+            });
+        }
+        Err(err) => return Err(err.into()),
+    }
+    writer.count_recorded(record.event);
+    // The event follows the write that made it true, once per episode (or limit).
+    let note = record.note();
+    let _ = writer
+        .event(&job_reference(key), &job_event_text(&record, &note), now)
+        .await;
+    Ok(Recorded::Written)
+}
+
+impl From<Skipped> for Recorded {
+    fn from(skipped: Skipped) -> Recorded {
+        match skipped {
+            Skipped::NotLeader => Recorded::NotLeader,
+            Skipped::DryRun => Recorded::DryRun,
+        }
+    }
+}
+
+/// How deactivating the Job's Workload went.
+enum Deactivated {
+    Yes,
+    /// No Workload owns the Job (not Kueue-managed, or Kueue not installed).
+    NoWorkload,
+    Skipped(Skipped),
+}
+
+/// Sets `spec.active: false` on the Job's Kueue Workload (idempotent).
+async fn deactivate_workload(
+    client: &Client,
+    writer: &Writer,
+    job: &JobKey,
+) -> Result<Deactivated, kube::Error> {
+    let Some((name, version)) = find_workload(client, job).await? else {
+        return Ok(Deactivated::NoWorkload);
+    };
+    let patch = json!({"spec": {"active": false}});
+    match writer
+        .patch_workload(&job.namespace, &name, version, patch)
+        .await
     {
-        let Some((job, decision)) =
-            read_and_decide(&jobs, job_key, due, config, now, jitter).await?
-        else {
-            return Ok(EpisodeStart::JobGone);
-        };
-        let job_ref = job_reference(&job, job_key);
-        // --on-recovery-limit=deactivate-workload: deactivate the Workload first (idempotent),
-        // then record the state; without a Workload, fall back to suspend.
-        let mut decision = decision;
-        let mut fallback = false;
-        if deactivates_workload(&decision) {
-            let deactivated = match find_workload(client, job_key).await? {
-                None => false,
-                Some((name, version)) => match writer
-                    .patch_workload(
-                        &job_key.namespace,
-                        &name,
-                        version,
-                        json!({"spec": {"active": false}}),
-                    )
-                    .await
-                {
-                    Ok(Ok(_)) => true,
-                    Ok(Err(Skipped::NotLeader)) => return Ok(EpisodeStart::NotLeader),
-                    Ok(Err(Skipped::DryRun)) => {
-                        return Ok(EpisodeStart::Decided {
-                            decision,
-                            job: job_ref,
-                        });
-                    }
-                    Err(kube::Error::Api(status)) if status.is_not_found() => false,
-                    Err(err) => return Err(err.into()),
-                },
-            };
-            if !deactivated {
-                decision = suspend_without_workload(decision);
-                fallback = true;
-            }
-        }
-        let write = match &decision {
-            EpisodeDecision::Recover { new_state, .. } => Some((new_state, false)),
-            EpisodeDecision::LimitExceeded {
-                new_state: Some(new_state),
-                suspend,
-            } => Some((new_state, *suspend)),
-            _ => None,
-        };
-        let Some((new_state, suspend)) = write else {
-            return Ok(EpisodeStart::Decided {
-                decision,
-                job: job_ref,
-            });
-        };
-        let Some(resource_version) = job.metadata.resource_version.as_deref() else {
-            return Err(JobStateError::NoResourceVersion {
-                namespace: job_key.namespace.clone(),
-                name: job_key.name.clone(),
-            });
-        };
-        let patch = state_patch(resource_version, new_state, suspend);
-        match writer
-            .patch_job(&job_key.namespace, &job_key.name, patch)
-            .await
-        {
-            Ok(Ok(_)) => writer.count_recorded(&decision),
-            Ok(Err(Skipped::NotLeader)) => return Ok(EpisodeStart::NotLeader),
-            // Dry run: what would have been recorded, nothing written, no event.
-            Ok(Err(Skipped::DryRun)) => {
-                return Ok(EpisodeStart::Decided {
-                    decision,
-                    job: job_ref,
-                });
-            }
-            Err(kube::Error::Api(status)) if status.is_conflict() => {
-                tracing::debug!(job = %job_key.name, "recovery state write conflicted");
-                return Ok(EpisodeStart::Conflict);
-            }
-            Err(kube::Error::Api(status)) if status.is_not_found() => {
-                return Ok(EpisodeStart::JobGone);
-            }
-            Err(err) => return Err(err.into()),
-        }
-        // The event follows the write that made it true, once per episode (or limit).
-        let event = match &decision {
-            EpisodeDecision::Recover {
-                pods, new_state, ..
-            } => Some((EventKind::Episode, episode_note(pods, new_state))),
-            EpisodeDecision::LimitExceeded { new_state, .. } => {
-                let action = new_state
-                    .as_ref()
-                    .and_then(|s| s.limit_exceeded.as_ref())
-                    .map_or(LimitAction::Stop, |l| l.action);
-                let mut note = limit_note(due, config.limit_count.unwrap_or(0), action);
-                if fallback {
-                    note = format!(
-                        "No Kueue Workload owns this Job: --on-recovery-limit=deactivate-workload \
-                         fell back to suspend. {note}"
-                    );
-                }
-                Some((EventKind::LimitExceeded(action), note))
-            }
-            _ => None,
-        };
-        if let Some((kind, note)) = event {
-            let _ = writer
-                .event(&job_ref, &job_event_text(kind, &note), now)
-                .await;
-        }
-        Ok(EpisodeStart::Decided {
-            decision,
-            job: job_ref,
-        })
+        Ok(Ok(_)) => Ok(Deactivated::Yes),
+        Ok(Err(skipped)) => Ok(Deactivated::Skipped(skipped)),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Deactivated::NoWorkload),
+        Err(err) => Err(err),
     }
 }
 
@@ -238,30 +212,6 @@ async fn find_workload(
     Ok(None)
 }
 
-/// GETs the Job and decides; `None` when the Job is gone or is another Job with the same name.
-async fn read_and_decide(
-    jobs: &Api<Job>,
-    job_key: &JobKey,
-    due: &[DuePod],
-    config: &EpisodeConfig,
-    now: Timestamp,
-    jitter: f64,
-) -> Result<Option<(Job, EpisodeDecision)>, kube::Error> {
-    let Some(job) = jobs.get_opt(&job_key.name).await? else {
-        return Ok(None);
-    };
-    if !job_key.uid.is_empty() && job.metadata.uid.as_deref() != Some(job_key.uid.as_str()) {
-        return Ok(None);
-    }
-    let state = read_state(&job);
-    let view = JobView {
-        suspended: job.spec.as_ref().and_then(|s| s.suspend) == Some(true),
-        state: state.as_ref(),
-    };
-    let decision = decide_episode(due, view, config, now, jitter);
-    Ok(Some((job, decision)))
-}
-
 /// The Job's recovery state; an unreadable annotation counts as removed (and is logged).
 pub(crate) fn read_state(job: &Job) -> Option<RecoveryState> {
     match RecoveryState::from_annotation(job.metadata.annotations.as_ref()) {
@@ -293,36 +243,30 @@ pub(crate) fn state_patch(resource_version: &str, state: &RecoveryState, suspend
     patch
 }
 
-fn job_reference(job: &Job, key: &JobKey) -> ObjectReference {
+/// The Job as its events regard it (the uid is the one the pods' owner reference names, and
+/// [`read_job`] only returns that Job).
+fn job_reference(key: &JobKey) -> ObjectReference {
     ObjectReference {
         api_version: Some("batch/v1".to_string()),
         kind: Some("Job".to_string()),
         name: Some(key.name.clone()),
         namespace: Some(key.namespace.clone()),
-        uid: job.metadata.uid.clone(),
+        uid: (!key.uid.is_empty()).then(|| key.uid.clone()),
         ..ObjectReference::default()
     }
 }
 
-/// Which of the two Job events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EventKind {
-    Episode,
-    LimitExceeded(LimitAction),
-}
-
-/// Type, reason and action of a Job event, with its note.
-pub(crate) fn job_event_text(kind: EventKind, note: &str) -> EventText<'_> {
-    let (type_, reason, action) = match kind {
-        EventKind::Episode => ("Normal", EPISODE_REASON, EPISODE_ACTION),
-        EventKind::LimitExceeded(LimitAction::Stop) => {
-            ("Warning", LIMIT_EXCEEDED_REASON, LIMIT_ACTION_STOP)
-        }
-        EventKind::LimitExceeded(LimitAction::Suspend) => {
-            ("Warning", LIMIT_EXCEEDED_REASON, LIMIT_ACTION_SUSPEND)
-        }
-        EventKind::LimitExceeded(LimitAction::DeactivateWorkload) => {
-            ("Warning", LIMIT_EXCEEDED_REASON, LIMIT_ACTION_DEACTIVATE)
+/// Type, reason and action of the event that follows `record`, with its note.
+pub(crate) fn job_event_text<'a>(record: &JobRecord, note: &'a str) -> EventText<'a> {
+    let (type_, reason, action) = match record.event {
+        JobEvent::Episode => ("Normal", EPISODE_REASON, EPISODE_ACTION),
+        JobEvent::LimitExceeded { action, .. } => {
+            let action = match action {
+                LimitAction::Stop => LIMIT_ACTION_STOP,
+                LimitAction::Suspend => LIMIT_ACTION_SUSPEND,
+                LimitAction::DeactivateWorkload => LIMIT_ACTION_DEACTIVATE,
+            };
+            ("Warning", LIMIT_EXCEEDED_REASON, action)
         }
     };
     EventText {

@@ -10,17 +10,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::channel::mpsc::UnboundedSender;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
-use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, store::Writer};
+use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::{Api, Client};
 
 use super::args::ReconcileArgs;
 use super::context::{Context, EpisodeGate, Options};
 use super::filter::{PodKey, PodMetadata};
 use super::metrics::RecoveryMetrics;
-use super::reconcile::{ReconcileError, error_backoff, reconcile_pod};
+use super::reconcile::{ReconcileError, error_policy, reconcile_pod};
 use super::watch::drive_watches_while_leading;
 use crate::runtime::client::{ClusterError, Prefer};
 use crate::runtime::lease::{self, Leadership, LeaseConfig};
@@ -78,26 +78,13 @@ pub(crate) async fn run_with_client(
     let writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     let leadership = Leadership::new(metrics.leader.clone());
-    let ctx = Arc::new(
-        Context::new(
-            client.clone(),
-            args.recovery.config(),
-            Options {
-                dry_run: args.dry_run,
-                no_delete: args.no_delete,
-                identity: identity.clone(),
-            },
-            leadership.clone(),
-            metrics.clone(),
-        )
-        .with_brake(args.recovery.brake_config())
-        .with_episodes(EpisodeGate {
-            config: args.recovery.episode_config(),
-            store: store.clone(),
-            triggers: trigger_tx.clone(),
-            jitter: rand::random::<f64>,
-        }),
-    );
+    let episodes = EpisodeGate {
+        config: args.recovery.episode_config(),
+        store: store.clone(),
+        triggers: trigger_tx.clone(),
+        jitter: rand::random::<f64>,
+    };
+    let ctx = context(&client, &args, &identity, &leadership, &metrics, episodes);
 
     let watch_task = tokio::spawn(drive_watches_while_leading(
         Api::<PodMetadata>::all(client.clone()),
@@ -108,60 +95,20 @@ pub(crate) async fn run_with_client(
         runtime.readiness(),
         leadership.role(),
     ));
-
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let elector = {
-        let store = store.clone();
-        let trigger_tx = trigger_tx.clone();
-        let mut stop = stop_rx.clone();
-        tokio::spawn(lease::run_elector(
-            Api::namespaced(client.clone(), &lease_namespace),
-            LeaseConfig::new(args.lease_name.clone(), lease_namespace.clone(), identity),
-            leadership,
-            metrics.lease_errors(),
-            move || {
-                // Leadership acquired: every tracked pod is due a look (restart safety).
-                for pod in store.state() {
-                    let _ = trigger_tx.unbounded_send(PodKey::of(&pod.metadata));
-                }
-            },
-            async move {
-                let _ = stop.wait_for(|s| *s).await;
-            },
-        ))
-    };
-
-    let reconciles = kube::runtime::applier(
-        |obj: Arc<PodMetadata>, ctx: Arc<Context>| {
-            Box::pin(async move { reconcile_pod(&ctx, &PodKey::of(&obj.metadata)).await })
-        },
-        |obj: Arc<PodMetadata>, err: &ReconcileError, ctx: Arc<Context>| {
-            let key = PodKey::of(&obj.metadata);
-            let delay = error_backoff(&ctx, &key, err);
-            tracing::warn!(pod = %key, error = %err, retry_in = ?delay, "reconcile failed");
-            Action::requeue(delay)
-        },
-        ctx.clone(),
-        store,
-        // The trigger stream ends at shutdown: the applier starts no new reconcile and ends
-        // once the running ones are done.
-        trigger_rx
-            .map(|key| {
-                Ok::<_, Infallible>(ObjectRef::<PodMetadata>::new(&key.name).within(&key.namespace))
-            })
-            .take_until(runtime.shutdown()),
-        kube::runtime::Config::default().concurrency(8),
-    )
-    .for_each(|result| {
-        if let Err(e) = result
-            && !matches!(e, kube::runtime::controller::Error::ObjectNotFound(_))
-        {
-            tracing::debug!(error = %e, "reconcile");
-        }
-        std::future::ready(())
-    });
+    let lease = LeaseConfig::new(args.lease_name.clone(), lease_namespace.clone(), identity);
+    let elector = tokio::spawn(lease::run_elector(
+        Api::namespaced(client.clone(), &lease_namespace),
+        lease,
+        leadership,
+        metrics.lease_errors(),
+        trigger_all(store.clone(), trigger_tx),
+        stopped(stop_rx),
+    ));
+    // The trigger stream ends at shutdown: the applier starts no new reconcile and ends once
+    // the running ones are done.
+    let reconciles = reconciles(ctx, store, trigger_rx.take_until(runtime.shutdown()));
     let mut reconciles = std::pin::pin!(reconciles);
-
     tokio::select! {
         _ = &mut reconciles => {}
         _ = runtime.shutdown() => {
@@ -176,4 +123,79 @@ pub(crate) async fn run_with_client(
     watch_task.abort();
     runtime.stop().await;
     Ok(())
+}
+
+/// The reconciles' shared context, as `args` sets it.
+fn context(
+    client: &Client,
+    args: &ReconcileArgs,
+    identity: &str,
+    leadership: &Leadership,
+    metrics: &RecoveryMetrics,
+    episodes: EpisodeGate,
+) -> Arc<Context> {
+    let options = Options {
+        dry_run: args.dry_run,
+        no_delete: args.no_delete,
+        identity: identity.to_string(),
+    };
+    let ctx = Context::new(
+        client.clone(),
+        args.recovery.config(),
+        options,
+        leadership.clone(),
+        metrics.clone(),
+    );
+    Arc::new(
+        ctx.with_brake(args.recovery.brake_config())
+            .with_episodes(episodes),
+    )
+}
+
+/// On becoming leader: every tracked pod is due a look (restart safety).
+fn trigger_all(
+    store: Store<PodMetadata>,
+    triggers: UnboundedSender<PodKey>,
+) -> impl Fn() + Send + Sync + 'static {
+    move || {
+        for pod in store.state() {
+            let _ = triggers.unbounded_send(PodKey::of(&pod.metadata));
+        }
+    }
+}
+
+/// Resolves once `stop` turns true (or its sender is gone).
+async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// kube-runtime's applier over the triggered pods: [`reconcile_pod`] with [`error_policy`], at
+/// most 8 at once, until `triggers` ends.
+fn reconciles(
+    ctx: Arc<Context>,
+    store: Store<PodMetadata>,
+    triggers: impl Stream<Item = PodKey> + Send + 'static,
+) -> impl Future<Output = ()> + Send {
+    kube::runtime::applier(
+        |obj: Arc<PodMetadata>, ctx: Arc<Context>| {
+            Box::pin(async move { reconcile_pod(&ctx, &PodKey::of(&obj.metadata)).await })
+        },
+        |obj: Arc<PodMetadata>, err: &ReconcileError, ctx: Arc<Context>| {
+            error_policy(&ctx, &PodKey::of(&obj.metadata), err)
+        },
+        ctx,
+        store,
+        triggers.map(|key| {
+            Ok::<_, Infallible>(ObjectRef::<PodMetadata>::new(&key.name).within(&key.namespace))
+        }),
+        kube::runtime::Config::default().concurrency(8),
+    )
+    .for_each(|result| {
+        if let Err(e) = result
+            && !matches!(e, kube::runtime::controller::Error::ObjectNotFound(_))
+        {
+            tracing::debug!(error = %e, "reconcile");
+        }
+        std::future::ready(())
+    })
 }

@@ -2,12 +2,12 @@
 //! reconciler and the elector send is checked in order (method, path, body), and answered with
 //! the scripted status and body. An unexpected extra request makes the scenario time out.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use http_body_util::BodyExt;
 use hyper::{Request, Response};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
@@ -22,7 +22,7 @@ use super::context::{EpisodeGate, PodState, Waiting, lock};
 use super::filter::{PodKey, PodMetadata};
 use super::metrics::{NodeLabels, RecoveryMetrics};
 use super::reconcile::{
-    CONFLICT_ATTEMPTS, ReconcileError, WAIT_FOR_NODE_RESYNC, error_backoff, reconcile_pod,
+    CONFLICT_ATTEMPTS, ReconcileError, WAIT_FOR_NODE_RESYNC, error_policy, reconcile_pod,
 };
 use super::run::run_with_client;
 use super::watch::drive_node_watch;
@@ -31,11 +31,15 @@ use crate::recovery::{self, NodeFacts, UNREACHABLE_TAINT_KEY};
 use crate::runtime::Readiness;
 use crate::runtime::lease::Leadership;
 use crate::runtime::scripted::{
-    Exchange, LEASE_PATH, LEASES_PATH, exchange, lease_json, mock, serve, status_body,
+    Exchange, LEASE_PATH, LEASES_PATH, Received, exchange, lease_json, mock, receive, respond,
+    serve, status_body,
 };
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const NOW: &str = "2026-11-21T20:00:00Z";
+/// When the test contexts' node list was delivered: long enough before `NOW` that the
+/// partition brake judges a settled view.
+const LISTED: &str = "2026-11-21T19:59:00Z";
 const MESSAGE: &str = "Pod forcefully terminated after 90s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-terminate` annotation)";
 
 fn ts(s: &str) -> Timestamp {
@@ -61,10 +65,10 @@ fn context(client: Client, options: Options, leadership: Leadership, now: &str) 
     .with_clock(move || now);
     {
         let mut nodes = lock(&ctx.nodes);
-        nodes.apply(Event::Init);
-        nodes.apply(Event::InitApply(node("node-a", true)));
-        nodes.apply(Event::InitApply(node("node-b", false)));
-        nodes.apply(Event::InitDone);
+        nodes.apply(Event::Init, ts(LISTED));
+        nodes.apply(Event::InitApply(node("node-a", true)), ts(LISTED));
+        nodes.apply(Event::InitApply(node("node-b", false)), ts(LISTED));
+        nodes.apply(Event::InitDone, ts(LISTED));
     }
     ctx
 }
@@ -206,16 +210,34 @@ async fn recovers_pod_patch_then_event_then_delete() {
     assert_eq!(ctx.metrics.pending.get(), 0);
 }
 
-// "Conflict or API error: retry with backoff; never act on stale data": a 409 re-reads the pod
-// and patches with the new resourceVersion.
+/// A due pod read at resourceVersion 100 whose status patch meets a newer one.
+fn conflicting_patch() -> Vec<Exchange> {
+    vec![
+        get_pod(running_pod("100")),
+        get_node_a(true),
+        patch_status("100", 409, status_body(409, "Conflict")),
+    ]
+}
+
+// "Conflict or API error: retry with backoff; never act on stale data": a 409 ends the
+// reconcile (no sleep, no second try inside it) with the error the one error policy reads again
+// soon; the next reconcile re-reads the pod and patches with the new resourceVersion.
 #[tokio::test]
 async fn conflict_rereads_the_pod_and_patches_with_the_new_resource_version() {
     let (client, handle) = mock();
     let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let err = run_scenario(&ctx, handle, conflicting_patch())
+        .await
+        .expect_err("conflict");
+    assert!(matches!(err, ReconcileError::Conflict), "{err}");
+    let key = PodKey::new("ns", "pod");
+    assert_eq!(
+        error_policy(&ctx, &key, &err),
+        Action::requeue(Duration::from_millis(50))
+    );
+    let (client, handle) = mock();
+    let ctx = ctx.with_client(client);
     let script = vec![
-        get_pod(running_pod("100")),
-        get_node_a(true),
-        patch_status("100", 409, status_body(409, "Conflict")),
         get_pod(running_pod("105")),
         get_node_a(true),
         patch_status("105", 200, pod_json("106", "Failed", json!([]))),
@@ -224,29 +246,52 @@ async fn conflict_rereads_the_pod_and_patches_with_the_new_resource_version() {
     ];
     run_scenario(&ctx, handle, script).await.expect("reconcile");
     assert_eq!(terminated(&ctx, "node-a"), 1);
+    // A conflict read again is no error; the run of failures ended with the recovery.
+    assert_eq!(ctx.metrics.error_count("reconcile_conflicts"), 0);
+    assert_eq!(ctx.pod_state(&key).map(|t| t.retries), Some(0));
 }
 
+// The one error policy: conflicts in a row are read again at 50, 100, 200 ms; the fourth is
+// counted and backs off 1s, 2s, 4s, ... like any other error, and nothing is ever recovered
+// on a conflicting pod.
 #[tokio::test]
-async fn persistent_conflicts_end_in_an_error_for_the_backoff() {
-    let (client, handle) = mock();
-    let ctx = context(client, Options::default(), Leadership::always(), NOW);
-    let mut script = vec![];
-    for _ in 0..CONFLICT_ATTEMPTS {
-        script.push(get_pod(running_pod("100")));
-        script.push(get_node_a(true));
-        script.push(patch_status("100", 409, status_body(409, "Conflict")));
-    }
-    let err = run_scenario(&ctx, handle, script)
-        .await
-        .expect_err("conflicts");
-    assert!(matches!(err, ReconcileError::Conflicts(4)), "{err}");
+async fn persistent_conflicts_end_in_the_error_backoff() {
+    let (client, _) = mock();
+    let mut ctx = context(client, Options::default(), Leadership::always(), NOW);
     let key = PodKey::new("ns", "pod");
-    assert_eq!(err.metric_label(), "reconcile_conflicts");
-    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(1));
-    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(2));
-    assert_eq!(error_backoff(&ctx, &key, &err), Duration::from_secs(4));
+    let mut actions = vec![];
+    for _ in 0..CONFLICT_ATTEMPTS + 2 {
+        let (client, handle) = mock();
+        ctx = ctx.with_client(client);
+        let err = run_scenario(&ctx, handle, conflicting_patch())
+            .await
+            .expect_err("conflict");
+        assert_eq!(err.metric_label(), "reconcile_conflicts");
+        actions.push(error_policy(&ctx, &key, &err));
+    }
+    assert_eq!(
+        actions,
+        [50, 100, 200, 1000, 2000, 4000].map(|ms| Action::requeue(Duration::from_millis(ms)))
+    );
     assert_eq!(ctx.metrics.error_count("reconcile_conflicts"), 3);
     assert_eq!(terminated(&ctx, "node-a"), 0);
+}
+
+// Any other error backs off from the first: 1s, 2s, 4s, counted by kind.
+#[tokio::test]
+async fn api_errors_back_off_from_the_first() {
+    let (client, _) = mock();
+    let ctx = context(client, Options::default(), Leadership::always(), NOW);
+    let key = PodKey::new("ns", "pod");
+    let err = ReconcileError::Kube(kube::Error::Api(
+        serde_json::from_value(status_body(500, "InternalError")).expect("status"),
+    ));
+    let actions: Vec<Action> = (0..3).map(|_| error_policy(&ctx, &key, &err)).collect();
+    assert_eq!(
+        actions,
+        [1, 2, 4].map(|s| Action::requeue(Duration::from_secs(s)))
+    );
+    assert_eq!(ctx.metrics.error_count("reconcile_api"), 3);
 }
 
 #[tokio::test]
@@ -755,16 +800,13 @@ async fn fake_apiserver(
         p
     };
     while let Some((request, send)) = handle.next_request().await {
-        let method = request.method().to_string();
-        let path = request.uri().path().to_string();
-        let query = request.uri().query().unwrap_or("").to_string();
-        let bytes = request
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let Received {
+            method,
+            path,
+            query,
+            body,
+            ..
+        } = receive(request).await;
         if query.contains("watch=true") {
             lock(&log).push(format!("WATCH {path}"));
             held.push(send);
@@ -824,23 +866,11 @@ async fn fake_apiserver(
             let _ = arrived.send(());
             tokio::spawn(async move {
                 let _ = release.await;
-                send.send_response(
-                    Response::builder()
-                        .status(status)
-                        .header("content-type", "application/json")
-                        .body(Body::from(serde_json::to_vec(&response).expect("json")))
-                        .expect("response"),
-                );
+                respond(send, status, &response);
             });
             continue;
         }
-        send.send_response(
-            Response::builder()
-                .status(status)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&response).expect("json")))
-                .expect("response"),
-        );
+        respond(send, status, &response);
     }
 }
 
@@ -913,13 +943,17 @@ async fn sidecar_elects_itself_recovers_the_pod_and_releases_the_lease() {
         recovery::record::rfc3339_seconds(deletion),
         None,
     ));
-    let (sidecar, stop_tx, admin) = start_replica(client, &[]).await;
+    // The node listed unreachable at the start is a fresh rising edge: the pod is recovered
+    // once the node stream has settled (1 s here, 10 s by default), never before.
+    let started = std::time::Instant::now();
+    let (sidecar, stop_tx, admin) = start_replica(client, &["--partition-settle-period=1s"]).await;
     wait_until("the pod deleted", || {
         lock(&log)
             .iter()
             .any(|r| r == &format!("DELETE {POD_PATH}"))
     })
     .await;
+    assert!(started.elapsed() >= Duration::from_secs(1));
     assert!(http_get(admin, "/readyz").await.starts_with("HTTP/1.1 200"));
     let metrics = http_get(admin, "/metrics").await;
     assert!(
@@ -1082,6 +1116,50 @@ async fn a_jobs_first_episode_is_recorded_before_its_pod_is_recovered() {
     );
 }
 
+// Under --dry-run nothing is recorded on the Job, so an episode that would start triggers no
+// sibling: each pod is reported once by its own reconcile. (Triggering them made two siblings
+// trigger each other for ever: each found the Job still without state and "started" the episode
+// again.)
+#[tokio::test]
+async fn a_dry_run_episode_triggers_no_sibling() {
+    let (client, handle) = mock();
+    let mut writer: Writer<PodMetadata> = Writer::default();
+    let (tx, mut triggers) = futures::channel::mpsc::unbounded();
+    let options = Options {
+        dry_run: true,
+        ..Options::default()
+    };
+    let ctx = context(client, options, Leadership::always(), NOW).with_episodes(EpisodeGate {
+        config: EpisodeConfig::default(),
+        store: writer.as_reader(),
+        triggers: tx,
+        jitter: || 0.0,
+    });
+    let sibling: PodMetadata = serde_json::from_value(owned_by_train(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "sibling", "namespace": "ns", "uid": "uid-2",
+                     "annotations": {KEY: "true"}, "deletionTimestamp": "2026-11-21T19:57:00Z"}
+    })))
+    .expect("sibling");
+    writer.apply_watcher_event(&Event::Apply(sibling));
+    ctx.update(&PodKey::new("ns", "sibling"), |t| {
+        t.node = Some("node-a".into())
+    });
+    let script = vec![
+        get_pod(owned_by_train(running_pod("100"))),
+        get_node_a(true),
+        exchange("GET", JOB_PATH, 200, job_json("7", None)),
+        exchange("POST", EVENTS_PATH, 201, json!({})).checking(|_, _, body| {
+            assert_eq!(body["type"], "Normal");
+            assert_eq!(body["reason"], "WouldForcefullyTerminate");
+        }),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::await_change());
+    assert!(triggers.try_recv().is_err(), "a sibling was triggered");
+    assert_eq!(ctx.metrics.episodes.get(), 0);
+}
+
 // docs/src/recovery-backoff.md: "Pods due earlier are requeued for requeueAt, not dropped": a pod of a Job whose last
 // episode (on another node) is too recent waits without any write.
 #[tokio::test]
@@ -1216,6 +1294,9 @@ async fn a_recorded_pod_of_a_job_is_only_deleted_and_starts_no_episode() {
         .expect("reconcile");
     assert_eq!(action, Action::await_change());
     assert_eq!(terminated(&h.ctx, "node-a"), 0);
+    // Remembered as recorded: it joins no episode of its siblings.
+    let state = h.ctx.pod_state(&PodKey::new("ns", "pod"));
+    assert_eq!(state.map(|t| t.recorded), Some(true));
 }
 
 // A pod without a Job owner is recovered as KEP-6757 says, without reading any Job.
@@ -1236,37 +1317,59 @@ async fn a_pod_without_a_job_is_recovered_without_state() {
     assert_eq!(terminated(&h.ctx, "node-a"), 1);
 }
 
-// kueue#9651: Kueue 0.15.6+/0.16.3+/0.17+ records its recovery with reason
-// KueueForcefullyDeleted. A pod Kueue's own controller already recovered (Failed + that
-// condition) but whose delete has not landed is, for jobgate, a recorded recovery: no status
-// patch (no second condition), no second event, no episode (the Job is not read even at the
-// limit), only the delete is finished.
+/// `status.conditions` of a pod Kueue's own controller recovered with `reason`, in either
+/// generation's form: before kueue#16033 appended on every reconcile (here twice) without a
+/// `lastTransitionTime`; from it (v0.20.0) set once with one.
+fn kueue_recorded(reason: &str, generation: &str) -> Value {
+    let key = if reason == "KueueForcefullyDeleted" {
+        "kueue.x-k8s.io/safe-to-forcefully-delete"
+    } else {
+        "kueue.x-k8s.io/safe-to-forcefully-terminate"
+    };
+    let condition = |transition: Value| {
+        json!({"type": "KueueFailureRecovery", "status": "True", "reason": reason,
+               "message": format!("Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node `node-a` (triggered by `{key}` annotation)"),
+               "lastProbeTime": null, "lastTransitionTime": transition})
+    };
+    match generation {
+        "appended" => json!([condition(json!(null)), condition(json!(null))]),
+        _ => json!([condition(json!("2026-11-21T19:58:00Z"))]),
+    }
+}
+
+// kueue#9651 and kueue#16033: a pod Kueue's own controller already recovered (Failed + its
+// condition, with the reason of Kueue up to 0.15.5 or from 0.15.6, appended on every reconcile
+// before kueue#16033 or set once from it) but whose delete has not landed is, for jobgate, a
+// recorded recovery: no status patch (no second condition), no second event, no episode (the
+// Job is not read even at the limit), only the delete is finished.
 #[tokio::test]
-async fn a_pod_kueue_recorded_as_forcefully_deleted_gets_no_second_condition_event_or_episode() {
-    let (client, handle) = mock();
+async fn a_pod_kueue_recovered_in_either_generation_gets_no_second_condition_event_or_episode() {
     let config = EpisodeConfig {
         backoff: Backoff::default(),
         limit_count: Some(0),
         on_limit: LimitAction::Suspend,
     };
-    let h = episode_context(client, config);
-    let by_kueue = owned_by_train(pod_json(
-        "101",
-        "Failed",
-        json!([{"type": "KueueFailureRecovery", "status": "True", "reason": "KueueForcefullyDeleted",
-                "message": "Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-delete` annotation)",
-                "lastTransitionTime": "2026-11-21T19:58:00Z"}]),
-    ));
-    let script = vec![
-        get_pod(by_kueue),
-        get_node_a(true),
-        delete_pod(200, json!({})),
-    ];
-    let action = run_scenario(&h.ctx, handle, script)
-        .await
-        .expect("reconcile");
-    assert_eq!(action, Action::await_change());
-    assert_eq!(terminated(&h.ctx, "node-a"), 0);
+    for reason in ["KueueForcefullyTerminated", "KueueForcefullyDeleted"] {
+        for generation in ["appended", "set once"] {
+            let (client, handle) = mock();
+            let h = episode_context(client, config);
+            let by_kueue = owned_by_train(pod_json(
+                "101",
+                "Failed",
+                kueue_recorded(reason, generation),
+            ));
+            let script = vec![
+                get_pod(by_kueue),
+                get_node_a(true),
+                delete_pod(200, json!({})),
+            ];
+            let action = run_scenario(&h.ctx, handle, script)
+                .await
+                .expect("reconcile");
+            assert_eq!(action, Action::await_change(), "{reason}, {generation}");
+            assert_eq!(terminated(&h.ctx, "node-a"), 0, "{reason}, {generation}");
+        }
+    }
 }
 
 // ---- `jobgate status` predicts the reconciler: both over one table of states ----
@@ -1280,15 +1383,9 @@ async fn serve_world(
     writes: Arc<Mutex<Vec<String>>>,
 ) {
     while let Some((request, send)) = handle.next_request().await {
-        let method = request.method().to_string();
-        let path = request.uri().path().to_string();
-        let bytes = request
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let Received {
+            method, path, body, ..
+        } = receive(request).await;
         let not_found = (404, status_body(404, "NotFound"));
         let (status, response) = match (method.as_str(), path.as_str()) {
             ("GET", POD_PATH) => (200, pod.clone()),
@@ -1306,13 +1403,7 @@ async fn serve_world(
                 }
             }
         };
-        send.send_response(
-            Response::builder()
-                .status(status)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&response).expect("json")))
-                .expect("response"),
-        );
+        respond(send, status, &response);
     }
 }
 
@@ -1326,29 +1417,30 @@ enum Agreed {
     Backoff(Timestamp),
     Limit,
     Held,
+    Settle(Timestamp),
 }
 
 fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
-    use crate::recovery::plan::{AfterEpisode, after_episode};
+    use crate::recovery::plan::JobPlan;
     use crate::status::verdict::PodVerdict as V;
     match verdict {
         V::WaitingForDeadline(d) => Agreed::Deadline(*d),
         V::NotScheduled | V::NodeMissing => Agreed::Never,
         V::WaitingForNode => Agreed::Node,
+        V::Settling(at) => Agreed::Settle(*at),
         V::Recorded | V::DueWithoutJob => Agreed::Recover,
         V::Held(_) => Agreed::Held,
-        // The reconciler maps its own pod's gate with the same function.
-        V::Job { gate, .. } => match after_episode(gate) {
-            AfterEpisode::Recover => Agreed::Recover,
-            AfterEpisode::Backoff(at) => Agreed::Backoff(at),
-            AfterEpisode::LimitReached => Agreed::Limit,
-            AfterEpisode::NotCovered => panic!("status left a due pod undecided"),
+        V::Job { plan, .. } => match plan {
+            JobPlan::Orphan | JobPlan::Leftover | JobPlan::Start(_) => Agreed::Recover,
+            JobPlan::Backoff(at) => Agreed::Backoff(*at),
+            JobPlan::Limit(_) => Agreed::Limit,
         },
     }
 }
 
 // Issue: "`status` has no decision logic of its own". Over pod deadline × recovery already
-// recorded (none, jobgate's reason, Kueue's newer reason) × node (unscheduled, missing,
+// recorded (none, jobgate's reason, Kueue's newer reason, Kueue's two generations of writing
+// it) × node (unscheduled, missing,
 // reachable, unreachable) × Job (none, no state, backoff after an episode elsewhere, leftover of
 // the recorded episode, limit reached now, limit recorded) × a zone the partition brake holds or
 // not × --dry-run, `jobgate status` and one
@@ -1414,6 +1506,14 @@ async fn status_and_reconciler_agree_over_the_state_table() {
             "recorded by Kueue 0.17",
             Some(recorded("KueueForcefullyDeleted")),
         ),
+        (
+            "recorded by Kueue 0.15.5, appended twice without a transition time",
+            Some(kueue_recorded("KueueForcefullyTerminated", "appended")),
+        ),
+        (
+            "recorded by Kueue 0.20, set once",
+            Some(kueue_recorded("KueueForcefullyDeleted", "set once")),
+        ),
     ];
     let nodes = [None, Some("node-x"), Some("node-b"), Some("node-a")];
     let mut cases = 0;
@@ -1475,8 +1575,10 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             vec![]
                         };
                         for (name, unreachable) in &crowd {
-                            lock(&ctx.nodes)
-                                .apply(Event::Apply(NodeFacts::for_test(name, *unreachable)));
+                            lock(&ctx.nodes).apply(
+                                Event::Apply(NodeFacts::for_test(name, *unreachable)),
+                                ts(LISTED),
+                            );
                         }
                         let key = PodKey::new("ns", "pod");
                         tokio::time::timeout(Duration::from_secs(10), reconcile_pod(&ctx, &key))
@@ -1498,10 +1600,8 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 Some(Waiting::Node(_)) => Agreed::Node,
                                 Some(Waiting::JobBackoff(at)) => Agreed::Backoff(at),
                                 Some(Waiting::JobRecoveryLimit) => Agreed::Limit,
-                                Some(Waiting::NotInEpisode) => {
-                                    panic!("{what}: a due pod the episode did not decide")
-                                }
                                 Some(Waiting::Held { .. }) => Agreed::Held,
+                                Some(Waiting::Settle(at)) => Agreed::Settle(at),
                                 None => Agreed::Never,
                             }
                         };
@@ -1535,7 +1635,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                         let verdict = &rows[0].verdict;
                         assert_eq!(reconciler, status_agreed(verdict), "{what}: {writes:?}");
 
-                        use crate::recovery::episode::PodGate;
+                        use crate::recovery::plan::JobPlan;
                         use crate::status::verdict::PodVerdict;
                         if dry_run {
                             assert!(
@@ -1552,8 +1652,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 matches!(
                                     verdict,
                                     PodVerdict::Job {
-                                        gate: PodGate::NewEpisode { .. }
-                                            | PodGate::LimitExceeded { news: true, .. },
+                                        plan: JobPlan::Start(_) | JobPlan::Limit(Some(_)),
                                         ..
                                     }
                                 ),
@@ -1568,7 +1667,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
             }
         }
     }
-    assert_eq!(cases, 2 * 3 * 4 * 6 * 2 * 2);
+    assert_eq!(cases, 2 * 5 * 4 * 6 * 2 * 2);
     // Every verdict occurs in the table.
     assert_eq!(seen.len(), 7, "{seen:?}");
 }
@@ -1592,7 +1691,11 @@ async fn shutdown_drains_the_reconcile_in_flight_then_releases_the_lease() {
         recovery::record::rfc3339_seconds(deletion),
         Some((arrived_tx, release_rx)),
     ));
-    let (sidecar, stop_tx, _) = start_replica(client, &["--shutdown-timeout=5s"]).await;
+    let (sidecar, stop_tx, _) = start_replica(
+        client,
+        &["--shutdown-timeout=5s", "--partition-settle-period=0s"],
+    )
+    .await;
     arrived_rx.await.expect("the status patch is sent");
     stop_tx.send(()).expect("stop");
     // SIGTERM is in; the patch answer comes only now.
@@ -1717,7 +1820,7 @@ fn zoned_node_json(name: &str, zone: &str, unreachable: bool) -> Value {
 fn zoned_context(client: Client, unreachable_in_a: u32, unreachable_in_b: u32) -> Context {
     let ctx = context(client, Options::default(), Leadership::always(), NOW);
     let mut nodes = lock(&ctx.nodes);
-    nodes.apply(Event::Init);
+    nodes.apply(Event::Init, ts(LISTED));
     for (zone, first, unreachable) in [
         ("a", "node-a", unreachable_in_a),
         ("b", "node-b", unreachable_in_b),
@@ -1731,10 +1834,10 @@ fn zoned_context(client: Client, unreachable_in_a: u32, unreachable_in_b: u32) -
             let node: k8s_openapi::api::core::v1::Node =
                 serde_json::from_value(zoned_node_json(&name, zone, i < unreachable))
                     .expect("node");
-            nodes.apply(Event::InitApply(recovery::node_facts(&node)));
+            nodes.apply(Event::InitApply(recovery::node_facts(&node)), ts(LISTED));
         }
     }
-    nodes.apply(Event::InitDone);
+    nodes.apply(Event::InitDone, ts(LISTED));
     drop(nodes);
     ctx
 }
@@ -1786,7 +1889,7 @@ async fn six_of_ten_unreachable_holds_and_healing_to_three_recovers() {
             let node: k8s_openapi::api::core::v1::Node =
                 serde_json::from_value(zoned_node_json(&format!("a-{i}"), "a", false))
                     .expect("node");
-            nodes.apply(Event::Apply(recovery::node_facts(&node)));
+            nodes.apply(Event::Apply(recovery::node_facts(&node)), ts(LISTED));
         }
     }
     let (client, handle) = mock();
@@ -1800,6 +1903,37 @@ async fn six_of_ten_unreachable_holds_and_healing_to_three_recovers() {
     ];
     run_scenario(&ctx, handle, script).await.expect("reconcile");
     assert_eq!(terminated(&ctx, "node-a"), 1);
+    assert_eq!(ctx.metrics.held.get(), 0);
+}
+
+// The pod's node became unreachable 2 s ago and another node of its zone 1 s ago: the pod's
+// reconcile writes nothing and looks again when the node stream has been quiet for the settle
+// period (10 s by default); then the brake judges the zone on everything delivered by then.
+#[tokio::test]
+async fn a_due_pod_waits_for_the_node_stream_to_settle() {
+    let (client, handle) = mock();
+    let ctx = zoned_context(client, 0, 0);
+    for (name, at) in [
+        ("node-a", "2026-11-21T19:59:58Z"),
+        ("a-5", "2026-11-21T19:59:59Z"),
+    ] {
+        let node: k8s_openapi::api::core::v1::Node =
+            serde_json::from_value(zoned_node_json(name, "a", true)).expect("node");
+        lock(&ctx.nodes).apply(Event::Apply(recovery::node_facts(&node)), ts(at));
+    }
+    let script = vec![
+        get_pod(running_pod("100")),
+        exchange("GET", NODE_PATH, 200, zoned_node_json("node-a", "a", true)),
+    ];
+    let action = run_scenario(&ctx, handle, script).await.expect("reconcile");
+    assert_eq!(action, Action::requeue(Duration::from_secs(9)));
+    assert_eq!(
+        ctx.pod_state(&PodKey::new("ns", "pod"))
+            .and_then(|t| t.waiting),
+        Some(Waiting::Settle(ts("2026-11-21T20:00:09Z")))
+    );
+    assert_eq!(terminated(&ctx, "node-a"), 0);
+    assert_eq!(ctx.metrics.pending.get(), 1);
     assert_eq!(ctx.metrics.held.get(), 0);
 }
 
@@ -1941,10 +2075,270 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
     server.abort();
 }
 
+// ---- a burst of taints: the brake decides on a settled view ----
+
+/// The cluster a burst scenario runs against: zoned nodes, one opted-in pod terminating on each
+/// (bare pods: no Job step), and what the reconciler wrote.
+struct PartitionWorld {
+    /// Node name -> (zone, unreachable).
+    nodes: BTreeMap<String, (String, bool)>,
+    /// Pods recovered (status patched) or deleted, by name.
+    failed: BTreeSet<String>,
+    deleted: BTreeSet<String>,
+    /// Pods that got the brake's Warning event.
+    held: BTreeSet<String>,
+    lease: Option<Value>,
+}
+
+fn partition_pod_json(node: &str, deletion: &str, phase: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": format!("pod-{node}"), "namespace": "ns", "uid": format!("uid-{node}"),
+            "resourceVersion": "100", "annotations": {KEY: "true"},
+            "deletionTimestamp": deletion, "deletionGracePeriodSeconds": 30
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": phase}
+    })
+}
+
+/// A stateful apiserver for `jobgate reconcile`: every node reachable at the start; the node
+/// watch then delivers `burst` (nodes gaining the unreachable taint, in order) one event per
+/// watch response, `gap` apart, as kube-controller-manager's workers taint the nodes of one
+/// monitor pass; then it idles.
+async fn partition_apiserver(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    world: Arc<Mutex<PartitionWorld>>,
+    deletion: String,
+    burst: Vec<String>,
+    gap: Duration,
+) {
+    let mut burst = burst.into_iter();
+    let mut idle = vec![];
+    while let Some((request, send)) = handle.next_request().await {
+        let Received {
+            method,
+            path,
+            query,
+            body,
+            ..
+        } = receive(request).await;
+        let node_of = |w: &PartitionWorld, name: &str| {
+            w.nodes.get(name).map(|(zone, unreachable)| {
+                let mut node = zoned_node_json(name, zone, *unreachable);
+                node["metadata"]["resourceVersion"] = json!("1000");
+                node
+            })
+        };
+        if query.contains("watch=true") {
+            let Some(next) = (path == "/api/v1/nodes").then(|| burst.next()).flatten() else {
+                idle.push(send);
+                continue;
+            };
+            // Taint the next node of the pass and deliver it `gap` after the last one (the
+            // watcher asks for the next event once it has this one).
+            let world = world.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(gap).await;
+                let event = {
+                    let mut w = lock(&world);
+                    if let Some(node) = w.nodes.get_mut(&next) {
+                        node.1 = true;
+                    }
+                    json!({"type": "MODIFIED", "object": node_of(&w, &next)})
+                };
+                send.send_response(
+                    Response::builder()
+                        .status(200)
+                        .header("content-type", "application/json")
+                        .body(Body::from(format!("{event}\n").into_bytes()))
+                        .expect("response"),
+                );
+            });
+            continue;
+        }
+        let mut w = lock(&world);
+        let pod_name = path
+            .strip_prefix("/api/v1/namespaces/ns/pods/")
+            .map(|p| p.trim_end_matches("/status").to_string());
+        let node_name = pod_name
+            .as_deref()
+            .and_then(|p| p.strip_prefix("pod-"))
+            .map(String::from);
+        let (status, response) = match (method.as_str(), path.as_str()) {
+            ("GET", LEASE_PATH) => match &w.lease {
+                Some(l) => (200, l.clone()),
+                None => (404, status_body(404, "NotFound")),
+            },
+            ("POST", LEASES_PATH) | ("PUT", LEASE_PATH) => {
+                let mut l = body.clone();
+                l["metadata"]["resourceVersion"] = json!("2");
+                w.lease = Some(l.clone());
+                (if method == "POST" { 201 } else { 200 }, l)
+            }
+            ("GET", "/api/v1/pods") => {
+                let items = w
+                    .nodes
+                    .keys()
+                    .filter(|n| !w.deleted.contains(&format!("pod-{n}")))
+                    .map(|n| {
+                        let mut item = meta_item(&format!("pod-{n}"), json!({KEY: "true"}), true);
+                        item["metadata"]["deletionTimestamp"] = json!(deletion.clone());
+                        item
+                    })
+                    .collect();
+                (200, list_page("PartialObjectMetadataList", items, ""))
+            }
+            ("GET", "/api/v1/nodes") => {
+                let items = w.nodes.keys().filter_map(|n| node_of(&w, n)).collect();
+                (200, list_page("NodeList", items, ""))
+            }
+            ("GET", p) if p.starts_with("/api/v1/nodes/") => {
+                match node_of(&w, &p["/api/v1/nodes/".len()..]) {
+                    Some(node) => (200, node),
+                    None => (404, status_body(404, "NotFound")),
+                }
+            }
+            ("POST", EVENTS_PATH) => {
+                if body["reason"] == "ForcefulTerminationHeld" {
+                    let pod = body["regarding"]["name"].as_str().unwrap_or("").to_string();
+                    w.held.insert(pod);
+                }
+                (201, body.clone())
+            }
+            (method, _) => match (method, pod_name, node_name) {
+                ("GET", Some(pod), Some(node)) if !w.deleted.contains(&pod) => {
+                    let phase = if w.failed.contains(&pod) {
+                        "Failed"
+                    } else {
+                        "Running"
+                    };
+                    (200, partition_pod_json(&node, &deletion, phase))
+                }
+                ("PATCH", Some(pod), Some(node)) => {
+                    w.failed.insert(pod);
+                    (200, partition_pod_json(&node, &deletion, "Failed"))
+                }
+                ("DELETE", Some(pod), Some(node)) => {
+                    w.deleted.insert(pod);
+                    (200, partition_pod_json(&node, &deletion, "Failed"))
+                }
+                _ => (404, status_body(404, "NotFound")),
+            },
+        };
+        drop(w);
+        respond(send, status, &response);
+    }
+}
+
+/// What becomes of the pods when `burst` (node names) gains the unreachable taint 100 ms apart,
+/// within one node monitor pass, under `jobgate reconcile --partition-settle-period=<settle>`:
+/// the pods force-failed and the pods held, once the view has settled.
+async fn burst(
+    zones: &[(&str, usize)],
+    burst: &[String],
+    settle: &str,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let nodes = zones
+        .iter()
+        .flat_map(|(zone, size)| {
+            (0..*size).map(move |i| (format!("{zone}-{i}"), (zone.to_string(), false)))
+        })
+        .collect();
+    let world = Arc::new(Mutex::new(PartitionWorld {
+        nodes,
+        failed: BTreeSet::new(),
+        deleted: BTreeSet::new(),
+        held: BTreeSet::new(),
+        lease: None,
+    }));
+    let deletion = Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
+        .expect("ts");
+    let (client, handle) = mock();
+    let server = tokio::spawn(partition_apiserver(
+        handle,
+        world.clone(),
+        recovery::record::rfc3339_seconds(deletion),
+        burst.to_vec(),
+        Duration::from_millis(100),
+    ));
+    let flag = format!("--partition-settle-period={settle}");
+    let (replica, stop_tx, _) = start_replica(client, &[flag.as_str()]).await;
+    // Every pod of the burst is decided: recovered, or held by the brake.
+    wait_until("every pod of the burst decided", || {
+        let w = lock(&world);
+        burst
+            .iter()
+            .all(|n| w.held.contains(&format!("pod-{n}")) || w.failed.contains(&format!("pod-{n}")))
+    })
+    .await;
+    // No late change of mind once the view has settled.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_tx.send(()).expect("stop");
+    replica.await.expect("join").expect("run");
+    server.abort();
+    let w = lock(&world);
+    (w.failed.clone(), w.held.clone())
+}
+
+fn names(prefix: &str, nodes: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+    nodes.into_iter().map(|n| format!("{prefix}{n}")).collect()
+}
+
+// The partition brake decides on the zone state of a whole node monitor pass, as
+// kube-controller-manager's `monitorNodeHealth` calls `handleDisruption` once per pass: 10 nodes
+// in zone a, one due opted-in pod on each, 6 nodes tainted `unreachable` 100 ms apart (one
+// pass). Judged on the settled view, 6/10 is a partially disrupted small zone: all 6 pods are
+// held, none is force-failed. Judged as each taint arrives (`--partition-settle-period=0s`, the
+// old behaviour), the first taints look like 1/10, 2/10, ... and their pods are force-failed.
+#[tokio::test]
+async fn a_burst_of_six_of_ten_taints_in_one_zone_is_held() {
+    let tainted: Vec<String> = (0..6).map(|i| format!("a-{i}")).collect();
+    let (failed, held) = burst(&[("a", 10)], &tainted, "1s").await;
+    assert_eq!(failed, BTreeSet::new(), "force-failed in a partition");
+    assert_eq!(held, names("pod-", tainted.clone()));
+
+    let (failed, _) = burst(&[("a", 10)], &tainted, "0s").await;
+    assert!(
+        failed.contains("pod-a-0"),
+        "judged one taint at a time, the first pod is force-failed: {failed:?}"
+    );
+}
+
+// A control-plane partition taints every node of every zone in one pass, the zones interleaved:
+// judged on the settled view every zone is fully disrupted and everything is held. Judged as
+// the taints arrive, the first zone to go down looks like a dead zone beside healthy ones, and
+// its pods are force-failed. And a burst in two zones at once (6 of 10 in each) holds both.
+#[tokio::test]
+async fn a_burst_of_taints_in_several_zones_is_judged_on_the_whole_pass() {
+    let zones = [("a", 3), ("b", 3), ("c", 3)];
+    let everything: Vec<String> = (0..3)
+        .flat_map(|i| ["a", "b", "c"].map(|z| format!("{z}-{i}")))
+        .collect();
+    let (failed, held) = burst(&zones, &everything, "1s").await;
+    assert_eq!(failed, BTreeSet::new(), "force-failed in a partition");
+    assert_eq!(held, names("pod-", everything.clone()));
+
+    let (failed, _) = burst(&zones, &everything, "0s").await;
+    assert!(
+        !failed.is_empty(),
+        "judged one taint at a time, some pod is force-failed"
+    );
+
+    let two: Vec<String> = (0..6)
+        .flat_map(|i| ["a", "b"].map(|z| format!("{z}-{i}")))
+        .collect();
+    let (failed, held) = burst(&[("a", 10), ("b", 10)], &two, "1s").await;
+    assert_eq!(failed, BTreeSet::new(), "force-failed in a partition");
+    assert_eq!(held, names("pod-", two));
+}
+
 // One retry level: a Job whose state write always meets a newer resourceVersion is read once per
-// attempt of the reconcile (pod, node and Job read again each time, never a stale decision), and
-// the reconcile ends in the conflicts error for the error policy. It used to be read up to
-// 4 × 5 times.
+// reconcile (pod, node and Job read again each time, never a stale decision): each reconcile
+// ends at its conflict with the error for the one error policy, which reads again soon, then
+// counts the conflicts and backs off. It used to be read up to 4 × 5 times in one reconcile.
 #[tokio::test]
 async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
     let (client, mut handle) = mock();
@@ -1974,15 +2368,24 @@ async fn a_job_that_keeps_conflicting_is_read_once_per_attempt() {
         }
     });
     let h = episode_context(client, EpisodeConfig::default());
-    let err = tokio::time::timeout(
-        Duration::from_secs(10),
-        reconcile_pod(&h.ctx, &PodKey::new("ns", "pod")),
-    )
-    .await
-    .expect("reconcile hung")
-    .expect_err("conflicts");
+    let key = PodKey::new("ns", "pod");
+    let mut actions = vec![];
+    for attempt in 1..=CONFLICT_ATTEMPTS as usize {
+        let err = tokio::time::timeout(Duration::from_secs(10), reconcile_pod(&h.ctx, &key))
+            .await
+            .expect("reconcile hung")
+            .expect_err("conflicts");
+        assert_eq!(err.metric_label(), "reconcile_conflicts");
+        // One reconcile: one read of the pod, its node and the Job, one state write.
+        assert_eq!(lock(&requests).len(), 4 * attempt, "{:?}", lock(&requests));
+        actions.push(error_policy(&h.ctx, &key, &err));
+    }
     server.abort();
-    assert_eq!(err.metric_label(), "reconcile_conflicts");
+    assert_eq!(
+        actions,
+        [50, 100, 200, 1000].map(|ms| Action::requeue(Duration::from_millis(ms)))
+    );
+    assert_eq!(h.ctx.metrics.error_count("reconcile_conflicts"), 1);
     let requests = lock(&requests).clone();
     let count = |line: String| requests.iter().filter(|r| **r == line).count();
     let attempts = CONFLICT_ATTEMPTS as usize;

@@ -171,7 +171,7 @@ pub(crate) async fn drive_node_watch(
         let init_done = matches!(event, watcher::Event::InitDone);
         let (edges, disrupted) = {
             let mut nodes = lock(&ctx.nodes);
-            let edges = nodes.apply(node_cache::node_event_facts(event));
+            let edges = nodes.apply(node_cache::node_event_facts(event), ctx.now());
             let disrupted = brake::disrupted_zones(&brake::zones(nodes.nodes()), &ctx.brake);
             (edges, disrupted)
         };

@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::event::{self, EventText};
 use super::metrics::{RecoveryMetrics, WriteLabels};
 use crate::recovery;
-use crate::recovery::episode::EpisodeDecision;
+use crate::recovery::plan::JobEvent;
 use crate::runtime::Leadership;
 
 /// `fieldManager` of every patch (visible in `managedFields`).
@@ -75,17 +75,15 @@ fn failure(e: &kube::Error) -> &'static str {
 
 impl Writer {
     /// `jobgate_recovery_episodes_total` / `jobgate_recovery_limit_exceeded_total`: counted once
-    /// the decision is recorded on the Job (never under dry run, never for a limit already
+    /// the record is written on the Job (never under dry run, never for a limit already
     /// recorded, which writes nothing).
-    pub(crate) fn count_recorded(&self, decision: &EpisodeDecision) {
-        match decision {
-            EpisodeDecision::Recover { .. } => self.metrics.episodes.inc(),
-            EpisodeDecision::LimitExceeded {
-                new_state: Some(_), ..
-            } => self.metrics.limit_exceeded.inc(),
-            _ => 0,
+    pub(crate) fn count_recorded(&self, event: JobEvent) {
+        match event {
+            JobEvent::Episode => self.metrics.episodes.inc(),
+            JobEvent::LimitExceeded { .. } => self.metrics.limit_exceeded.inc(),
         };
     }
+
     pub(crate) fn new(
         client: Client,
         leadership: Leadership,

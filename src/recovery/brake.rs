@@ -18,6 +18,18 @@
 //!   normal rate (`HealthyQPSFunc`: a whole zone down is taken for a dead zone); every zone fully
 //!   disrupted: a control-plane partition, evictions stop everywhere.
 //!
+//! A settled view, as kube-controller-manager decides on a whole pass: its `monitorNodeHealth`
+//! lists every node, updates each node's health (in parallel), collects the ready condition of
+//! each zone, and only then calls `handleDisruption` once for the pass, which sets the zones'
+//! states and eviction rates (v1.37.2 `node_lifecycle_controller.go`, `monitorNodeHealth`:
+//! `workqueue.ParallelizeUntil(..., updateNodeFunc)` then `nc.handleDisruption(ctx,
+//! zoneToNodeConditions, nodes)`; every `--node-monitor-period`, 5s). jobgate sees the taints
+//! of one pass one watch event at a time, so it decides only on a view the node stream has
+//! settled on ([`settling`]): no rising edge of the unreachable taint delivered for
+//! `--partition-settle-period` (10s, two passes), and at most [`MAX_SETTLE_PERIODS`] of them
+//! after the pod's own node became unreachable. A burst of 6 of 10 nodes tainted in one pass is
+//! then judged as 6/10, never as 1/10, 2/10, ... as the events arrive.
+//!
 //! Deviations, on purpose:
 //! - "not healthy" is the `node.kubernetes.io/unreachable` taint (what the pod decision reads),
 //!   not a Ready condition other than `True`: a `NotReady` node whose kubelet still reports is
@@ -43,6 +55,13 @@ pub(crate) const DEFAULT_UNHEALTHY_ZONE_THRESHOLD: f32 = 0.55;
 pub(crate) const DEFAULT_LARGE_CLUSTER_SIZE_THRESHOLD: u32 = 50;
 /// kube-controller-manager's `--secondary-node-eviction-rate` default (nodes per second).
 pub(crate) const DEFAULT_SECONDARY_RATE: f64 = 0.01;
+/// `--partition-settle-period` default: two of kube-controller-manager's node monitor passes
+/// (`--node-monitor-period`, 5s), so the taints of one pass have all arrived.
+pub(crate) const DEFAULT_SETTLE_PERIOD: Duration = Duration::from_secs(10);
+/// A pod waits for the node stream to settle at most this many settle periods after its own
+/// node became unreachable (60s by default): a stream that keeps delivering new unreachable
+/// nodes does not hold it for ever; the brake then decides on the view as it stands.
+pub(crate) const MAX_SETTLE_PERIODS: u32 = 6;
 /// `labelNodeDisruptionExclusion`.
 pub(crate) const EXCLUDE_DISRUPTION_LABEL: &str = "node.kubernetes.io/exclude-disruption";
 pub(crate) const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
@@ -51,7 +70,7 @@ pub(crate) const BETA_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone
 pub(crate) const BETA_REGION_LABEL: &str = "failure-domain.beta.kubernetes.io/region";
 
 /// `--partition-brake`, `--unhealthy-zone-threshold`, `--large-cluster-size-threshold`,
-/// `--secondary-recovery-rate`.
+/// `--secondary-recovery-rate`, `--partition-settle-period`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct BrakeConfig {
     pub(crate) enabled: bool,
@@ -59,6 +78,9 @@ pub(crate) struct BrakeConfig {
     pub(crate) large_cluster_size_threshold: u32,
     /// Nodes per second and zone released in a partially disrupted large zone.
     pub(crate) secondary_rate: f64,
+    /// How long the node stream must deliver no new unreachable node before the zones are
+    /// judged; zero judges each node as it arrives.
+    pub(crate) settle: Duration,
 }
 
 impl Default for BrakeConfig {
@@ -68,6 +90,7 @@ impl Default for BrakeConfig {
             unhealthy_zone_threshold: DEFAULT_UNHEALTHY_ZONE_THRESHOLD,
             large_cluster_size_threshold: DEFAULT_LARGE_CLUSTER_SIZE_THRESHOLD,
             secondary_rate: DEFAULT_SECONDARY_RATE,
+            settle: DEFAULT_SETTLE_PERIOD,
         }
     }
 }
@@ -189,9 +212,10 @@ pub(crate) enum BrakeDecision {
     Hold(Disruption),
 }
 
-/// The last node released in a throttled zone, and when.
+/// The last node released in a throttled zone (key), and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct LastRelease {
+    pub(crate) zone: String,
     pub(crate) node: String,
     pub(crate) at: Timestamp,
 }
@@ -249,6 +273,43 @@ pub(crate) fn brake(
             }
         }
     }
+}
+
+/// When the node stream delivered rising edges of the unreachable taint (the reconciler's node
+/// cache remembers them; `jobgate status` has no such memory: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Edges {
+    /// The last one, on any node the brake counts.
+    pub(crate) last: Option<Timestamp>,
+    /// The pod's node's.
+    pub(crate) node: Option<Timestamp>,
+}
+
+/// The time until which the brake waits for a settled view before it judges the zones for a
+/// pod on `node`: the last rising edge plus the settle period, but no later than the settle
+/// period times [`MAX_SETTLE_PERIODS`] after the node's own edge. `None`: settled now (or the
+/// brake would not hold the pod anyway: off, or the node is excluded).
+pub(crate) fn settling(
+    node: &NodeFacts,
+    edges: Edges,
+    now: Timestamp,
+    config: &BrakeConfig,
+) -> Option<Timestamp> {
+    if !config.enabled || node.excluded_from_disruption || config.settle.is_zero() {
+        return None;
+    }
+    let after = |t: Timestamp, periods: u32| {
+        SignedDuration::try_from(config.settle.saturating_mul(periods))
+            .ok()
+            .and_then(|d| t.checked_add(d).ok())
+            .unwrap_or(Timestamp::MAX)
+    };
+    let quiet = after(edges.last?, 1);
+    let at = match edges.node {
+        Some(edge) => quiet.min(after(edge, MAX_SETTLE_PERIODS)),
+        None => quiet,
+    };
+    (now < at).then_some(at)
 }
 
 /// The zones whose recoveries the brake holds or slows now: every zone when all are fully

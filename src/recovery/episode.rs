@@ -1,4 +1,4 @@
-//! Recovery episodes of one Job: grouping, backoff, limit and reset (KEP-1282 requeuing backoff).
+//! Recovery episodes of one Job: its due pods, backoff, limit and reset (KEP-1282 requeuing backoff).
 //!
 //! An *episode* is the forced recovery of all due pods of one Job at once. After episode `n` the
 //! next one may not start before `requeueAt = t + d(n)` ([`Backoff`]); when the next one would
@@ -8,24 +8,38 @@
 //!
 //! # Where this plugs into the reconciler
 //!
-//! The reconciler (KEP-6757) reconciles one pod at a time and, for a pod whose pure
-//! `(pod, node, now, config)` decision is "recover now", asks this module whether the pod's Job
-//! allows it. See `reconciler::job_state` for the exact call; in short:
+//! The reconciler (KEP-6757) reconciles one pod at a time. For a due pod of a Job (its plan is
+//! `Plan::AskJob`), the Job's step is planned purely by `plan::plan_job` over:
 //!
-//! 1. [`job_owner`] on the pod's `ownerReferences` gives its Job. None: recover the pod without
-//!    state (bare pods, other controllers).
-//! 2. [`due_pods_of_job`] over the reconciler's store of eligible pods gives every due pod of that
-//!    Job (plus the pod at hand), so a node that dies with 8 pods of a Job makes one episode.
-//! 3. `job_state::begin_episode` reads the Job, calls [`decide_episode`], records the decision
-//!    (resourceVersion precondition, re-read and re-decide on 409) and posts the Job's event.
-//! 4. The pod is recovered when the decision is [`EpisodeDecision::Recover`] or
-//!    [`EpisodeDecision::Continue`] and names it; otherwise it is requeued for the backoff, or
-//!    left alone at the limit.
+//! 1. [`job_owner`] on the pod's `ownerReferences`: its Job (none: the pod is recovered without
+//!    state, like bare pods and other controllers' pods);
+//! 2. [`due_pods`]: the Job's due pods as that pod sees them (itself and every due sibling known),
+//!    the one definition `jobgate reconcile` and `jobgate status` share, so a node that dies with
+//!    8 pods of a Job makes one episode;
+//! 3. the Job as read, and [`decide_episode`]: start an episode (write the state, then recover),
+//!    a leftover of the recorded one (recover, no write), wait for the backoff, or the limit.
 //!
 //! The state is written *before* the pods are recovered: the annotation is the commit point, so
 //! an episode is never uncounted. A pod whose recovery then fails (a conflict on its status, an
 //! API error, a restart) is not made to wait for the next episode: when it comes back due during
-//! the backoff it is recognised as a leftover of the recorded episode ([`EpisodeDecision::Continue`]).
+//! the backoff it is recognised as a leftover of the recorded episode
+//! ([`EpisodeDecision::Leftover`]).
+//!
+//! # Kueue's requeues are not episodes
+//!
+//! The state is modelled on Kueue's `Workload.status.requeueState`, but it is a count of its own:
+//! only jobgate's forced recoveries. Kueue's evictions of the Job's Workload are Kueue requeues,
+//! counted in `requeueState` and toward Kueue's `backoffLimitCount`, never here, and an episode
+//! is never a Kueue requeue. That includes Kueue 0.20's `waitForPodsReady.unscheduledTimeout`
+//! (gate `WaitForPodsReadyUnscheduledTimeout`, kueue#15402): it evicts an admitted Workload whose
+//! required pods stay unscheduled past the timeout through the path of the other PodsReady
+//! timeouts (`reconcileNotReadyTimeout`: deactivation at `backoffLimitCount`, else `Evict` with
+//! `UpdateRequeueState`, reason `PodsReadyTimeout`, underlying cause `WaitForScheduling`, event
+//! `EvictedDueToPodsReadyTimeoutDueToWaitForScheduling`). Its pods have no node, so jobgate never
+//! acts on them (`Ignored::NotScheduled`); the two meet only through the Job (the replacements of
+//! recovered pods may be what stays unscheduled; the pods an eviction deletes may be stuck on an
+//! unreachable node), so one partition can spend from both budgets. Reading `requeueState` here
+//! would count those evictions twice, or make jobgate's limit depend on Kueue's API version.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -166,35 +180,8 @@ pub(crate) fn job_owner(
         })
 }
 
-/// Due pods split into one episode per Job and the pods without a Job owner.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Episodes {
-    /// All due pods of a Job, sorted by name: recovered together, never one backoff apart.
-    pub(crate) by_job: BTreeMap<JobKey, Vec<DuePod>>,
-    /// Recovered without backoff state, sorted.
-    pub(crate) without_job: Vec<DuePod>,
-}
-
-/// Groups due pods by their Job (docs/src/recovery-backoff.md: "All eligible pods of a Job that are due are recovered in
-/// the same episode").
-pub(crate) fn group_by_job(pods: impl IntoIterator<Item = (Option<JobKey>, DuePod)>) -> Episodes {
-    let mut episodes = Episodes::default();
-    for (job, pod) in pods {
-        match job {
-            Some(job) => episodes.by_job.entry(job).or_default().push(pod),
-            None => episodes.without_job.push(pod),
-        }
-    }
-    for pods in episodes.by_job.values_mut() {
-        pods.sort();
-        pods.dedup();
-    }
-    episodes.without_job.sort();
-    episodes.without_job.dedup();
-    episodes
-}
-
-/// One eligible pod (opted in, terminating) as the reconciler's caches know it.
+/// One eligible pod (opted in, terminating) as a caller knows it: the reconciler from its store
+/// of pods and what it remembers of them, `jobgate status` from its snapshot.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KnownPod<'a> {
     pub(crate) meta: &'a ObjectMeta,
@@ -202,71 +189,103 @@ pub(crate) struct KnownPod<'a> {
     pub(crate) node: Option<&'a str>,
     /// Whether that node carries the `node.kubernetes.io/unreachable` taint.
     pub(crate) node_unreachable: bool,
+    /// Its recovery is recorded on it already (`recovery_recorded`): no new intervention, so it
+    /// joins no episode.
+    pub(crate) recorded: bool,
 }
 
-/// The due pods of `job` among `pods`: controlled by that Job (same uid), past
-/// `deletionTimestamp + grace_period`, on a node known to be unreachable. The reconciler passes
-/// the eligible pods of its store so that one episode covers every pod of the Job that is due,
-/// not only the pod being reconciled.
-pub(crate) fn due_pods_of_job<'a>(
+/// The due pods of one Job as the pod at hand sees them: that pod and its due siblings, sorted,
+/// without duplicates. The pod at hand is always among them, so every decision made over them
+/// covers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobDue {
+    this: DuePod,
+    pods: Vec<DuePod>,
+}
+
+impl JobDue {
+    /// `this` and `others`; an entry of `others` for the same pod (namespace and name) gives way
+    /// to `this`, which was read just now.
+    pub(crate) fn new(this: DuePod, others: impl IntoIterator<Item = DuePod>) -> JobDue {
+        let mut pods: Vec<DuePod> = others
+            .into_iter()
+            .filter(|p| p.namespace != this.namespace || p.name != this.name)
+            .collect();
+        pods.push(this.clone());
+        pods.sort();
+        pods.dedup();
+        JobDue { this, pods }
+    }
+
+    /// The pod at hand.
+    pub(crate) fn this(&self) -> &DuePod {
+        &self.this
+    }
+
+    /// Every due pod of the Job, the pod at hand included, sorted.
+    pub(crate) fn pods(&self) -> &[DuePod] {
+        &self.pods
+    }
+}
+
+/// The one definition of a Job's due pods: `this` (due by its own plan) and every pod among
+/// `known` controlled by `job` (same uid), past `deletionTimestamp + grace_period`, on a node
+/// known to be unreachable, and not recorded yet. The reconciler passes the eligible pods of
+/// its store, `jobgate status` those of its snapshot, so one episode covers every pod of the Job
+/// that is due, not only the pod being reconciled.
+pub(crate) fn due_pods<'a>(
+    this: DuePod,
     job: &JobKey,
-    pods: impl IntoIterator<Item = KnownPod<'a>>,
+    known: impl IntoIterator<Item = KnownPod<'a>>,
     grace_period: Duration,
     now: Timestamp,
-) -> Vec<DuePod> {
+) -> JobDue {
     let grace = SignedDuration::try_from(grace_period).unwrap_or(SignedDuration::MAX);
-    let mut due: Vec<DuePod> = pods
-        .into_iter()
-        .filter_map(|pod| {
-            let namespace = pod.meta.namespace.as_deref()?;
-            let owner = job_owner(namespace, pod.meta.owner_references.as_deref()?)?;
-            let deleted = pod.meta.deletion_timestamp.as_ref()?.0;
-            // Saturation means "never": such a pod is not due.
-            let deadline = deleted.checked_add(grace).ok()?;
-            let node = pod.node.filter(|n| !n.is_empty() && pod.node_unreachable)?;
-            (owner == *job && deadline <= now).then(|| DuePod {
-                namespace: namespace.to_string(),
-                name: pod.meta.name.clone().unwrap_or_default(),
-                node: node.to_string(),
-                deadline,
-            })
+    let siblings = known.into_iter().filter_map(|pod| {
+        let namespace = pod.meta.namespace.as_deref()?;
+        let owner = job_owner(namespace, pod.meta.owner_references.as_deref()?)?;
+        let deleted = pod.meta.deletion_timestamp.as_ref()?.0;
+        // Saturation means "never": such a pod is not due.
+        let deadline = deleted.checked_add(grace).ok()?;
+        let node = pod.node.filter(|n| !n.is_empty() && pod.node_unreachable)?;
+        (owner == *job && deadline <= now && !pod.recorded).then(|| DuePod {
+            namespace: namespace.to_string(),
+            name: pod.meta.name.clone().unwrap_or_default(),
+            node: node.to_string(),
+            deadline,
         })
-        .collect();
-    due.sort();
-    due.dedup();
-    due
+    });
+    JobDue::new(this, siblings)
 }
 
-/// What [`decide_episode`] reads of the Job.
+/// What the Job's step reads of the Job.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct JobView<'a> {
     /// `spec.suspend == true`.
     pub(crate) suspended: bool,
     /// The parsed annotation; `None` when absent (or unreadable).
     pub(crate) state: Option<&'a RecoveryState>,
+    /// `metadata.resourceVersion` as read: the precondition of a state write.
+    pub(crate) resource_version: Option<&'a str>,
 }
 
-/// What to do with the due pods of one Job.
+/// What a Job's recovery episodes say about the pod at hand ([`JobDue::this`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum EpisodeDecision {
-    /// No pod is due: nothing to do.
-    NothingDue,
-    /// Start episode `new_state.count`: write `new_state`, then recover exactly `pods`.
-    /// `reset` is true when the previous count was discarded (the Job was resumed).
+    /// Start episode `new_state.count`: write `new_state`, then recover exactly `pods` (every due
+    /// pod of the Job, the pod at hand among them). `reset` is true when the previous count was
+    /// discarded (the Job was resumed).
     Recover {
         pods: Vec<DuePod>,
         new_state: RecoveryState,
         reset: bool,
     },
-    /// Leftovers of the recorded episode, during its backoff: pods that were already due on
-    /// one of its nodes when it started (their recovery failed or was interrupted, e.g. a
-    /// conflict on the pod status or a restart). Recover `pods` without a new episode and
-    /// without writing; requeue the other due pods for `others_wait_until` when it is `Some`.
-    Continue {
-        pods: Vec<DuePod>,
-        others_wait_until: Option<Timestamp>,
-    },
-    /// The previous episode was too recent: requeue the pods for this time, do not drop them.
+    /// During the recorded episode's backoff, the pod at hand is one of its leftovers: it was
+    /// already due on one of its nodes when the episode started (its recovery failed or was
+    /// interrupted, e.g. a conflict on the pod status or a restart). Recover it without a new
+    /// episode and without writing.
+    Leftover,
+    /// The previous episode was too recent: requeue the pod for this time, do not drop it.
     WaitUntil(Timestamp),
     /// The next episode would exceed the limit: recover nothing. When `new_state` is `Some`, this
     /// is news: write it (with `spec.suspend: true` when `suspend`) and emit the Warning event;
@@ -289,22 +308,20 @@ pub(crate) fn resumed_after_suspend(state: &RecoveryState, job_suspended: bool) 
     ) && !job_suspended
 }
 
-/// The episode decision for the due pods of one Job at `now`; `jitter` in [0, 1) is random.
+/// The episode decision for the pod at hand, over the due pods of its Job at `now`; `jitter`
+/// in [0, 1) is random.
 ///
 /// Order: reset, then backoff, then limit. The limit is checked only when the episode could
 /// start, like Kueue deactivating a Workload at the eviction that would exceed
 /// `backoffLimitCount`: a node that comes back during the backoff must not get the Job
 /// suspended.
 pub(crate) fn decide_episode(
-    due: &[DuePod],
+    due: &JobDue,
     job: JobView<'_>,
     config: &EpisodeConfig,
     now: Timestamp,
     jitter: f64,
 ) -> EpisodeDecision {
-    if due.is_empty() {
-        return EpisodeDecision::NothingDue;
-    }
     let reset = job
         .state
         .is_some_and(|s| resumed_after_suspend(s, job.suspended));
@@ -312,61 +329,22 @@ pub(crate) fn decide_episode(
         Some(state) if !reset => state.clone(),
         _ => RecoveryState::default(),
     };
-
     if let Some(at) = prior.requeue_at
         && now < at
     {
-        let (leftovers, others): (Vec<DuePod>, Vec<DuePod>) =
-            due.iter().cloned().partition(|p| leftover_of(&prior, p));
-        if leftovers.is_empty() {
-            return EpisodeDecision::WaitUntil(at);
-        }
-        let mut pods = leftovers;
-        pods.sort();
-        pods.dedup();
-        return EpisodeDecision::Continue {
-            pods,
-            others_wait_until: (!others.is_empty()).then_some(at),
+        return if leftover_of(&prior, due.this()) {
+            EpisodeDecision::Leftover
+        } else {
+            EpisodeDecision::WaitUntil(at)
         };
     }
-
     let next = prior.count.saturating_add(1);
     if let Some(limit) = config.limit_count
         && next > limit
     {
-        let suspend = config.on_limit == LimitAction::Suspend;
-        let already_recorded = match &prior.limit_exceeded {
-            None => false,
-            // Still suspended (else it was reset above): nothing more to do.
-            Some(LimitExceeded {
-                action: LimitAction::Suspend,
-                ..
-            }) => true,
-            // Deactivated: still in force until the annotation is removed (jobgate cannot see
-            // the Workload re-activated here).
-            Some(LimitExceeded {
-                action: LimitAction::DeactivateWorkload,
-                ..
-            }) => true,
-            // Stopped earlier; act now if the operator switched to an acting action since.
-            Some(LimitExceeded {
-                action: LimitAction::Stop,
-                ..
-            }) => config.on_limit == LimitAction::Stop,
-        };
-        let new_state = (!already_recorded).then(|| RecoveryState {
-            limit_exceeded: Some(LimitExceeded {
-                time: truncate_to_second(now),
-                action: config.on_limit,
-            }),
-            ..prior
-        });
-        return EpisodeDecision::LimitExceeded { suspend, new_state };
+        return at_the_limit(prior, config, now);
     }
-
-    let mut pods = due.to_vec();
-    pods.sort();
-    pods.dedup();
+    let pods = due.pods().to_vec();
     let episode_time = truncate_to_second(now);
     let new_state = RecoveryState {
         count: next,
@@ -382,45 +360,38 @@ pub(crate) fn decide_episode(
     }
 }
 
-/// What a Job's episode decision means for one of its due pods. The reconciler acts on it
-/// (`reconcile::job_gate`) and `jobgate status` prints it, so the two cannot disagree.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum PodGate {
-    /// Recover the pod now, in the new episode number `episode`.
-    NewEpisode { episode: u32 },
-    /// Recover the pod now, as a leftover of the recorded episode (no Job write).
-    Leftover,
-    /// Wait for the Job's backoff until this time; the pod is requeued, not dropped.
-    Backoff(Timestamp),
-    /// Not recovered: the Job reached its limit. `news`: the limit is recorded now (with
-    /// `spec.suspend: true` when `suspend`); else it was recorded before.
-    LimitExceeded { news: bool, suspend: bool },
-    /// The decision does not cover this pod (cannot happen when the due pods given to
-    /// [`decide_episode`] hold it): never act on what was not decided.
-    NotCovered,
-}
-
-/// The gate `decision` (over due pods that include `pod`) puts on `pod`.
-pub(crate) fn pod_gate(decision: &EpisodeDecision, pod: &DuePod) -> PodGate {
-    match decision {
-        EpisodeDecision::Recover {
-            pods, new_state, ..
-        } if pods.contains(pod) => PodGate::NewEpisode {
-            episode: new_state.count,
-        },
-        EpisodeDecision::Continue { pods, .. } if pods.contains(pod) => PodGate::Leftover,
-        EpisodeDecision::Continue {
-            others_wait_until: Some(at),
+/// The next episode would exceed `--recovery-backoff-limit-count`: the limit is news unless the
+/// state already records it (and the action it took still holds).
+fn at_the_limit(prior: RecoveryState, config: &EpisodeConfig, now: Timestamp) -> EpisodeDecision {
+    let already_recorded = match &prior.limit_exceeded {
+        None => false,
+        // Still suspended (else `decide_episode` reset it): nothing more to do.
+        Some(LimitExceeded {
+            action: LimitAction::Suspend,
             ..
-        }
-        | EpisodeDecision::WaitUntil(at) => PodGate::Backoff(*at),
-        EpisodeDecision::LimitExceeded { suspend, new_state } => PodGate::LimitExceeded {
-            news: new_state.is_some(),
-            suspend: *suspend,
-        },
-        EpisodeDecision::Recover { .. }
-        | EpisodeDecision::Continue { .. }
-        | EpisodeDecision::NothingDue => PodGate::NotCovered,
+        }) => true,
+        // Deactivated: still in force until the annotation is removed (jobgate cannot see
+        // the Workload re-activated here).
+        Some(LimitExceeded {
+            action: LimitAction::DeactivateWorkload,
+            ..
+        }) => true,
+        // Stopped earlier; act now if the operator switched to an acting action since.
+        Some(LimitExceeded {
+            action: LimitAction::Stop,
+            ..
+        }) => config.on_limit == LimitAction::Stop,
+    };
+    let new_state = (!already_recorded).then(|| RecoveryState {
+        limit_exceeded: Some(LimitExceeded {
+            time: truncate_to_second(now),
+            action: config.on_limit,
+        }),
+        ..prior
+    });
+    EpisodeDecision::LimitExceeded {
+        suspend: config.on_limit == LimitAction::Suspend,
+        new_state,
     }
 }
 

@@ -12,9 +12,11 @@
 //!   (`90s`); Kueue adds the seconds as nanoseconds and prints Go's `Duration` (`1m0.00000003s`).
 //! - the reason jobgate writes is `KueueForcefullyTerminated`, Kueue's original
 //!   `KueueForcefulTerminationReason`. Kueue 0.15.6, 0.16.3 and 0.17.0 renamed the value to
-//!   `KueueForcefullyDeleted` (kueue#9651, backported as kueue#9672 and kueue#9673); a condition
-//!   with either reason counts as a recorded recovery ([`RECORDED_REASONS`]), so a pod Kueue's own
-//!   controller already recovered gets no second condition, event or episode.
+//!   `KueueForcefullyDeleted` (kueue#9651, backported as kueue#9672 and kueue#9673); a `True`
+//!   condition with either reason counts as a recorded recovery ([`RECORDED_REASONS`]) and is
+//!   left as written, in either form Kueue has written it: appended on every reconcile without a
+//!   `lastTransitionTime` before kueue#16033, set once with one from it (v0.20.0). So a pod
+//!   Kueue's own controller already recovered gets no second condition, event or episode.
 
 pub(crate) mod backoff;
 pub(crate) mod brake;

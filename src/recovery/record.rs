@@ -6,9 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::{PodCondition, PodFacts, Recovery};
-use crate::kueue::{
-    CONDITION_TYPE, REASON_FORCEFULLY_DELETED, REASON_FORCEFULLY_TERMINATED, RECORDED_REASONS,
-};
+use crate::kueue::{CONDITION_TYPE, REASON_FORCEFULLY_TERMINATED, RECORDED_REASONS};
 
 /// What to write on `pods/status` for a due recovery.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,9 +28,11 @@ pub(crate) struct StatusChange {
 /// - The `KueueFailureRecovery` condition is added, or replaced in place, never appended twice:
 ///   strategic merge keys `status.conditions` by `type`. Like Kubernetes' `UpdatePodCondition`,
 ///   `lastTransitionTime` is kept when an existing condition already has status `True`.
-/// - A `True` condition with Kueue's newer reason `KueueForcefullyDeleted` (Kueue 0.15.6+,
-///   0.16.3+, 0.17+ wrote it) is a recorded recovery: it is left as it is, whatever its message
-///   says (Kueue prints a Go duration and its own key), so no second condition and no event.
+/// - A `True` condition with one of [`RECORDED_REASONS`] is a recorded recovery, left as it is
+///   whoever wrote it: jobgate, or Kueue in either generation's form (before kueue#16033 the
+///   condition appended on every reconcile without a `lastTransitionTime`; from it, set once
+///   with one), whatever its message says (Kueue prints a Go duration and its own key). So no
+///   second condition and no second event.
 pub(crate) fn status_change(
     pod: &PodFacts,
     recovery: &Recovery,
@@ -41,17 +41,7 @@ pub(crate) fn status_change(
 ) -> StatusChange {
     let message = recovery.message();
     let existing: Option<&PodCondition> = pod.conditions.iter().find(|c| c.type_ == CONDITION_TYPE);
-    let condition_changed = match existing {
-        None => true,
-        Some(c) if c.status == "True" && c.reason.as_deref() == Some(REASON_FORCEFULLY_DELETED) => {
-            false
-        }
-        Some(c) => {
-            c.status != "True"
-                || c.reason.as_deref() != Some(REASON_FORCEFULLY_TERMINATED)
-                || c.message.as_deref() != Some(message.as_str())
-        }
-    };
+    let condition_changed = !pod.conditions.iter().any(records_a_recovery);
     if !recovery.set_failed && !condition_changed {
         return StatusChange {
             patch: None,
@@ -89,18 +79,21 @@ pub(crate) fn status_change(
 
 /// The pod's status already records a forced recovery: phase `Failed` or `Succeeded` and a
 /// `KueueFailureRecovery` condition with status `True` and one of [`RECORDED_REASONS`]:
-/// `KueueForcefullyTerminated` as [`status_change`] writes it, or `KueueForcefullyDeleted` as
-/// Kueue 0.15.6+/0.16.3+/0.17+ writes it. Reconciling such a pod again (its delete failed, jobgate
+/// `KueueForcefullyTerminated` as [`status_change`] writes it (and Kueue 0.15.0 to 0.15.5), or
+/// `KueueForcefullyDeleted` as Kueue 0.15.6+/0.16.3+/0.17+ writes it, in either generation's
+/// form (see [`status_change`]). Reconciling such a pod again (its delete failed, jobgate
 /// restarted, or `--no-delete` kept it) is no new intervention: only the delete is left.
 pub(crate) fn recovery_recorded(pod: &PodFacts) -> bool {
-    super::is_terminal_phase(pod.phase.as_deref())
-        && pod.conditions.iter().any(|c| {
-            c.type_ == CONDITION_TYPE
-                && c.status == "True"
-                && c.reason
-                    .as_deref()
-                    .is_some_and(|r| RECORDED_REASONS.contains(&r))
-        })
+    super::is_terminal_phase(pod.phase.as_deref()) && pod.conditions.iter().any(records_a_recovery)
+}
+
+/// A `KueueFailureRecovery` condition with status `True` and one of [`RECORDED_REASONS`].
+fn records_a_recovery(c: &PodCondition) -> bool {
+    c.type_ == CONDITION_TYPE
+        && c.status == "True"
+        && c.reason
+            .as_deref()
+            .is_some_and(|r| RECORDED_REASONS.contains(&r))
 }
 
 /// `metav1.Time` on the wire: RFC 3339 in UTC with whole seconds.

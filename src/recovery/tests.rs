@@ -417,8 +417,12 @@ fn status_change_sets_phase_only_when_condition_already_present() {
     );
 }
 
+/// A recorded recovery is left as written even when its message is not the one jobgate would
+/// write now (another grace period or key then, or Kueue 0.15.0 to 0.15.5, which wrote the same
+/// reason with its own message): no second condition, no second event. A `True` condition whose
+/// reason records nothing is replaced, keeping its transition time.
 #[test]
-fn status_change_replaces_a_stale_condition_keeping_its_transition_time() {
+fn status_change_replaces_only_a_condition_that_records_nothing_keeping_its_transition_time() {
     let mut pod = pod_to_forcefully_terminate();
     pod.phase = Some("Failed".into());
     pod.conditions = vec![recovery_condition(
@@ -429,6 +433,14 @@ fn status_change_replaces_a_stale_condition_keeping_its_transition_time() {
     let Decision::Recover(r) = decide_like_kueue(&pod) else {
         panic!("expected Recover");
     };
+    assert_eq!(
+        status_change(&pod, &r, "9", ts(NOW)),
+        StatusChange {
+            patch: None,
+            condition_changed: false
+        }
+    );
+    pod.conditions[0].reason = Some("SomethingElse".into());
     let change = status_change(&pod, &r, "9", ts(NOW));
     assert!(change.condition_changed);
     let patch = change.patch.expect("patch");
@@ -552,6 +564,90 @@ fn a_condition_kueue_wrote_with_reason_kueue_forcefully_deleted_is_left_alone() 
         patch["status"]["conditions"][0]["reason"],
         REASON_FORCEFULLY_TERMINATED
     );
+}
+
+/// A pod Kueue's failure-recovery controller recovered, as the apiserver returns it, in each
+/// generation's form (`pkg/controller/failurerecovery/pod_termination_controller.go`):
+///
+/// - before kueue#16033 (0.15.0 up to 0.19.x; v0.19.2 is the newest release-0.19 commit in the
+///   stored snapshot): every reconcile `append`s the condition and `utilclient.PatchStatus`
+///   sends the whole list as a JSON merge patch, so a pod reconciled twice (its delete failed)
+///   carries it twice; `LastTransitionTime` is never set (the zero `metav1.Time`, `null` on the
+///   wire); the event is emitted on every reconcile;
+/// - from kueue#16033 (v0.20.0 release notes: "Kueue now sets the condition once and emits the
+///   event only when the condition changes"): `updatePodCondition` (copied from Kubernetes'
+///   `pkg/api/v1/pod/util.go`) replaces it by type with `lastTransitionTime` set when it was
+///   added, and the event follows only a change.
+///
+/// With the reason either release wrote (`KueueForcefullyTerminated` up to 0.15.5/0.16.2,
+/// `KueueForcefullyDeleted` after), Kueue's message and key, on a Failed pod (or a Succeeded
+/// one: Kueue keeps a terminal phase, kueue#10853).
+fn kueue_recorded_pod(
+    reason: &str,
+    generation: &str,
+    phase: &str,
+) -> k8s_openapi::api::core::v1::Pod {
+    let key = if reason == REASON_FORCEFULLY_DELETED {
+        SAFE_TO_FORCEFULLY_DELETE
+    } else {
+        SAFE_TO_FORCEFULLY_TERMINATE
+    };
+    let condition = |transition: serde_json::Value| {
+        json!({
+            "type": CONDITION_TYPE, "status": "True", "reason": reason,
+            "message": format!("Pod forcefully terminated after 1m0.00000003s grace period due to \
+                                unreachable node `unreachable-node` (triggered by `{key}` annotation)"),
+            "lastProbeTime": null, "lastTransitionTime": transition,
+        })
+    };
+    let conditions = match generation {
+        "appended" => json!([
+            {"type": "Ready", "status": "False", "lastProbeTime": null,
+             "lastTransitionTime": "2026-11-21T19:56:10Z"},
+            condition(json!(null)),
+            condition(json!(null)),
+        ]),
+        "set once" => json!([condition(json!("2026-11-21T19:58:02Z"))]),
+        other => panic!("{other}"),
+    };
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": "pod", "namespace": "ns", "annotations": {key: "true"},
+            "deletionTimestamp": "2026-11-21T19:57:00Z", "deletionGracePeriodSeconds": 30
+        },
+        "spec": {"nodeName": "unreachable-node", "containers": []},
+        "status": {"phase": phase, "conditions": conditions},
+    }))
+    .expect("pod")
+}
+
+// kueue#16033: a pod Kueue already recovered is a recorded recovery in either generation's form
+// (its condition appended on every reconcile without a transition time, or set once with one),
+// with either reason Kueue has written: `reconcile` and `status` see it recorded (no brake, no
+// Job episode), and its status is left as Kueue wrote it: no patch, so no second condition and no
+// second event; only the delete is left.
+#[test]
+fn a_pod_kueue_recovered_in_either_generation_is_recorded_and_left_as_written() {
+    for reason in crate::kueue::RECORDED_REASONS {
+        for generation in ["appended", "set once"] {
+            for phase in ["Failed", "Succeeded"] {
+                let pod = pod_facts(&kueue_recorded_pod(reason, generation, phase));
+                let what = format!("{reason}, {generation}, {phase}");
+                assert!(recovery_recorded(&pod), "{what}");
+                let Decision::Recover(r) = decide_like_kueue(&pod) else {
+                    panic!("{what}: expected Recover");
+                };
+                assert_eq!(
+                    status_change(&pod, &r, "9", ts(NOW)),
+                    StatusChange {
+                        patch: None,
+                        condition_changed: false
+                    },
+                    "{what}"
+                );
+            }
+        }
+    }
 }
 
 // ---- generated product over the state space: the safety invariant ----

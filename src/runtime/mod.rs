@@ -53,9 +53,11 @@ pub(crate) struct Builder {
 
 impl Builder {
     pub(crate) fn new(admin_addr: SocketAddr) -> Builder {
+        let mut registry = Registry::default();
+        register_build_info(&mut registry);
         Builder {
             admin_addr,
-            registry: Registry::default(),
+            registry,
         }
     }
 
@@ -93,6 +95,33 @@ impl Builder {
             shutdown: Shutdown::new(shutdown),
         })
     }
+}
+
+/// Labels of `jobgate_build_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct BuildInfoLabels {
+    version: &'static str,
+    revision: &'static str,
+}
+
+/// `jobgate_build_info{version, revision} 1`, as Prometheus' own `prometheus_build_info` and
+/// kube-state-metrics' `kube_state_metrics_build_info`: which build each pod runs, to join on
+/// (`* on (pod) group_left(version) jobgate_build_info`) and to see a rollout's progress.
+fn register_build_info(registry: &mut Registry) {
+    let info = prometheus_client::metrics::family::Family::<
+        BuildInfoLabels,
+        prometheus_client::metrics::gauge::Gauge,
+    >::default();
+    info.get_or_create(&BuildInfoLabels {
+        version: env!("CARGO_PKG_VERSION"),
+        revision: env!("JOBGATE_GIT_COMMIT"),
+    })
+    .set(1);
+    registry.register(
+        "jobgate_build_info",
+        "1, labelled with the version and the git commit (revision) of the running jobgate",
+        info,
+    );
 }
 
 /// A command's admin port, readiness and shutdown signal, from [`Builder::bind`] to
@@ -174,6 +203,12 @@ mod tests {
         assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
         let metrics = get(addr, "/metrics").await;
         assert!(metrics.contains("jobgate_test_value 7"), "{metrics}");
+        let build_info = format!(
+            "jobgate_build_info{{version=\"{}\",revision=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION"),
+            env!("JOBGATE_GIT_COMMIT")
+        );
+        assert!(metrics.contains(&build_info), "{metrics}");
         assert!(!metrics.contains("jobgate_webhook"), "{metrics}");
 
         // The signal reaches every clone, also one taken after it fired.

@@ -9,7 +9,7 @@ use hyper::{Request, Response};
 use kube::Client;
 use kube::client::Body;
 use serde_json::{Value, json};
-use tower_test::mock::Handle;
+use tower_test::mock::{Handle, SendResponse};
 
 pub(crate) type MockHandle = Handle<Request<Body>, Response<Body>>;
 
@@ -66,6 +66,53 @@ pub(crate) fn status_body(code: u16, reason: &str) -> Value {
            "message": format!("scripted {reason}"), "reason": reason, "code": code})
 }
 
+/// A request as a fake apiserver reads it.
+pub(crate) struct Received {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    /// The query string, `""` without one.
+    pub(crate) query: String,
+    pub(crate) content_type: Option<String>,
+    /// The JSON body, `Null` when empty or not JSON.
+    pub(crate) body: Value,
+}
+
+/// Reads `request` whole.
+pub(crate) async fn receive(request: Request<Body>) -> Received {
+    let method = request.method().to_string();
+    let path = request.uri().path().to_string();
+    let query = request.uri().query().unwrap_or("").to_string();
+    let content_type = request
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let bytes = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Received {
+        method,
+        path,
+        query,
+        content_type,
+        body,
+    }
+}
+
+/// Answers with `status` and the JSON `body`.
+pub(crate) fn respond(send: SendResponse<Response<Body>>, status: u16, body: &Value) {
+    let response = Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::from(serde_json::to_vec(body).expect("json")))
+        .expect("response");
+    send.send_response(response);
+}
+
 /// A client whose requests the returned handle answers.
 pub(crate) fn mock() -> (Client, MockHandle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
@@ -81,25 +128,13 @@ pub(crate) async fn serve(mut handle: MockHandle, script: Vec<Exchange>) {
                 step.method, step.path
             );
         };
-        let method = request.method().to_string();
-        let path = request.uri().path().to_string();
-        let query = request.uri().query().unwrap_or("").to_string();
-        let content_type = request
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .map(String::from);
-        let bytes = request
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let body: Value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-        };
+        let Received {
+            method,
+            path,
+            query,
+            content_type,
+            body,
+        } = receive(request).await;
         assert_eq!(
             (method.as_str(), path.as_str()),
             (step.method, step.path.as_str()),
@@ -109,14 +144,7 @@ pub(crate) async fn serve(mut handle: MockHandle, script: Vec<Exchange>) {
             assert_eq!(&query, expected, "step {i}: query of {method} {path}");
         }
         (step.check)(&query, content_type.as_deref(), &body);
-        let response = Response::builder()
-            .status(step.status)
-            .header("content-type", "application/json")
-            .body(Body::from(
-                serde_json::to_vec(&step.response).expect("json"),
-            ))
-            .expect("response");
-        send.send_response(response);
+        respond(send, step.status, &step.response);
     }
 }
 

@@ -63,6 +63,34 @@ pub struct RejectionLabels {
     pub code: &'static str,
 }
 
+/// Labels of `jobgate_kubernetes_rules_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RulesLabels {
+    /// The cluster's release as configured (`--kubernetes-version`), e.g. `1.39`.
+    pub kubernetes_version: String,
+    /// The release whose kube-apiserver rules judge it: the same, or the newest jobgate knows.
+    pub rules_version: String,
+    /// `true` when jobgate knows the cluster's release, `false` when it is newer.
+    pub known: &'static str,
+}
+
+/// Registers `jobgate_kubernetes_rules_info{kubernetes_version, rules_version, known} 1`: which
+/// release's rules `serve` follows, so that a cluster upgraded past what jobgate knows shows.
+pub(crate) fn register_rules_info(
+    registry: &mut Registry,
+    release: crate::job::version::KubernetesVersion,
+) {
+    registry.register(
+        "jobgate_kubernetes_rules",
+        "The cluster's Kubernetes release (--kubernetes-version) and the release whose rules judge it",
+        prometheus_client::metrics::info::Info::new(RulesLabels {
+            kubernetes_version: release.to_string(),
+            rules_version: release.rules().to_string(),
+            known: if release.is_known() { "true" } else { "false" },
+        }),
+    );
+}
+
 /// The webhook server's metrics; cheap to clone (all handles are shared).
 #[derive(Clone, Debug)]
 pub struct ServerMetrics {

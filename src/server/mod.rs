@@ -9,6 +9,7 @@ pub mod linger;
 pub mod metrics;
 pub(crate) mod rejection;
 pub mod reload;
+pub(crate) mod server_name;
 pub mod tls;
 pub(crate) mod webhook;
 
@@ -69,6 +70,10 @@ pub struct ServeOptions {
     pub shutdown_delay: Duration,
     /// How long in-flight requests get to finish once listeners close.
     pub shutdown_timeout: Duration,
+    /// `--tls-server-name`: the host kube-apiserver dials (`<service>.<namespace>.svc`). Not
+    /// ready while the served certificate does not name it, and a new certificate that does not
+    /// is never swapped in. `None`: not checked (dev mode, a `url` clientConfig).
+    pub tls_server_name: Option<String>,
     /// Request-body bytes held in memory at once (`budget`).
     pub body_memory_budget: usize,
     /// How long a request waits for budget before it is answered 429.
@@ -177,14 +182,19 @@ pub async fn serve(
             (files.tls_cert.clone(), files.tls_key.clone(), Some(files))
         }
     };
-    let (reloader, tls_config) = reload::CertReloader::load_with_client_ca(
+    let (mut reloader, tls_config) = reload::CertReloader::load_with_client_ca(
         &cert,
         &key,
         options.client_ca.as_deref(),
         reload_metrics,
     )?;
+    let named = options
+        .tls_server_name
+        .clone()
+        .map(|host| reloader.require_server_name(host));
     let listener = bind(options.addr)?;
     let metrics = metrics::ServerMetrics::register(builder.registry());
+    metrics::register_rules_info(builder.registry(), options.rules.cluster.release());
     let runtime = builder.bind(shutdown).await?;
     let listening = Listening {
         addr: listener.local_addr().map_err(ServeError::Serve)?,
@@ -228,14 +238,28 @@ pub async fn serve(
     .handle(handle.clone());
     let server_task = tokio::spawn(server.serve(app.into_make_service()));
 
+    // Ready once listening, and (with --tls-server-name) once the served certificate names the
+    // Service: at once, or when a reload brings one that does. Aborted when shutdown begins.
+    let mut ready_task = None;
     if handle.listening().await.is_some() {
-        runtime.readiness().set(true);
+        let readiness = runtime.readiness();
+        match named {
+            Some(mut named) if !*named.borrow() => {
+                ready_task = Some(AbortOnDrop(tokio::spawn(async move {
+                    // Err: the reloader is gone (no reloads); never ready then.
+                    if named.wait_for(|named| *named).await.is_ok() {
+                        readiness.set(true);
+                    }
+                })));
+            }
+            _ => readiness.set(true),
+        }
         on_listening(&listening);
         tracing::info!(addr = %listening.addr, admin_addr = %listening.admin_addr, "serving");
     }
 
     tokio::select! {
-        _ = runtime.shutdown() => {}
+        _ = runtime.shutdown() => drop(ready_task),
         result = wait(server_task) => {
             // The server stopped on its own: an accept-loop failure.
             runtime.stop().await;

@@ -127,6 +127,8 @@ pub struct CertReloader {
     /// The last state of the files that failed to load, so one bad pair is reported once.
     rejected: Option<Rejected>,
     metrics: ReloadMetrics,
+    /// `--tls-server-name`, and whether the served certificate names it.
+    server_name: Option<(String, tokio::sync::watch::Sender<bool>)>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -175,8 +177,35 @@ impl CertReloader {
             served: contents,
             rejected: None,
             metrics,
+            server_name: None,
         };
         Ok((reloader, config))
+    }
+
+    /// From now on a new certificate that does not name `host` (`--tls-server-name`, the
+    /// `<service>.<namespace>.svc` kube-apiserver dials) is rejected like a bad pair, and the
+    /// previous one stays served. The receiver says whether the served certificate names `host`:
+    /// false only when the first one loaded does not (said here, once), until a reload brings one
+    /// that does.
+    pub(crate) fn require_server_name(
+        &mut self,
+        host: String,
+    ) -> tokio::sync::watch::Receiver<bool> {
+        let named = match super::server_name::names_host(&self.served.cert, &host) {
+            Ok(()) => true,
+            Err(detail) => {
+                tracing::error!(
+                    cert = %self.cert.display(),
+                    server_name = %host,
+                    "not ready: the serving certificate does not name {host}, the Service \
+                     kube-apiserver calls ({detail}); waiting for a certificate that does"
+                );
+                false
+            }
+        };
+        let (sender, receiver) = tokio::sync::watch::channel(named);
+        self.server_name = Some((host, sender));
+        receiver
     }
 
     /// Reads the files once; reloads `config` if they hold a new, good pair.
@@ -197,6 +226,16 @@ impl CertReloader {
             Ok(new) => {
                 let new_cert = contents.cert != self.served.cert || contents.key != self.served.key;
                 let changed_ca = contents.client_ca != self.served.client_ca;
+                if let (true, Some((host, _))) = (new_cert, &self.server_name)
+                    && let Err(detail) = super::server_name::names_host(&contents.cert, host)
+                {
+                    let error = TlsError::WrongName {
+                        cert: self.cert.clone(),
+                        server_name: host.clone(),
+                        detail,
+                    };
+                    return self.reject(Rejected::Pair(contents), error);
+                }
                 // Counted before the swap, so whoever sees the new certificate sees the count.
                 self.metrics
                     .reloads
@@ -208,6 +247,12 @@ impl CertReloader {
                 config.reload_from_config(new);
                 if new_cert {
                     tracing::info!(cert = %self.cert.display(), "serving a new TLS certificate");
+                    if let Some((host, named)) = &self.server_name
+                        && !*named.borrow()
+                    {
+                        tracing::info!(server_name = %host, "the serving certificate names {host}: ready");
+                        named.send_replace(true);
+                    }
                 }
                 if let (Some(path), true) = (&self.client_ca, changed_ca) {
                     tracing::info!(client_ca = %path.display(), "requiring client certificates from a new client CA bundle");

@@ -63,6 +63,16 @@ pub enum TlsError {
         /// Which certificate is wrong and why, or the verifier's message.
         message: String,
     },
+    /// The certificate does not name the host kube-apiserver dials (`--tls-server-name`).
+    #[error("{} does not name {server_name}, the Service kube-apiserver calls: {detail}", cert.display())]
+    WrongName {
+        /// The certificate file.
+        cert: PathBuf,
+        /// `--tls-server-name`.
+        server_name: String,
+        /// The names it has instead.
+        detail: String,
+    },
     /// Dev mode cannot create its directory or write a file in it.
     #[error("cannot write {}: {source}", path.display())]
     Write {

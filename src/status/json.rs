@@ -35,7 +35,7 @@ pub(crate) fn render_json(snapshot: &Snapshot, options: &RenderOptions, now: Tim
     let pods: Vec<Value> = pod_rows(snapshot, options, now)
         .into_iter()
         .map(|p| {
-            let status = verdict_text(&p.verdict, options.episode.on_limit, now);
+            let status = verdict_text(&p.verdict, now);
             json!({
                 "namespace": p.namespace,
                 "name": p.name,

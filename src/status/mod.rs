@@ -6,6 +6,7 @@
 //! the reconciler's own decision ([`verdict`]: `recovery::decide`, the episode decision), so it is
 //! by construction what `jobgate reconcile` with the same flags does; [`render`] prints it.
 
+pub(crate) mod install;
 pub(crate) mod json;
 pub(crate) mod render;
 pub(crate) mod snapshot;
@@ -23,7 +24,8 @@ pub(crate) use render::render;
 pub(crate) use snapshot::{Snapshot, fetch};
 pub(crate) use verdict::RenderOptions;
 
-/// Default `--lease-name` / `--lease-namespace` of `jobgate reconcile`.
+/// Default `--lease-name` of `jobgate reconcile`, and the namespace `status` looks in when it
+/// cannot find the install ([`install`]).
 pub(crate) const DEFAULT_LEASE_NAME: &str = "jobgate-reconciler";
 pub(crate) const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
 
@@ -44,8 +46,12 @@ pub struct StatusArgs {
     /// The reconciler's leader-election Lease.
     #[arg(long, env = "JOBGATE_LEASE_NAME", default_value = DEFAULT_LEASE_NAME)]
     pub(crate) lease_name: String,
-    #[arg(long, env = "JOBGATE_LEASE_NAMESPACE", default_value = DEFAULT_LEASE_NAMESPACE)]
-    pub(crate) lease_namespace: String,
+    /// The namespace of the reconciler's Lease: the install's. Default: the namespace where
+    /// jobgate's pods run (labels app.kubernetes.io/name=jobgate,
+    /// app.kubernetes.io/component=webhook), whatever it and the Helm release are called; else
+    /// jobgate-system.
+    #[arg(long, env = "JOBGATE_LEASE_NAMESPACE")]
+    pub(crate) lease_namespace: Option<String>,
     /// Output format: the tables, or one JSON document.
     #[arg(long, short = 'o', value_enum, default_value_t = StatusOutput::Text)]
     pub(crate) output: StatusOutput,
@@ -67,6 +73,9 @@ pub enum StatusError {
     /// No Kubernetes client could be made.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    /// The install (the Lease's namespace) could not be told.
+    #[error("cannot tell which jobgate install to report on: {0}")]
+    Install(install::FindError),
     /// A read from the Kubernetes API failed.
     #[error("cannot read from the Kubernetes API at {server}: {source}")]
     Api {
@@ -97,15 +106,28 @@ pub async fn run(args: StatusArgs) -> Result<(), StatusError> {
         episode: args.recovery.episode_config(),
         brake: args.recovery.brake_config(),
     };
+    let lease = install::lease_namespace(&client, args.lease_namespace.as_deref())
+        .await
+        .map_err(|e| match e {
+            install::FindError::Api(source) => StatusError::Api {
+                server: server.clone(),
+                source,
+            },
+            other => StatusError::Install(other),
+        })?;
     let snapshot = fetch(
         &client,
         namespace,
         &options,
-        &args.lease_namespace,
+        &lease.namespace,
         &args.lease_name,
     )
     .await
     .map_err(|source| StatusError::Api { server, source })?;
+    // Said once the cluster could be read: it explains the Leader line.
+    if let Some(note) = &lease.note {
+        eprintln!("jobgate status: {note}");
+    }
     let now = Timestamp::now();
     match args.output {
         StatusOutput::Text => print!("{}", render(&snapshot, &options, now)),

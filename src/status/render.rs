@@ -7,7 +7,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::Snapshot;
 use super::verdict::{PodVerdict, RenderOptions, job_states, pod_rows};
-use crate::recovery::episode::{LimitAction, PodGate, RecoveryState, resumed_after_suspend};
+use crate::recovery::episode::{LimitAction, RecoveryState, resumed_after_suspend};
+use crate::recovery::plan::JobPlan;
 
 /// The three sections as text.
 pub(crate) fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestamp) -> String {
@@ -53,7 +54,7 @@ pub(crate) fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestam
         let rows = pods
             .into_iter()
             .map(|p| {
-                let status = verdict_text(&p.verdict, options.episode.on_limit, now);
+                let status = verdict_text(&p.verdict, now);
                 vec![
                     p.namespace,
                     p.name,
@@ -83,8 +84,8 @@ pub(crate) fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestam
     out
 }
 
-/// The STATUS column: the verdict in words (`on_limit`: what reaching the limit does).
-pub(crate) fn verdict_text(verdict: &PodVerdict, on_limit: LimitAction, now: Timestamp) -> String {
+/// The STATUS column: the verdict in words.
+pub(crate) fn verdict_text(verdict: &PodVerdict, now: Timestamp) -> String {
     match verdict {
         PodVerdict::WaitingForDeadline(d) => {
             format!("waiting for the deadline (in {})", human(now, *d))
@@ -92,38 +93,42 @@ pub(crate) fn verdict_text(verdict: &PodVerdict, on_limit: LimitAction, now: Tim
         PodVerdict::NotScheduled => "never recovered: not scheduled on a node".into(),
         PodVerdict::NodeMissing => "never recovered: node missing".into(),
         PodVerdict::WaitingForNode => "waiting for the node to become unreachable".into(),
+        PodVerdict::Settling(at) => format!(
+            "due: the partition brake judges its zone at {at} (in {}), once the nodes settle",
+            human(now, *at)
+        ),
         PodVerdict::Recorded => {
             "recovered (recorded on the pod): only the delete is left, no episode".into()
         }
         PodVerdict::Held(d) => format!("not recovered: {}", d.message()),
         PodVerdict::DueWithoutJob => "due: recovered on the next pass (no Job: no backoff)".into(),
-        PodVerdict::Job { gate, count } => match gate {
-            PodGate::NewEpisode { episode } => format!("due: episode {episode} on the next pass"),
-            PodGate::Leftover => {
-                format!("due: leftover of episode {count}, recovered on the next pass")
-            }
-            PodGate::Backoff(at) => format!(
-                "waiting for the Job's backoff until {at} (in {})",
-                human(now, *at)
-            ),
-            PodGate::LimitExceeded {
-                news: true,
-                suspend,
-            } => format!(
-                "not recovered: the Job reaches its recovery limit on the next pass{}",
-                match (suspend, on_limit) {
-                    (true, _) => " (and is suspended)",
-                    (false, LimitAction::DeactivateWorkload) => {
-                        " (and its Kueue Workload is deactivated, or without one it is suspended)"
-                    }
-                    (false, _) => "",
+        PodVerdict::Job { plan, count } => job_text(plan, *count, now),
+    }
+}
+
+/// The STATUS column of a due pod of a Job: its Job's step.
+fn job_text(plan: &JobPlan, count: u32, now: Timestamp) -> String {
+    match plan {
+        JobPlan::Orphan => "due: recovered on the next pass (its Job is gone: no backoff)".into(),
+        JobPlan::Start(record) => format!("due: episode {} on the next pass", record.state.count),
+        JobPlan::Leftover => {
+            format!("due: leftover of episode {count}, recovered on the next pass")
+        }
+        JobPlan::Backoff(at) => format!(
+            "waiting for the Job's backoff until {at} (in {})",
+            human(now, *at)
+        ),
+        JobPlan::Limit(Some(record)) => format!(
+            "not recovered: the Job reaches its recovery limit on the next pass{}",
+            match (record.suspend, record.deactivate_workload) {
+                (true, _) => " (and is suspended)",
+                (false, true) => {
+                    " (and its Kueue Workload is deactivated, or without one it is suspended)"
                 }
-            ),
-            PodGate::LimitExceeded { news: false, .. } => {
-                "not recovered: Job's recovery limit exceeded".into()
+                (false, false) => "",
             }
-            PodGate::NotCovered => "-".into(),
-        },
+        ),
+        JobPlan::Limit(None) => "not recovered: Job's recovery limit exceeded".into(),
     }
 }
 

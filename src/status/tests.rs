@@ -256,34 +256,50 @@ fn a_recorded_pod_is_shown_as_recovered_and_joins_no_episode() {
     );
 }
 
-/// kueue#9651: a pod Kueue 0.15.6+/0.16.3+/0.17+ recovered (reason KueueForcefullyDeleted)
-/// is shown as recovered, like one jobgate recovered, and joins no episode.
+/// kueue#9651 and kueue#16033: a pod Kueue recovered is shown as recovered, like one jobgate
+/// recovered, whatever Kueue wrote: reason `KueueForcefullyTerminated` (up to 0.15.5) or
+/// `KueueForcefullyDeleted` (0.15.6+, 0.16.3+, 0.17+), the condition appended on every reconcile
+/// without a `lastTransitionTime` (before v0.20.0) or set once with one (from v0.20.0); its
+/// sibling still starts its own episode.
 #[test]
-fn a_pod_kueue_recorded_as_forcefully_deleted_is_shown_as_recovered() {
-    let mut snap = snapshot();
-    let mut by_kueue = pod(
-        "team-a",
-        "fresh-1",
-        Some("fresh"),
-        "node-a",
-        "2026-11-21T03:00:00Z",
-    );
-    by_kueue.status = serde_json::from_value(json!({
-        "phase": "Failed",
-        "conditions": [{"type": "KueueFailureRecovery", "status": "True",
-                        "reason": "KueueForcefullyDeleted", "message": "m"}],
-    }))
-    .unwrap();
-    snap.pods.push(by_kueue);
-    let text = render(&snap, &options(), ts("2026-11-21T03:03:00Z"));
-    assert!(
-        text.contains("fresh-1   fresh   node-a   unreachable   2026-11-21T03:01:00Z   recovered (recorded on the pod): only the delete is left, no episode"),
-        "{text}"
-    );
-    assert!(
-        text.contains("fresh-0   fresh   node-a   unreachable   2026-11-21T03:01:00Z   due: episode 1 on the next pass\n"),
-        "{text}"
-    );
+fn a_pod_kueue_recovered_in_either_generation_is_shown_as_recovered() {
+    let condition = |reason: &str, transition: serde_json::Value| {
+        json!({"type": "KueueFailureRecovery", "status": "True", "reason": reason,
+               "message": "Pod forcefully terminated after 1m0.00000003s grace period due to unreachable node `node-a` (triggered by `kueue.x-k8s.io/safe-to-forcefully-delete` annotation)",
+               "lastProbeTime": null, "lastTransitionTime": transition})
+    };
+    for reason in ["KueueForcefullyTerminated", "KueueForcefullyDeleted"] {
+        for conditions in [
+            json!([
+                condition(reason, json!(null)),
+                condition(reason, json!(null))
+            ]),
+            json!([condition(reason, json!("2026-11-21T03:01:30Z"))]),
+        ] {
+            let mut snap = snapshot();
+            let mut by_kueue = pod(
+                "team-a",
+                "fresh-1",
+                Some("fresh"),
+                "node-a",
+                "2026-11-21T03:00:00Z",
+            );
+            by_kueue.status = serde_json::from_value(
+                json!({"phase": "Failed", "conditions": conditions.clone()}),
+            )
+            .unwrap();
+            snap.pods.push(by_kueue);
+            let text = render(&snap, &options(), ts("2026-11-21T03:03:00Z"));
+            assert!(
+                text.contains("fresh-1   fresh   node-a   unreachable   2026-11-21T03:01:00Z   recovered (recorded on the pod): only the delete is left, no episode"),
+                "{conditions}\n{text}"
+            );
+            assert!(
+                text.contains("fresh-0   fresh   node-a   unreachable   2026-11-21T03:01:00Z   due: episode 1 on the next pass\n"),
+                "{conditions}\n{text}"
+            );
+        }
+    }
 }
 
 /// With the reconciler's limit flags, status predicts the episode that trips the limit.

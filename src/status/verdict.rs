@@ -1,20 +1,21 @@
-//! What the reconciler would do with each opted-in terminating pod: the reconciler's own plan
-//! ([`plan::plan`]: the pod's decision, a recovery already recorded, the partition brake) and,
-//! for a due pod of a Job, [`decide_episode`] + [`pod_gate`] over the Job's due pods. Nothing
-//! here decides on its own.
+//! What the reconciler would do with each opted-in terminating pod: the reconciler's own plans,
+//! [`plan::plan`] (the pod's decision, a recovery already recorded, the partition brake) and, for
+//! a due pod of a Job, [`plan::plan_job`] over the Job's due pods as [`episode::due_pods`]
+//! defines them for both commands. Nothing here decides on its own.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use super::Snapshot;
-use crate::recovery::brake::{self, BrakeConfig, Disruption};
+use crate::recovery::brake::{self, BrakeConfig, Disruption, Edges, Zone};
 use crate::recovery::episode::{
-    DuePod, EpisodeConfig, JobKey, JobView, PodGate, RecoveryState, decide_episode, group_by_job,
-    job_owner, pod_gate,
+    self, DuePod, EpisodeConfig, JobKey, JobView, KnownPod, RecoveryState, job_owner,
 };
-use crate::recovery::plan::{self, Plan, PlanFacts};
-use crate::recovery::{self, Ignored, NodeFacts};
+use crate::recovery::plan::{self, JobFacts, JobPlan, Plan, PlanFacts};
+use crate::recovery::{self, Ignored, NodeFacts, PodFacts, Recovery};
 
 /// The settings of the decisions (the reconciler's flags, see `RecoveryArgs`).
 #[derive(Debug, Clone)]
@@ -55,15 +56,17 @@ pub(crate) enum PodVerdict {
     NodeMissing,
     /// `Plan::WaitForNode`.
     WaitingForNode,
+    /// `Plan::WaitForSettle`.
+    Settling(Timestamp),
     /// `Plan::Recover` on a pod whose recovery is recorded: only the delete is left.
     Recorded,
     /// `Plan::Hold`: the partition brake holds the pod's zone.
     Held(Disruption),
     /// `Plan::Recover` on a pod without a Job: no episode, no backoff.
     DueWithoutJob,
-    /// `Plan::AskJob`: what the Job's episode decision says, with the
-    /// Job's recorded episode count.
-    Job { gate: PodGate, count: u32 },
+    /// `Plan::AskJob`: the Job's step ([`plan::plan_job`]), with the Job's recorded episode
+    /// count.
+    Job { plan: JobPlan, count: u32 },
 }
 
 /// One opted-in terminating pod.
@@ -103,120 +106,174 @@ pub(crate) fn job_states(snapshot: &Snapshot) -> JobStates {
     states
 }
 
-/// Every opted-in terminating pod of the snapshot ([`recovery::is_eligible`]), sorted by
-/// namespace and name, with the reconciler's verdict at `now`.
+/// Every pod of the snapshot the reconciler tracks (opted in and terminating: its plan does not
+/// ignore it for that), sorted by namespace and name, with the reconciler's verdict at `now`.
 pub(crate) fn pod_rows(
     snapshot: &Snapshot,
     options: &RenderOptions,
     now: Timestamp,
 ) -> Vec<PodRow> {
-    let config = &options.config;
-    let all_nodes: Vec<NodeFacts> = snapshot.nodes.values().map(recovery::node_facts).collect();
-    let zones = brake::zones(&all_nodes);
-    let mut rows: Vec<(PodRow, Option<DuePod>)> = Vec::new();
-    for pod in &snapshot.pods {
-        let facts = recovery::pod_facts(pod);
-        if !recovery::is_eligible(&facts, config) {
-            continue;
+    let view = SnapshotView::new(snapshot, &options.config);
+    let mut rows: Vec<PodRow> = view
+        .pods
+        .iter()
+        .filter_map(|(pod, facts)| view.row(pod, facts, options, now))
+        .collect();
+    rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    rows
+}
+
+/// The snapshot as the plans read it: the facts of every pod and node, the zones.
+struct SnapshotView<'a> {
+    jobs: &'a [Job],
+    pods: Vec<(&'a Pod, PodFacts)>,
+    nodes: BTreeMap<&'a str, NodeFacts>,
+    zones: BTreeMap<String, Zone>,
+}
+
+impl<'a> SnapshotView<'a> {
+    fn new(snapshot: &'a Snapshot, config: &recovery::Config) -> SnapshotView<'a> {
+        let nodes: BTreeMap<&str, NodeFacts> = snapshot
+            .nodes
+            .iter()
+            .map(|(name, node)| (name.as_str(), recovery::node_facts(node)))
+            .collect();
+        SnapshotView {
+            jobs: &snapshot.jobs,
+            pods: snapshot
+                .pods
+                .iter()
+                .map(|p| (p, recovery::pod_facts(p)))
+                .filter(|(_, facts)| recovery::is_eligible(facts, config))
+                .collect(),
+            zones: brake::zones(nodes.values()),
+            nodes,
         }
+    }
+
+    /// The pod's row, `None` when the reconciler does not track it. The plan is the
+    /// reconciler's, without its memory of the zone's last throttled release and of when nodes
+    /// became unreachable: the snapshot is judged as a settled view.
+    fn row(
+        &self,
+        pod: &Pod,
+        facts: &PodFacts,
+        options: &RenderOptions,
+        now: Timestamp,
+    ) -> Option<PodRow> {
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
         let job = pod
             .metadata
             .owner_references
             .as_deref()
             .and_then(|refs| job_owner(&namespace, refs));
-        let node = facts
-            .node_name
-            .as_deref()
-            .and_then(|n| snapshot.nodes.get(n))
-            .map(recovery::node_facts);
-        let node_state = match (&facts.node_name, &node) {
+        let node = facts.node_name.as_deref().and_then(|n| self.nodes.get(n));
+        let node_state = match (&facts.node_name, node) {
             (None, _) => NodeState::NotScheduled,
             (Some(_), None) => NodeState::Missing,
             (Some(_), Some(n)) if recovery::is_unreachable(n) => NodeState::Unreachable,
             (Some(_), Some(_)) => NodeState::Reachable,
         };
-        // The reconciler's plan, without its memory of the zone's last throttled release.
-        let facts_of = PlanFacts {
-            pod: &facts,
-            node: node.as_ref(),
-            zones: &zones,
+        let plan_facts = PlanFacts {
+            pod: facts,
+            node,
+            zones: &self.zones,
             last_release: None,
+            edges: Edges::default(),
             job: job.as_ref(),
             now,
         };
-        let mut due = None;
-        let verdict = match plan::plan(facts_of, config, &options.brake) {
-            Plan::WaitForDeadline(at) => PodVerdict::WaitingForDeadline(at),
+        let verdict = match plan::plan(plan_facts, &options.config, &options.brake) {
+            Plan::Ignore(Ignored::NotOptedIn | Ignored::NotTerminating) => return None,
             Plan::Ignore(Ignored::NotScheduled) => PodVerdict::NotScheduled,
-            // Eligible pods are opted in and terminating: only a missing node is left.
-            Plan::Ignore(_) => PodVerdict::NodeMissing,
+            Plan::Ignore(Ignored::NodeNotFound) => PodVerdict::NodeMissing,
+            Plan::WaitForDeadline(at) => PodVerdict::WaitingForDeadline(at),
             Plan::WaitForNode { .. } => PodVerdict::WaitingForNode,
-            Plan::Recover { recorded: true, .. } => PodVerdict::Recorded,
+            Plan::WaitForSettle(at) => PodVerdict::Settling(at),
             Plan::Hold { disruption, .. } => PodVerdict::Held(disruption),
+            Plan::Recover { recorded: true, .. } => PodVerdict::Recorded,
             Plan::Recover {
                 recorded: false, ..
             } => PodVerdict::DueWithoutJob,
-            Plan::AskJob { recovery: r, .. } => {
-                due = Some(DuePod {
-                    namespace: namespace.clone(),
-                    name: pod.metadata.name.clone().unwrap_or_default(),
-                    node: r.node.clone(),
-                    deadline: r.deadline,
-                });
-                // Filled in below, once every due pod of the Job is known.
-                PodVerdict::Job {
-                    gate: PodGate::NotCovered,
-                    count: 0,
-                }
+            Plan::AskJob { recovery, job, .. } => {
+                self.job_verdict(pod, &recovery, &job, options, now)
             }
         };
-        rows.push((
-            PodRow {
-                namespace,
-                name: pod.metadata.name.clone().unwrap_or_default(),
-                job,
-                node: facts.node_name.clone(),
-                node_state,
-                deadline: facts
-                    .deletion_timestamp
-                    .map(|d| recovery::deadline(d, config.grace_period)),
-                verdict,
-            },
-            due,
-        ));
+        Some(PodRow {
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            namespace,
+            job,
+            node: facts.node_name.clone(),
+            node_state,
+            deadline: facts
+                .deletion_timestamp
+                .map(|d| recovery::deadline(d, options.config.grace_period)),
+            verdict,
+        })
     }
 
-    // All due pods of a Job form one episode, as in the reconciler's `due_with_siblings`.
-    let states = job_states(snapshot);
-    let episodes = group_by_job(
-        rows.iter()
-            .filter_map(|(row, due)| due.clone().map(|d| (row.job.clone(), d))),
-    );
-    let mut decisions = BTreeMap::new();
-    for (job, pods) in &episodes.by_job {
-        let (state, suspended) = match states.get(&(job.namespace.clone(), job.name.clone())) {
-            Some((state, suspended, _)) => (state.as_ref(), *suspended),
-            None => (None, false),
+    /// The Job's step for a due pod of `job`, over the Job's due pods among the snapshot's.
+    fn job_verdict(
+        &self,
+        pod: &Pod,
+        recovery: &Recovery,
+        job: &JobKey,
+        options: &RenderOptions,
+        now: Timestamp,
+    ) -> PodVerdict {
+        let this = DuePod {
+            namespace: job.namespace.clone(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            node: recovery.node.clone(),
+            deadline: recovery.deadline,
         };
-        let view = JobView { suspended, state };
-        let decision = decide_episode(pods, view, &options.episode, now, 0.0);
-        decisions.insert(job.clone(), (decision, state.map_or(0, |s| s.count)));
-    }
-    let mut out: Vec<PodRow> = rows
-        .into_iter()
-        .map(|(mut row, due)| {
-            if let (Some(due), Some(job)) = (due, &row.job)
-                && let Some((decision, count)) = decisions.get(job)
-            {
-                row.verdict = PodVerdict::Job {
-                    gate: pod_gate(decision, &due),
-                    count: *count,
-                };
+        let known = self.pods.iter().map(|(pod, facts)| {
+            let node = facts.node_name.as_deref();
+            KnownPod {
+                meta: &pod.metadata,
+                node,
+                node_unreachable: node
+                    .and_then(|n| self.nodes.get(n))
+                    .is_some_and(recovery::is_unreachable),
+                recorded: recovery::recovery_recorded(facts),
             }
-            row
-        })
-        .collect();
-    out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    out
+        });
+        let due = episode::due_pods(this, job, known, options.config.grace_period, now);
+        let (state, view) = self.job_view(job);
+        let facts = JobFacts {
+            job: view.map(|suspended| JobView {
+                suspended,
+                state: state.as_ref(),
+                resource_version: None,
+            }),
+            due: &due,
+            now,
+            jitter: 0.0,
+        };
+        PodVerdict::Job {
+            plan: plan::plan_job(facts, &options.episode),
+            count: state.map_or(0, |s| s.count),
+        }
+    }
+
+    /// The Job's recovery state and whether it exists (`Some(spec.suspend)`). The snapshot holds
+    /// only the Jobs that carry a state: a Job not in it is taken for one without state; a Job of
+    /// that name with another uid is another Job (the pod's is gone).
+    fn job_view(&self, key: &JobKey) -> (Option<RecoveryState>, Option<bool>) {
+        let same_name = self.jobs.iter().find(|j| {
+            j.metadata.namespace.as_deref() == Some(key.namespace.as_str())
+                && j.metadata.name.as_deref() == Some(key.name.as_str())
+        });
+        match same_name {
+            None => (None, Some(false)),
+            Some(job) if job.metadata.uid.as_deref() != Some(key.uid.as_str()) => (None, None),
+            // An unreadable state counts as removed, as in the reconciler (the Jobs table says why).
+            Some(job) => (
+                RecoveryState::from_annotation(job.metadata.annotations.as_ref())
+                    .ok()
+                    .flatten(),
+                Some(job.spec.as_ref().and_then(|s| s.suspend) == Some(true)),
+            ),
+        }
+    }
 }

@@ -35,7 +35,8 @@ OVERLAY=${OVERLAY:-self-signed}
 CERT_MANAGER=${CERT_MANAGER:-v1.16.2}
 CHECK_OUTAGE=${CHECK_OUTAGE:-1}
 KEEP=${KEEP:-0}
-# Any namespace: the e2e overlay sets it with one `namespace:` line, as a platform team would.
+# Any namespace: the e2e overlay sets it with `namespace:` and the deploy/namespace transformer,
+# as docs/src/install.md tells a platform team to.
 NS=${NS:-jobgate-system}
 TEST_NS=jobgate-e2e
 RECOVERY_NS=jobgate-e2e-recovery
@@ -90,6 +91,8 @@ kind: Kustomization
 namespace: $NS
 resources:
   - ../deploy/overlays/$OVERLAY
+transformers:
+  - ../deploy/namespace
 configMapGenerator:
   - name: jobgate-kubernetes
     behavior: replace

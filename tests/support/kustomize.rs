@@ -1,11 +1,12 @@
-//! Rendering deploy/ as a user does: `kubectl kustomize`, kubectl from PATH (>= 1.35).
+//! Rendering deploy/ and the chart as a user does: `kubectl kustomize`, kubectl from PATH
+//! (>= 1.35), and helm 4 from PATH.
 
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-/// The oldest kubectl whose kustomize (v5.7) the install is tested with; `.ci/run` installs it.
+/// The oldest kubectl whose kustomize (v5.7) the install is tested with; `tests/run` installs it.
 const KUBECTL_MIN_MINOR: u32 = 35;
 
 /// `kubectl` from PATH, at least 1.[`KUBECTL_MIN_MINOR`]. Missing or older, the test fails and
@@ -18,7 +19,7 @@ pub(crate) fn kubectl() -> &'static str {
         Ok(out) => out,
         Err(e) => panic!(
             "cannot run kubectl ({e}): deploy/ is rendered with kubectl >= 1.{KUBECTL_MIN_MINOR}; \
-             run .ci/run (it installs kubectl and helm) or put one first on PATH"
+             run tests/run (it installs kubectl and helm) or put one first on PATH"
         ),
     };
     assert!(
@@ -37,7 +38,7 @@ pub(crate) fn kubectl() -> &'static str {
     assert!(
         minor >= KUBECTL_MIN_MINOR,
         "kubectl 1.{minor} is too old (kustomize differs); need >= 1.{KUBECTL_MIN_MINOR}: run \
-         .ci/run (it installs it under target/tools) or put a newer kubectl first on PATH"
+         tests/run (it installs it under target/tools) or put a newer kubectl first on PATH"
     );
     "kubectl"
 }
@@ -79,4 +80,22 @@ fn unwrap_secret_data(mut doc: Value) -> Value {
         }
     }
     doc
+}
+
+/// `helm` from PATH, version 4; missing or older, the test fails and says how to get it.
+pub(crate) fn helm() -> &'static str {
+    let out = Command::new("helm")
+        .args(["version", "--short"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run helm ({e}): run tests/run (it installs helm 4) or put helm 4 on PATH"
+            )
+        });
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && version.starts_with("v4."),
+        "helm 4 is needed, found {version:?}: run tests/run (it installs it under target/tools)"
+    );
+    "helm"
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) mod api_server;
 pub(crate) mod check_cli;
+pub(crate) mod controlplane;
 pub(crate) mod kustomize;
 
 pub(crate) struct Jobgate {

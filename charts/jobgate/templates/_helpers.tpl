@@ -1,9 +1,29 @@
-{{/* The name of every object: the release name, or <release>-jobgate when it does not say jobgate. */}}
+{{/*
+The name of every object: fullnameOverride; else the release name when it says the chart's name
+(or nameOverride); else <release>-<name>. As `helm create` writes it, Kueue's and Kyverno's too.
+*/}}
 {{- define "jobgate.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* priorityClassQuota.pods, or 2 x replicas + 4: see values.yaml. */}}
+{{- define "jobgate.quotaPods" -}}
+{{- if kindIs "invalid" .Values.priorityClassQuota.pods -}}
+{{- add (mul 2 (int .Values.replicas)) 4 -}}
+{{- else -}}
+{{- if lt (int .Values.priorityClassQuota.pods) (add (int .Values.replicas) 1) -}}
+{{- fail (printf "priorityClassQuota.pods=%v is less than replicas + 1 (%d): a rolling update could not start its surge pod" .Values.priorityClassQuota.pods (add (int .Values.replicas) 1)) -}}
+{{- end -}}
+{{- .Values.priorityClassQuota.pods -}}
 {{- end -}}
 {{- end -}}
 

@@ -1,6 +1,7 @@
 //! Property test over generated Jobs and CronJobs: the patch applies to the JSON it was computed
 //! from, every operation changes something at an allowed path, and jobgate applied to its own
 //! output patches nothing (the apiserver may call it again: `reinvocationPolicy: IfNeeded`).
+//! The strategies also generate the objects of `admission_policy`'s differential test.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -8,20 +9,20 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::job::{Config, JobObject, Kind, Operation, Review};
 
-const KEYS: [&str; 3] = [
+pub(crate) const KEYS: [&str; 3] = [
     "kueue.x-k8s.io/safe-to-forcefully-terminate",
     "kueue.x-k8s.io/safe-to-forcefully-delete",
     "example.com/odd~key",
 ];
 
 /// `None` = absent; `Some(Value::Null)` = explicit null.
-fn member(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+pub(crate) fn member(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     if let Some(v) = value {
         map.insert(key.to_string(), v);
     }
 }
 
-fn opt_in_annotations() -> impl Strategy<Value = Option<Value>> {
+pub(crate) fn opt_in_annotations() -> impl Strategy<Value = Option<Value>> {
     prop_oneof![
         Just(None),
         Just(Some(Value::Null)),
@@ -32,7 +33,7 @@ fn opt_in_annotations() -> impl Strategy<Value = Option<Value>> {
     ]
 }
 
-fn policy() -> impl Strategy<Value = Option<Value>> {
+pub(crate) fn policy() -> impl Strategy<Value = Option<Value>> {
     prop_oneof![
         Just(None),
         Just(Some(Value::Null)),
@@ -43,7 +44,7 @@ fn policy() -> impl Strategy<Value = Option<Value>> {
     ]
 }
 
-fn pod_failure_policy() -> impl Strategy<Value = Option<Value>> {
+pub(crate) fn pod_failure_policy() -> impl Strategy<Value = Option<Value>> {
     prop_oneof![
         Just(None),
         Just(Some(Value::Null)),
@@ -55,7 +56,7 @@ fn pod_failure_policy() -> impl Strategy<Value = Option<Value>> {
     ]
 }
 
-fn annotation_value() -> impl Strategy<Value = Option<&'static str>> {
+pub(crate) fn annotation_value() -> impl Strategy<Value = Option<&'static str>> {
     prop_oneof![
         4 => Just(None),
         2 => Just(Some("true")),
@@ -66,7 +67,7 @@ fn annotation_value() -> impl Strategy<Value = Option<&'static str>> {
 }
 
 /// The pod template's `metadata`: absent, null, without annotations, null annotations, or a map.
-fn template_metadata() -> impl Strategy<Value = Option<Value>> {
+pub(crate) fn template_metadata() -> impl Strategy<Value = Option<Value>> {
     let map = (
         annotation_value(),
         annotation_value(),
@@ -94,7 +95,7 @@ fn template_metadata() -> impl Strategy<Value = Option<Value>> {
     ]
 }
 
-fn job_spec() -> impl Strategy<Value = Value> {
+pub(crate) fn job_spec() -> impl Strategy<Value = Value> {
     (policy(), pod_failure_policy(), template_metadata()).prop_map(|(prp, pfp, meta)| {
         let mut template = Map::new();
         member(&mut template, "metadata", meta);
@@ -111,7 +112,7 @@ fn job_spec() -> impl Strategy<Value = Value> {
     })
 }
 
-fn metadata(annotations: Option<Value>) -> Value {
+pub(crate) fn metadata(annotations: Option<Value>) -> Value {
     let mut m = Map::new();
     m.insert("generateName".into(), json!("gen-"));
     member(&mut m, "annotations", annotations);

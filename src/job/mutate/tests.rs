@@ -11,6 +11,8 @@ const TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
 const POLICY_WARNING: &str =
     "jobgate: set spec.podReplacementPolicy=Failed because failure recovery is enabled";
+/// The pod template annotation jobgate adds to an opted-in Job is a change, so it is explained.
+const ANNOTATION_WARNING: &str = "jobgate: set spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled";
 
 /// A Job with `metadata` and `spec`, given a pod template with one container unless `spec` has one.
 fn job(metadata: Value, spec: Value) -> Value {
@@ -166,7 +168,7 @@ fn opt_in_by_job_annotation_adds_safe_to_forcefully_terminate_and_sets_failed_wi
         out.patched["spec"]["template"]["metadata"]["annotations"],
         terminate_true()
     );
-    assert_eq!(out.warnings, [POLICY_WARNING]);
+    assert_eq!(out.warnings, [POLICY_WARNING, ANNOTATION_WARNING]);
 }
 
 #[test]
@@ -180,11 +182,11 @@ fn sets_failed_when_an_explicit_terminating_or_failed_is_indistinguishable_from_
         out.ops[0],
         json!({"op": "replace", "path": "/spec/podReplacementPolicy", "value": "Failed"})
     );
-    assert_eq!(out.warnings, [POLICY_WARNING]);
+    assert_eq!(out.warnings, [POLICY_WARNING, ANNOTATION_WARNING]);
 }
 
 #[test]
-fn no_warning_when_recovery_does_not_change_the_policy() {
+fn no_policy_warning_when_recovery_does_not_change_the_policy() {
     for spec in [
         json!({"podReplacementPolicy": "Failed"}),
         // The KEP-3939 default is already Failed: defaulting, not recovery, sets it.
@@ -192,7 +194,7 @@ fn no_warning_when_recovery_does_not_change_the_policy() {
     ] {
         let object = job(enabled(), spec.clone());
         let out = create(&object, RecoveryScope::JobAnnotation);
-        assert!(out.warnings.is_empty(), "{spec}: {:?}", out.warnings);
+        assert_eq!(out.warnings, [ANNOTATION_WARNING], "{spec}");
         assert_eq!(out.patched["spec"]["podReplacementPolicy"], "Failed");
     }
 }
@@ -233,7 +235,7 @@ fn mutate_recovery_opts_in_every_job_not_annotated_disabled() {
             terminate_true(),
             "{metadata}"
         );
-        assert_eq!(out.warnings, [POLICY_WARNING]);
+        assert_eq!(out.warnings, [POLICY_WARNING, ANNOTATION_WARNING]);
     }
     let disabled =
         json!({"name": "pi", "annotations": {"jobgate.dev/failure-recovery": "disabled"}});
@@ -414,7 +416,8 @@ fn apiserver_rejects_terminating_or_failed_with_a_pod_failure_policy_so_it_is_le
     assert_eq!(
         out.warnings,
         [
-            "jobgate: left spec.podReplacementPolicy=TerminatingOrFailed unchanged although failure recovery is enabled: with spec.podFailurePolicy set, the apiserver accepts only Failed"
+            "jobgate: left spec.podReplacementPolicy=TerminatingOrFailed unchanged although failure recovery is enabled: with spec.podFailurePolicy set, the apiserver accepts only Failed",
+            ANNOTATION_WARNING
         ]
     );
 }
@@ -424,7 +427,7 @@ fn recovery_leaves_an_explicit_empty_policy_for_the_apiserver_to_reject() {
     let object = job(enabled(), json!({"podReplacementPolicy": ""}));
     let out = create(&object, RecoveryScope::JobAnnotation);
     assert_eq!(out.patched["spec"]["podReplacementPolicy"], "");
-    assert!(out.warnings.is_empty());
+    assert_eq!(out.warnings, [ANNOTATION_WARNING]);
 }
 
 #[test]
@@ -445,7 +448,8 @@ fn cron_job_is_mutated_through_spec_job_template_spec_and_opts_in_by_the_job_tem
     assert_eq!(
         out.warnings,
         [
-            "jobgate: set spec.jobTemplate.spec.podReplacementPolicy=Failed because failure recovery is enabled"
+            "jobgate: set spec.jobTemplate.spec.podReplacementPolicy=Failed because failure recovery is enabled",
+            "jobgate: set spec.jobTemplate.spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled"
         ]
     );
     // The Job the CronJob controller creates from this template is already mutated.
@@ -472,7 +476,8 @@ fn cron_job_own_annotation_is_not_inherited_by_its_jobs_so_it_is_ignored_with_a_
         out.warnings,
         [
             r#"jobgate: ignored metadata.annotations[jobgate.dev/failure-recovery]="disabled" on the CronJob: its Jobs do not inherit it; set it in spec.jobTemplate.metadata.annotations"#,
-            "jobgate: set spec.jobTemplate.spec.podReplacementPolicy=Failed because failure recovery is enabled"
+            "jobgate: set spec.jobTemplate.spec.podReplacementPolicy=Failed because failure recovery is enabled",
+            "jobgate: set spec.jobTemplate.spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled"
         ]
     );
     // The same value on both: no warning, the template's value decides.
@@ -723,7 +728,8 @@ fn job_pod_replacement_policy_gate_off_leaves_the_field_alone() {
         out.warnings,
         vec![
             "jobgate: left spec.podReplacementPolicy unchanged although failure recovery is enabled: \
-              the cluster's JobPodReplacementPolicy feature gate is off, so the apiserver drops the field"
+              the cluster's JobPodReplacementPolicy feature gate is off, so the apiserver drops the field",
+            ANNOTATION_WARNING
         ]
     );
     // With the gate on (its 1.33 default) the same Job gets Failed.
@@ -739,5 +745,5 @@ fn job_pod_replacement_policy_gate_off_leaves_the_field_alone() {
         &on,
     );
     assert_eq!(out.patched["spec"]["podReplacementPolicy"], "Failed");
-    assert_eq!(out.warnings, vec![POLICY_WARNING]);
+    assert_eq!(out.warnings, vec![POLICY_WARNING, ANNOTATION_WARNING]);
 }

@@ -916,11 +916,12 @@ fn on_every_release(new: &JobObject, old: &JobObject) -> Vec<Vec<String>> {
 const TEMPLATE_IMMUTABLE: &str = "spec.template: Invalid value: field is immutable";
 
 /// KEP-5440 (MutablePodResourcesForSuspendedJobs, alpha in 1.35, beta and on from 1.36): a queue
-/// controller may resize a suspended Job's containers before it starts. 1.35 and 1.36 admit
-/// that only with the `JobSuspended` condition (kubernetes#132441, #136077), which a Job that
-/// never started does not have; 1.37 admits it once no pod is active.
+/// controller may resize a suspended Job's containers before it starts. 1.35 (v1.35.4) admits
+/// that only with the `JobSuspended` condition (kubernetes#132441), which a Job that never
+/// started does not have; 1.36 (v1.36.3; not v1.36.1, kubernetes#136077, #139287) and later admit
+/// it once no pod is active.
 #[test]
-fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
+fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_36() {
     let old = stored(json!({"suspend": true}));
     let new = stored(resized());
     let immutable = vec![TEMPLATE_IMMUTABLE.to_string()];
@@ -930,7 +931,8 @@ fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
             immutable.clone(),
             immutable.clone(),
             immutable.clone(),
-            immutable.clone(),
+            vec![],
+            vec![],
             vec![]
         ]
     );
@@ -954,29 +956,40 @@ fn kep_5440_resources_of_a_suspended_job_that_never_started_change_from_1_37() {
     );
     assert_eq!(validate_job_update(&new, &fully_suspended, &alpha), vec![]);
     // A 1.37 cluster that turned the beta gate off does not.
-    let off = Cluster::with_gates(
-        KubernetesVersion::V1_37,
-        &[(FeatureGate::MutablePodResourcesForSuspendedJobs, false)].into(),
-    )
-    .unwrap();
     assert_eq!(
-        validate_job_update(&new, &old, &off)
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>(),
+        update_errors_with_resources_gate(KubernetesVersion::V1_37, false, &new, &old),
         vec![TEMPLATE_IMMUTABLE]
     );
 }
 
-/// 1.37: both KEP-5440 relaxations need `status.active == 0`, also for a Job that never
-/// started; before, such a Job could always change its scheduling directives.
+/// The UPDATE rules of `version` with `MutablePodResourcesForSuspendedJobs` set to `on`.
+fn update_errors_with_resources_gate(
+    version: KubernetesVersion,
+    on: bool,
+    new: &JobObject,
+    old: &JobObject,
+) -> Vec<String> {
+    let cluster = Cluster::with_gates(
+        version,
+        &[(FeatureGate::MutablePodResourcesForSuspendedJobs, on)].into(),
+    )
+    .unwrap();
+    validate_job_update(new, old, &cluster)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// From 1.36 (gates on by default): both KEP-5440 relaxations need `status.active == 0`, also
+/// for a Job that never started; on 1.33-1.35's defaults such a Job could always change its
+/// scheduling directives.
 #[test]
-fn kep_5440_from_1_37_no_active_pods_also_before_the_job_started() {
+fn kep_5440_from_1_36_no_active_pods_also_before_the_job_started() {
     let old = stored_with_status(json!({"suspend": true}), json!({"active": 1}));
     let moved =
         stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
-    let mut expected = vec![Vec::<String>::new(); 4];
-    expected.push(vec![TEMPLATE_IMMUTABLE.to_string()]);
+    let mut expected = vec![Vec::<String>::new(); 3];
+    expected.extend(vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 3]);
     assert_eq!(on_every_release(&moved, &old), expected);
 }
 
@@ -1045,12 +1058,36 @@ fn update_template_quantities_compare_by_value_on_every_release() {
     respelled["parallelism"] = json!(2);
     assert_eq!(
         on_every_release(&stored(respelled), &old),
-        vec![Vec::<String>::new(); 5]
+        vec![Vec::<String>::new(); 6]
     );
     let changed = with("1G", json!("500m"), "512Mi");
     assert_eq!(
         on_every_release(&stored(changed), &old),
-        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 5]
+        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 6]
+    );
+}
+
+/// kubernetes#140459: a 1.38 apiserver writes `cpu: 1000E` as `1e21` (1.33-1.37 wrote `1`), so
+/// the old and new templates of an UPDATE may spell one value past 10^18 both ways; the
+/// immutability check compares the values.
+#[test]
+fn kubernetes_140459_template_quantities_past_1e18_compare_by_value() {
+    let running = json!({"startTime": "2026-11-01T00:00:00Z", "active": 1});
+    let with = |cpu: &str| {
+        json!({"template": {"spec": {"containers": [{"name": "main", "image": "busybox",
+            "resources": {"limits": {"cpu": cpu}}}]}}})
+    };
+    let old = stored_with_status(with("1e21"), running);
+    for same in ["1000E", "1000000000000000000000", "1E21"] {
+        assert_eq!(
+            update_errors_on(KubernetesVersion::V1_38, &stored(with(same)), &old),
+            Vec::<String>::new(),
+            "{same}"
+        );
+    }
+    assert_eq!(
+        update_errors_on(KubernetesVersion::V1_38, &stored(with("1")), &old),
+        vec![TEMPLATE_IMMUTABLE]
     );
 }
 
@@ -1072,6 +1109,7 @@ fn kep_5440_a_started_job_suspended_with_no_active_pods_changes_from_1_36() {
             immutable.clone(),
             immutable.clone(),
             vec![],
+            vec![],
             vec![]
         ]
     );
@@ -1081,6 +1119,7 @@ fn kep_5440_a_started_job_suspended_with_no_active_pods_changes_from_1_36() {
             immutable.clone(),
             immutable.clone(),
             immutable.clone(),
+            vec![],
             vec![],
             vec![]
         ]
@@ -1110,7 +1149,13 @@ fn upstream_job_resuming_but_job_suspended_condition_still_true_resource_updates
     let new = stored(resumed_and_resized);
     assert_eq!(
         on_every_release(&new, &old),
-        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 5]
+        vec![vec![TEMPLATE_IMMUTABLE.to_string()]; 6]
+    );
+    // v1.35.4 sets `AllowMutablePodResources` from the condition alone, but
+    // `validatePodTemplateUpdate` reads `spec.suspend` itself: the verdict is the same.
+    assert_eq!(
+        update_errors_with_resources_gate(KubernetesVersion::V1_35, true, &new, &old),
+        vec![TEMPLATE_IMMUTABLE]
     );
 }
 
@@ -1135,6 +1180,7 @@ fn kep_5440_resize_and_resume_in_one_update() {
             immutable.clone(),
             immutable,
             vec![],
+            vec![],
             vec![]
         ]
     );
@@ -1149,7 +1195,7 @@ fn kubernetes_139287_scheduling_directives_before_the_suspended_condition() {
         stored(json!({"suspend": true, "template": {"spec": {"nodeSelector": {"pool": "b"}}}}));
     assert_eq!(
         on_every_release(&moved, &old),
-        vec![Vec::<String>::new(); 5]
+        vec![Vec::<String>::new(); 6]
     );
 }
 

@@ -9,9 +9,9 @@ fn gates(list: &[(FeatureGate, bool)]) -> BTreeMap<FeatureGate, bool> {
 }
 
 #[test]
-fn versions_1_33_to_1_37_parse_and_print_as_major_minor() {
+fn versions_1_33_to_1_38_parse_and_print_as_major_minor() {
     let all: Vec<String> = KubernetesVersion::all().map(|v| v.to_string()).collect();
-    assert_eq!(all, ["1.33", "1.34", "1.35", "1.36", "1.37"]);
+    assert_eq!(all, ["1.33", "1.34", "1.35", "1.36", "1.37", "1.38"]);
     assert_eq!(v("v1.36"), KubernetesVersion::V1_36);
     assert_eq!(v(" 1.33 "), KubernetesVersion::V1_33);
     // As `kubectl version` prints a server: patch, and a semver pre-release or build suffix.
@@ -24,15 +24,17 @@ fn versions_1_33_to_1_37_parse_and_print_as_major_minor() {
     ] {
         assert_eq!(v(printed), KubernetesVersion::V1_35, "{printed}");
     }
-    assert_eq!(KubernetesVersion::default(), KubernetesVersion::V1_37);
+    assert_eq!(v("v1.38.0"), KubernetesVersion::V1_38);
+    assert_eq!(KubernetesVersion::default(), KubernetesVersion::V1_38);
 }
 
 #[test]
-fn versions_outside_the_range_or_not_major_minor_are_errors_naming_the_range() {
+fn versions_older_than_1_33_or_not_major_minor_are_errors_naming_the_range() {
     for bad in [
         "1.32",
-        "1.38",
+        "1.0",
         "2.35",
+        "0.38",
         "1.36.x",
         "1.36.",
         "1.36.2.1",
@@ -46,14 +48,52 @@ fn versions_outside_the_range_or_not_major_minor_are_errors_naming_the_range() {
         "v",
         "1.036",
         "1.-1",
-        "v1.38.0",
+        "1.1000",
+        "v1.039.0",
     ] {
         let e = KubernetesVersion::parse(bad).unwrap_err();
         assert!(
-            e.contains("expected MAJOR.MINOR[.PATCH] from 1.33 to 1.37"),
+            e.contains(
+                "expected MAJOR.MINOR[.PATCH], 1.33 or newer (jobgate knows the rules of 1.33 to \
+                 1.38; a newer release is judged with 1.38's)"
+            ),
             "{bad:?}: {e}"
         );
     }
+}
+
+/// A cluster upgraded past what jobgate knows is never refused: its release is kept for what
+/// jobgate says about it, and the newest known rules judge it.
+#[test]
+fn a_release_newer_than_known_is_accepted_and_judged_with_the_newest_rules() {
+    for printed in ["1.39", "v1.39.0", "v1.39.2-eks-1d9b4d9", "1.40", "1.999"] {
+        let newer = v(printed);
+        assert!(!newer.is_known(), "{printed}");
+        assert_eq!(newer.rules(), KubernetesVersion::V1_38, "{printed}");
+        let cluster = Cluster::new(newer);
+        assert_eq!(cluster.release(), newer);
+        assert_eq!(cluster.version(), KubernetesVersion::V1_38);
+    }
+    assert_eq!(
+        v("1.39").newer_release_note().as_deref(),
+        Some(
+            "Kubernetes 1.39 is newer than the releases jobgate knows (1.33 to 1.38): judging \
+             with 1.38's rules"
+        )
+    );
+    for known in KubernetesVersion::all() {
+        assert!(known.is_known());
+        assert_eq!(known.rules(), known);
+        assert_eq!(known.newer_release_note(), None);
+    }
+    // The gates of the newest known release, and what it forbids.
+    let newer = Cluster::new(v("1.39"));
+    assert!(newer.enabled(FeatureGate::MutablePodResourcesForSuspendedJobs));
+    assert_eq!(
+        Cluster::with_gates(v("1.39"), &gates(&[(FeatureGate::JobManagedBy, true)])).unwrap_err(),
+        "unrecognized feature gate: JobManagedBy (not a gate of Kubernetes 1.38, the newest \
+         release jobgate knows)"
+    );
 }
 
 /// kube_features.go per release (versioned feature specs): alpha gates default off, beta on,
@@ -68,6 +108,7 @@ fn default_gates_follow_each_release() {
         ("1.35", true, false, false),
         ("1.36", true, true, true),
         ("1.37", true, true, true),
+        ("1.38", true, true, true),
     ];
     for (release, prp, res, sched) in expect {
         let c = Cluster::new(v(release));
@@ -82,10 +123,126 @@ fn default_gates_follow_each_release() {
             sched,
             "{release}"
         );
+        // GA, then removed: on either way.
         for locked in [JobBackoffLimitPerIndex, JobSuccessPolicy, JobManagedBy] {
             assert!(c.enabled(locked), "{release} {locked}");
         }
+        assert!(!c.enabled(WorkloadWithJob), "{release}");
     }
+}
+
+/// kubernetes#138759 removed the GA gates of KEP-3850, KEP-3998 and KEP-3939 from 1.37: v1.37.2's
+/// `kube_features.go` lists none of them and its `strategy.go` no longer drops
+/// `spec.successPolicy`. A 1.37 kube-apiserver refuses `--feature-gates=JobSuccessPolicy=...`
+/// as unrecognized, whatever the value; 1.33-1.36 have it locked to true.
+#[test]
+fn kubernetes_138759_job_success_policy_removed_in_1_37() {
+    use FeatureGate::*;
+    for release in [KubernetesVersion::V1_37, KubernetesVersion::V1_38] {
+        for removed in [
+            JobSuccessPolicy,
+            JobBackoffLimitPerIndex,
+            JobPodReplacementPolicy,
+        ] {
+            for value in [true, false] {
+                assert_eq!(
+                    Cluster::with_gates(release, &gates(&[(removed, value)])).unwrap_err(),
+                    format!(
+                        "unrecognized feature gate: {removed} (not a gate of Kubernetes {release})"
+                    )
+                );
+            }
+            // The feature stays: removed after GA.
+            assert!(
+                Cluster::new(release).enabled(removed),
+                "{release} {removed}"
+            );
+        }
+    }
+    for release in ["1.33", "1.34", "1.35", "1.36"] {
+        let r = v(release);
+        assert!(Cluster::with_gates(r, &gates(&[(JobSuccessPolicy, true)])).is_ok());
+        assert_eq!(
+            Cluster::with_gates(r, &gates(&[(JobSuccessPolicy, false)])).unwrap_err(),
+            format!(
+                "cannot set feature gate JobSuccessPolicy to false, feature is locked to true (Kubernetes {release})"
+            )
+        );
+    }
+}
+
+/// kubernetes#141717 (merged 2026-08-31) drops the `JobManagedBy` gate, GA and locked since 1.35,
+/// from 1.38. NOT CONFIRMED against served code: the newest `k8s.io/kubernetes` tag the Go
+/// module proxy serves, v1.38.0-alpha.0 (2026-08-06), predates the PR and still lists the gate.
+/// jobgate follows the PR: on 1.38 the gate is unrecognized and `managedBy` always on.
+#[test]
+fn kubernetes_141717_job_managed_by_removed_in_1_38() {
+    use FeatureGate::*;
+    for value in [true, false] {
+        assert_eq!(
+            Cluster::with_gates(KubernetesVersion::V1_38, &gates(&[(JobManagedBy, value)]))
+                .unwrap_err(),
+            "unrecognized feature gate: JobManagedBy (not a gate of Kubernetes 1.38)"
+        );
+    }
+    assert!(Cluster::new(KubernetesVersion::V1_38).enabled(JobManagedBy));
+    // 1.35-1.37: GA and locked; 1.33-1.34: beta, on.
+    for release in ["1.35", "1.36", "1.37"] {
+        assert!(Cluster::with_gates(v(release), &gates(&[(JobManagedBy, true)])).is_ok());
+        assert!(Cluster::with_gates(v(release), &gates(&[(JobManagedBy, false)])).is_err());
+    }
+    let off = Cluster::with_gates(KubernetesVersion::V1_34, &gates(&[(JobManagedBy, false)]));
+    assert!(!off.unwrap().enabled(JobManagedBy));
+}
+
+/// KEP-5440's gates were proposed for GA (locked) in 1.38 (kubernetes#141784, held in
+/// September). The code the Go module proxy serves for 1.38 (v1.38.0-alpha.0) has both still
+/// beta and on by default, so a 1.38 cluster may turn either off, as in 1.36 and 1.37. Were they
+/// locked, jobgate would accept a `=false` the apiserver refuses at start-up: a configuration
+/// jobgate takes that the cluster cannot run, never a stricter verdict.
+#[test]
+fn kubernetes_141784_kep_5440_gates_are_still_beta_in_1_38() {
+    use FeatureGate::*;
+    for gate in [
+        MutablePodResourcesForSuspendedJobs,
+        MutableSchedulingDirectivesForSuspendedJobs,
+    ] {
+        assert!(Cluster::new(KubernetesVersion::V1_38).enabled(gate));
+        let off = Cluster::with_gates(KubernetesVersion::V1_38, &gates(&[(gate, false)])).unwrap();
+        assert!(!off.enabled(gate), "{gate}");
+    }
+}
+
+/// KEP-5547's gate: alpha (off) from 1.36 (the Job controller's workload scheduling), the
+/// `spec.scheduling` field it guards from 1.37; still alpha in v1.37.2 and v1.38.0-alpha.0.
+#[test]
+fn kep_5547_workload_with_job_is_an_alpha_gate_from_1_36() {
+    use FeatureGate::*;
+    for release in ["1.33", "1.34", "1.35"] {
+        assert_eq!(
+            Cluster::with_gates(v(release), &gates(&[(WorkloadWithJob, true)])).unwrap_err(),
+            format!(
+                "unrecognized feature gate: WorkloadWithJob (not a gate of Kubernetes {release})"
+            )
+        );
+        assert!(!Cluster::new(v(release)).enabled(WorkloadWithJob));
+    }
+    for release in ["1.36", "1.37", "1.38"] {
+        assert!(!Cluster::new(v(release)).enabled(WorkloadWithJob));
+        let on = Cluster::with_gates(v(release), &gates(&[(WorkloadWithJob, true)])).unwrap();
+        assert!(on.enabled(WorkloadWithJob), "{release}");
+    }
+}
+
+/// `admissionregistration.k8s.io/v1` MutatingAdmissionPolicy is served by default from 1.36,
+/// when its gate went GA (k8s.io/apiserver `kube_features.go`).
+#[test]
+fn mutating_admission_policy_v1_is_served_from_1_36() {
+    let served: Vec<bool> = KubernetesVersion::all()
+        .map(KubernetesVersion::serves_mutating_admission_policy_v1)
+        .collect();
+    assert_eq!(served, [false, false, false, true, true, true]);
+    assert!(v("1.39").serves_mutating_admission_policy_v1());
 }
 
 #[test]
@@ -136,18 +293,6 @@ fn gates_a_release_does_not_have_or_has_locked_are_rejected() {
         e,
         "cannot set feature gate JobPodReplacementPolicy to false, feature is locked to true (Kubernetes 1.34)"
     );
-    // Gates removed in 1.37 (kubernetes#138759) are unknown to a 1.37 apiserver, which refuses
-    // them (`unrecognized feature gate: %s`, component-base `featuregate`), whatever the value.
-    for removed in [JobPodReplacementPolicy, JobBackoffLimitPerIndex] {
-        for value in [true, false] {
-            let e = Cluster::with_gates(KubernetesVersion::V1_37, &gates(&[(removed, value)]))
-                .unwrap_err();
-            assert_eq!(
-                e,
-                format!("unrecognized feature gate: {removed} (not a gate of Kubernetes 1.37)")
-            );
-        }
-    }
     // Setting a GA gate to true is allowed, as kube-apiserver allows it.
     assert!(
         Cluster::with_gates(
@@ -199,7 +344,7 @@ fn values_print_as_go_syntax_before_1_34_and_as_json_from_1_34() {
         .map(|v| Cluster::new(v).value_style())
         .collect();
     use ValueStyle::*;
-    assert_eq!(styles, [GoSyntax, Json, Json, Json, Json]);
+    assert_eq!(styles, [GoSyntax, Json, Json, Json, Json, Json]);
 }
 
 #[test]
@@ -207,24 +352,22 @@ fn cron_job_templates_get_the_condition_status_default_from_1_34() {
     let on: Vec<bool> = KubernetesVersion::all()
         .map(|v| Cluster::new(v).defaults_cron_job_pod_condition_status())
         .collect();
-    assert_eq!(on, [false, true, true, true, true]);
+    assert_eq!(on, [false, true, true, true, true, true]);
 }
 
 /// The oracle: `validationOptionsForJob` (pkg/registry/batch/job/strategy.go), release by
-/// release, written from the PRs rather than from `template_update_options`.
+/// release, written from the served code rather than from `template_update_options`.
 fn expected(cluster: &Cluster, old: &OldJobState) -> TemplateUpdateOptions {
     use FeatureGate::*;
     let (s, ns) = (old.suspended, !old.started);
     let (c, a0) = (old.suspended_condition, old.active == 0);
-    // 1.27-1.34; with MutableSchedulingDirectivesForSuspendedJobs off in 1.35+.
+    // v1.33.13-v1.37.2 with MutableSchedulingDirectivesForSuspendedJobs off.
     let classic = s && ns;
-    let (scheduling, resources) = if cluster.version() >= KubernetesVersion::V1_37 {
-        // 1.37: `active == 0` for both relaxations, never-started Jobs included.
-        (s && a0 && (ns || c), s && a0 && (ns || c))
-    } else {
-        // Scheduling: kubernetes#135104 and #139287 (1.36.2+, the permissive patch form).
-        // Resources: kubernetes#132441, #136077 (the JobSuspended condition, no active pods).
-        (s && (ns || (c && a0)), s && c && a0)
+    let (scheduling, resources) = match cluster.version().minor() {
+        // v1.35.4: `suspended && cond && active == 0`, and `cond && active == 0`.
+        35 => (s && c && a0, c && a0),
+        // v1.36.3, v1.37.2 `shouldAllowMutablePodTemplate`.
+        _ => (s && (ns || c) && a0, s && (ns || c) && a0),
     };
     TemplateUpdateOptions {
         allow_mutable_scheduling_directives: if cluster
@@ -237,6 +380,53 @@ fn expected(cluster: &Cluster, old: &OldJobState) -> TemplateUpdateOptions {
         allow_mutable_pod_resources: cluster.enabled(MutablePodResourcesForSuspendedJobs)
             && resources,
     }
+}
+
+/// v1.35.4 reads neither `spec.suspend` for resources nor `notStarted` for scheduling directives
+/// once a gate is on: a Job being resumed whose `Suspended` condition is still true gets
+/// `AllowMutablePodResources` (kubernetes#136077 added `suspended` in 1.36;
+/// `validatePodTemplateUpdate` still compares a Job that is not suspended whole), and a suspended
+/// Job that never started may not change its scheduling directives.
+#[test]
+fn on_1_35_the_alpha_gates_read_the_suspended_condition_alone() {
+    use FeatureGate::*;
+    let both = Cluster::with_gates(
+        KubernetesVersion::V1_35,
+        &gates(&[
+            (MutablePodResourcesForSuspendedJobs, true),
+            (MutableSchedulingDirectivesForSuspendedJobs, true),
+        ]),
+    )
+    .unwrap();
+    let resuming = OldJobState {
+        suspended: false,
+        started: true,
+        suspended_condition: true,
+        active: 0,
+    };
+    assert!(
+        both.template_update_options(&resuming)
+            .allow_mutable_pod_resources
+    );
+    assert!(
+        !Cluster::new(KubernetesVersion::V1_36)
+            .template_update_options(&resuming)
+            .allow_mutable_pod_resources
+    );
+    let never_started = OldJobState {
+        suspended: true,
+        ..OldJobState::default()
+    };
+    assert!(
+        !both
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
+    );
+    assert!(
+        Cluster::new(KubernetesVersion::V1_35)
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
+    );
 }
 
 /// Every release × every override of the two KEP-5440 gates × every old-Job state that the
@@ -282,14 +472,15 @@ fn template_update_options_over_every_release_gate_and_old_job_state() {
             }
         }
     }
-    // 1.33/1.34: defaults only; 1.35-1.37: 9 gate settings each; 24 old-Job states.
-    assert_eq!(states, (2 + 3 * 9) * 24);
+    // 1.33/1.34: defaults only; 1.35-1.38: 9 gate settings each; 24 old-Job states.
+    assert_eq!(states, (2 + 4 * 9) * 24);
 }
 
-/// 1.35/1.36 read the `JobSuspended` condition for resources (kubernetes#132441, #136077), which a
-/// Job that never started does not have; 1.37 admits it once no pod is active.
+/// 1.35 (alpha, off) reads the `JobSuspended` condition for resources (kubernetes#132441), which
+/// a Job that never started does not have; from 1.36 (v1.36.3, v1.37.2, v1.38.0-alpha.0) a
+/// suspended Job that never started may change them once no pod is active.
 #[test]
-fn a_never_started_suspended_job_may_change_resources_from_1_37_only() {
+fn a_never_started_suspended_job_may_change_resources_from_1_36() {
     let old = OldJobState {
         suspended: true,
         ..OldJobState::default()
@@ -301,14 +492,25 @@ fn a_never_started_suspended_job_may_change_resources_from_1_37_only() {
                 .allow_mutable_pod_resources
         })
         .collect();
-    assert_eq!(allowed, [false, false, false, false, true]);
+    assert_eq!(allowed, [false, false, false, true, true, true]);
+    // 1.35 with the alpha gate on: not without the condition.
+    let alpha = Cluster::with_gates(
+        KubernetesVersion::V1_35,
+        &gates(&[(FeatureGate::MutablePodResourcesForSuspendedJobs, true)]),
+    )
+    .unwrap();
+    assert!(
+        !alpha
+            .template_update_options(&old)
+            .allow_mutable_pod_resources
+    );
 }
 
-/// 1.37 requires `status.active == 0` for both KEP-5440 relaxations, also before the Job
-/// started; before 1.37 a suspended Job that never started could change its scheduling
-/// directives whatever `status.active` said.
+/// With its gates on by default (1.36 on), both KEP-5440 relaxations require `status.active ==
+/// 0`, also before the Job started; on 1.33-1.35's defaults a suspended Job that never started
+/// could change its scheduling directives whatever `status.active` said.
 #[test]
-fn from_1_37_both_relaxations_require_no_active_pods_even_before_the_job_started() {
+fn from_1_36_both_relaxations_require_no_active_pods_even_before_the_job_started() {
     let old = OldJobState {
         suspended: true,
         active: 1,
@@ -329,7 +531,8 @@ fn from_1_37_both_relaxations_require_no_active_pods_even_before_the_job_started
             (true, false),
             (true, false),
             (true, false),
-            (true, false),
+            (false, false),
+            (false, false),
             (false, false)
         ]
     );
@@ -350,7 +553,7 @@ fn a_started_job_suspended_with_no_active_pods_may_change_scheduling_from_1_36()
                 .allow_mutable_scheduling_directives
         })
         .collect();
-    assert_eq!(allowed, [false, false, false, true, true]);
+    assert_eq!(allowed, [false, false, false, true, true, true]);
     // Pods still running: not yet.
     let running = OldJobState { active: 2, ..old };
     assert!(

@@ -1,7 +1,8 @@
 use super::*;
 use crate::reconciler::metrics::RecoveryMetrics;
 use crate::recovery::backoff::Backoff;
-use crate::recovery::episode::LimitExceeded;
+use crate::recovery::episode::{DuePod, EpisodeConfig, JobDue, LimitExceeded, limit_note};
+use crate::recovery::plan::{JobFacts, JobPlan, plan_job};
 use crate::runtime::Leadership;
 use crate::runtime::scripted::{Exchange, exchange, mock, serve};
 
@@ -125,7 +126,7 @@ fn any_event(status_code: u16) -> Exchange {
 /// goes on (a retry would not post it again anyway).
 #[tokio::test]
 async fn a_failed_event_does_not_fail_the_episode() {
-    let start = run(
+    let (plan, recorded) = run(
         vec![
             get_job(job_json("100", None, false)),
             patch_job(Value::Null, 200, job_json("101", None, false)),
@@ -136,24 +137,43 @@ async fn a_failed_event_does_not_fail_the_episode() {
     )
     .await
     .unwrap();
-    assert!(matches!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::Recover { .. },
-            ..
-        }
-    ));
+    assert!(matches!(plan, JobPlan::Start(_)), "{plan:?}");
+    assert_eq!(recorded, Some(Recorded::Written));
+}
+
+/// The Job's step as a reconcile takes it: read the Job, plan the step over the Job's due pods
+/// (the first of `due()` at hand), write what the plan records.
+async fn step(
+    client: &Client,
+    writer: &Writer,
+    config: EpisodeConfig,
+    now: Timestamp,
+) -> Result<(JobPlan, Option<Recorded>), JobStateError> {
+    let read = read_job(client, &key()).await?;
+    let due = JobDue::new(due()[0].clone(), due());
+    let facts = JobFacts {
+        job: read.as_ref().map(ReadJob::view),
+        due: &due,
+        now,
+        jitter: 0.0,
+    };
+    let plan = plan_job(facts, &config);
+    let recorded = match plan.record() {
+        Some(r) => Some(record(client, writer, &key(), r, now).await?),
+        None => None,
+    };
+    Ok((plan, recorded))
 }
 
 async fn run(
     script: Vec<Exchange>,
     config: EpisodeConfig,
     now: Timestamp,
-) -> Result<EpisodeStart, JobStateError> {
+) -> Result<(JobPlan, Option<Recorded>), JobStateError> {
     let (client, handle) = mock();
     let server = tokio::spawn(serve(handle, script));
     let writer = writer(client.clone(), false);
-    let result = begin_episode(&client, &writer, &key(), &due(), &config, now, 0.0).await;
+    let result = step(&client, &writer, config, now).await;
     tokio::time::timeout(std::time::Duration::from_secs(5), server)
         .await
         .expect("script not finished")
@@ -171,17 +191,6 @@ fn first_state() -> RecoveryState {
     }
 }
 
-fn job_ref() -> ObjectReference {
-    ObjectReference {
-        api_version: Some("batch/v1".into()),
-        kind: Some("Job".into()),
-        name: Some("train".into()),
-        namespace: Some("team-a".into()),
-        uid: Some("uid-train".into()),
-        ..Default::default()
-    }
-}
-
 /// docs/src/recovery-backoff.md: the state is "written with optimistic concurrency": a merge patch carrying the
 /// resourceVersion that was read; then "a Normal event on the Job per episode naming the pods
 /// and nodes".
@@ -192,7 +201,7 @@ async fn first_episode_writes_the_state_then_posts_a_normal_event_naming_pods_an
         "resourceVersion": "100",
         "annotations": {RECOVERY_STATE_ANNOTATION: first_state().to_annotation()},
     }});
-    let start = run(
+    let step = run(
         vec![
             get_job(job_json("100", None, false)),
             patch_job(
@@ -225,21 +234,24 @@ async fn first_episode_writes_the_state_then_posts_a_normal_event_naming_pods_an
     .await
     .unwrap();
     assert_eq!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::Recover {
+        step,
+        (
+            JobPlan::Start(JobRecord {
+                resource_version: Some("100".into()),
+                state: first_state(),
+                suspend: false,
+                deactivate_workload: false,
+                event: JobEvent::Episode,
                 pods: due(),
-                new_state: first_state(),
-                reset: false,
-            },
-            job: job_ref(),
-        }
+            }),
+            Some(Recorded::Written)
+        )
     );
 }
 
 /// KEP-6757 and KEP-1282: "Conflict ... retry; never act on stale data": a 409 on the state
-/// write ends the pass with `Conflict` (nothing more is written or posted, no retry here: the
-/// reconcile's one retry level re-reads the pod); the next pass decides again from the fresh
+/// write ends the step with a conflict (nothing more is written or posted, no retry here: the
+/// reconcile's error policy reads again); the next pass decides again from the fresh
 /// state. Here another writer recorded an episode (on another node), so the pods now wait for
 /// its requeueAt and nothing is written.
 #[tokio::test]
@@ -264,9 +276,11 @@ async fn conflict_ends_the_pass_and_the_next_decides_from_fresh_state() {
         EpisodeConfig::default(),
         now,
     )
-    .await
-    .unwrap();
-    assert_eq!(first, EpisodeStart::Conflict);
+    .await;
+    assert!(
+        matches!(first, Err(JobStateError::Conflict { .. })),
+        "{first:?}"
+    );
     let next = run(
         vec![get_job(job_json("101", Some(&theirs), false))],
         EpisodeConfig::default(),
@@ -274,13 +288,7 @@ async fn conflict_ends_the_pass_and_the_next_decides_from_fresh_state() {
     )
     .await
     .unwrap();
-    assert_eq!(
-        next,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z")),
-            job: job_ref(),
-        }
-    );
+    assert_eq!(next, (JobPlan::Backoff(ts("2026-11-21T19:41:00Z")), None));
 }
 
 #[tokio::test]
@@ -300,9 +308,11 @@ async fn after_a_conflict_the_next_pass_writes_against_the_new_resource_version(
         EpisodeConfig::default(),
         now,
     )
-    .await
-    .unwrap();
-    assert_eq!(first, EpisodeStart::Conflict);
+    .await;
+    assert!(
+        matches!(first, Err(JobStateError::Conflict { .. })),
+        "{first:?}"
+    );
     let next = run(
         vec![
             get_job(job_json("105", None, false)),
@@ -318,13 +328,10 @@ async fn after_a_conflict_the_next_pass_writes_against_the_new_resource_version(
     )
     .await
     .unwrap();
-    assert!(matches!(
-        next,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::Recover { .. },
-            ..
-        }
-    ));
+    assert!(
+        matches!(next, (JobPlan::Start(_), Some(Recorded::Written))),
+        "{next:?}"
+    );
 }
 
 /// docs/src/recovery-backoff.md: "with --on-recovery-limit=suspend also sets spec.suspend: true" and "emits
@@ -367,7 +374,7 @@ async fn limit_with_suspend_patches_state_and_spec_suspend_then_posts_the_warnin
         "reportingController": "jobgate.dev/reconciler",
         "reportingInstance": "jobgate-7d9f-abcde",
     });
-    let start = run(
+    let (plan, written) = run(
         vec![
             get_job(job_json("200", Some(&first_state()), false)),
             patch_job(expected_patch, 200, job_json("201", Some(&recorded), true)),
@@ -378,16 +385,12 @@ async fn limit_with_suspend_patches_state_and_spec_suspend_then_posts_the_warnin
     )
     .await
     .unwrap();
-    assert_eq!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::LimitExceeded {
-                suspend: true,
-                new_state: Some(recorded),
-            },
-            job: job_ref(),
-        }
-    );
+    let Some(record) = plan.record() else {
+        panic!("the limit is news: {plan:?}");
+    };
+    assert!(record.suspend);
+    assert_eq!(record.state, recorded);
+    assert_eq!(written, Some(Recorded::Written));
 }
 
 /// The Workload list at `version`, selected by the Job's UID label.
@@ -447,7 +450,7 @@ async fn limit_with_deactivate_workload_deactivates_the_jobs_workload() {
         "resourceVersion": "200",
         "annotations": {RECOVERY_STATE_ANNOTATION: recorded.to_annotation()},
     }});
-    let start = run(
+    let (plan, written) = run(
         vec![
             get_job(job_json("200", Some(&first_state()), false)),
             workload_list(vec![
@@ -482,16 +485,11 @@ async fn limit_with_deactivate_workload_deactivates_the_jobs_workload() {
     )
     .await
     .unwrap();
-    assert!(matches!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::LimitExceeded {
-                suspend: false,
-                new_state: Some(_)
-            },
-            ..
-        }
-    ));
+    assert!(
+        matches!(&plan, JobPlan::Limit(Some(r)) if !r.suspend && r.deactivate_workload),
+        "{plan:?}"
+    );
+    assert_eq!(written, Some(Recorded::Written));
 }
 
 /// Without a Workload owning the Job (not Kueue-managed, or Kueue not installed: 404),
@@ -523,7 +521,7 @@ async fn deactivate_workload_without_a_workload_falls_back_to_suspend() {
             },
             "spec": {"suspend": true},
         });
-        let start = run(
+        let (plan, written) = run(
             [
                 vec![get_job(job_json("200", Some(&first_state()), false))],
                 listing,
@@ -549,13 +547,12 @@ async fn deactivate_workload_without_a_workload_falls_back_to_suspend() {
         )
         .await
         .unwrap();
-        assert!(matches!(
-            start,
-            EpisodeStart::Decided {
-                decision: EpisodeDecision::LimitExceeded { suspend: true, .. },
-                ..
-            }
-        ));
+        // The plan asked to deactivate; without a Workload the record suspended instead.
+        assert!(
+            matches!(&plan, JobPlan::Limit(Some(r)) if r.deactivate_workload),
+            "{plan:?}"
+        );
+        assert_eq!(written, Some(Recorded::Written));
     }
 }
 
@@ -619,46 +616,28 @@ async fn limit_already_recorded_neither_writes_nor_posts_again() {
         }),
         ..first_state()
     };
-    let start = run(
+    let step = run(
         vec![get_job(job_json("300", Some(&recorded), false))],
         config,
         now,
     )
     .await
     .unwrap();
-    assert!(matches!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::LimitExceeded {
-                suspend: false,
-                new_state: None
-            },
-            ..
-        }
-    ));
+    assert_eq!(step, (JobPlan::Limit(None), None));
 }
 
 /// A retry after a failed pod recovery reads the Job, recognises the leftovers of the
 /// recorded episode and writes nothing.
 #[tokio::test]
 async fn leftovers_of_the_recorded_episode_are_continued_without_a_write() {
-    let start = run(
+    let step = run(
         vec![get_job(job_json("101", Some(&first_state()), false))],
         EpisodeConfig::default(),
         ts("2026-11-21T19:40:10Z"),
     )
     .await
     .unwrap();
-    assert_eq!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::Continue {
-                pods: due(),
-                others_wait_until: None,
-            },
-            job: job_ref(),
-        }
-    );
+    assert_eq!(step, (JobPlan::Leftover, None));
 }
 
 /// `--dry-run` changes nothing: one GET, no patch, no event, even at the limit; the writer
@@ -675,33 +654,25 @@ async fn dry_run_reads_the_job_and_writes_nothing() {
         on_limit: LimitAction::Suspend,
         ..EpisodeConfig::default()
     };
-    let start = begin_episode(
+    let (plan, written) = step(
         &client,
         &writer(client.clone(), true),
-        &key(),
-        &due(),
-        &config,
+        config,
         ts("2026-11-21T19:45:00Z"),
-        0.0,
     )
     .await
     .unwrap();
     server.await.unwrap();
-    assert!(matches!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::LimitExceeded {
-                suspend: true,
-                new_state: Some(_)
-            },
-            ..
-        }
-    ));
+    assert!(
+        matches!(&plan, JobPlan::Limit(Some(r)) if r.suspend),
+        "{plan:?}"
+    );
+    assert_eq!(written, Some(Recorded::DryRun));
 }
 
 #[tokio::test]
 async fn a_missing_job_means_recover_without_state() {
-    let start = run(
+    let step = run(
         vec![exchange(
             "GET",
             "/apis/batch/v1/namespaces/team-a/jobs/train?",
@@ -713,21 +684,38 @@ async fn a_missing_job_means_recover_without_state() {
     )
     .await
     .unwrap();
-    assert_eq!(start, EpisodeStart::JobGone);
+    assert_eq!(step, (JobPlan::Orphan, None));
 }
 
 #[tokio::test]
 async fn a_recreated_job_with_another_uid_means_recover_without_state() {
     let mut other = job_json("1", None, false);
     other["metadata"]["uid"] = json!("uid-new");
-    let start = run(
+    let step = run(
         vec![get_job(other)],
         EpisodeConfig::default(),
         ts("2026-11-21T19:40:00Z"),
     )
     .await
     .unwrap();
-    assert_eq!(start, EpisodeStart::JobGone);
+    assert_eq!(step, (JobPlan::Orphan, None));
+}
+
+/// The Job was deleted between the read and the state write: what was planned rests on a stale
+/// read, so the step ends as for a conflict (the next pass finds the pod an orphan).
+#[tokio::test]
+async fn a_job_deleted_after_the_read_is_a_conflict() {
+    let err = run(
+        vec![
+            get_job(job_json("100", None, false)),
+            patch_job(Value::Null, 404, status(404, "NotFound")),
+        ],
+        EpisodeConfig::default(),
+        ts("2026-11-21T19:40:00Z"),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, JobStateError::Conflict { .. }), "{err}");
 }
 
 #[tokio::test]
@@ -754,7 +742,7 @@ async fn an_unreadable_annotation_counts_as_removed() {
         "resourceVersion": "100",
         "annotations": {RECOVERY_STATE_ANNOTATION: first_state().to_annotation()},
     }});
-    let start = run(
+    let step = run(
         vec![
             get_job(garbage),
             patch_job(expected_patch, 200, job_json("101", None, false)),
@@ -765,13 +753,10 @@ async fn an_unreadable_annotation_counts_as_removed() {
     )
     .await
     .unwrap();
-    assert!(matches!(
-        start,
-        EpisodeStart::Decided {
-            decision: EpisodeDecision::Recover { .. },
-            ..
-        }
-    ));
+    assert!(
+        matches!(step, (JobPlan::Start(_), Some(Recorded::Written))),
+        "{step:?}"
+    );
 }
 
 /// The Job events go through the same builder as the pod events: a 200-byte identity
@@ -796,19 +781,16 @@ async fn a_long_identity_is_cut_to_128_bytes_on_job_events() {
         "i".repeat(200),
         RecoveryMetrics::default(),
     );
-    let start = begin_episode(
+    let (_, written) = step(
         &client,
         &writer,
-        &key(),
-        &due(),
-        &EpisodeConfig::default(),
+        EpisodeConfig::default(),
         ts("2026-11-21T19:40:00Z"),
-        0.0,
     )
     .await
     .unwrap();
     server.await.unwrap();
-    assert!(matches!(start, EpisodeStart::Decided { .. }));
+    assert_eq!(written, Some(Recorded::Written));
 }
 
 #[test]

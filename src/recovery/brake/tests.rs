@@ -161,6 +161,7 @@ fn large_cluster_threshold_is_compared_with_the_zone_size() {
         BrakeDecision::ReleaseThrottled
     );
     let last = LastRelease {
+        zone: nodes[0].zone.clone(),
         node: nodes[0].name.clone(),
         at: now,
     };
@@ -259,4 +260,139 @@ fn zone_key_is_get_zone_key() {
     assert_eq!(zone_name("r:\0:a"), "r/a");
     assert_eq!(zone_name(":\0:a"), "a");
     assert_eq!(zone_name(""), "");
+}
+
+// ---- a settled view ----
+
+fn at_ms(ms: i64) -> Timestamp {
+    ts("2026-11-21T20:00:00Z")
+        .checked_add(SignedDuration::from_millis(ms))
+        .expect("timestamp")
+}
+
+/// `--partition-settle-period` (10 s by default): the brake judges the zones once no node
+/// became unreachable for that long, and at the latest 6 settle periods after the pod's own
+/// node did; off, on an excluded node or with 0s it never waits.
+#[test]
+fn the_brake_waits_for_the_node_stream_to_settle() {
+    let config = BrakeConfig::default();
+    let node = node("a-0", "a", true);
+    let edges = |last: i64, own: i64| Edges {
+        last: Some(at_ms(last)),
+        node: Some(at_ms(own)),
+    };
+    // Its own edge 2 s ago, the last one (elsewhere) 1 s ago: 9 s to go.
+    assert_eq!(
+        settling(&node, edges(-1000, -2000), at_ms(0), &config),
+        Some(at_ms(9000))
+    );
+    // Quiet for 10 s: settled.
+    assert_eq!(
+        settling(&node, edges(-10_000, -20_000), at_ms(0), &config),
+        None
+    );
+    // A stream that never settles: no longer than 60 s after the pod's own node.
+    assert_eq!(
+        settling(&node, edges(-1000, -55_000), at_ms(0), &config),
+        Some(at_ms(5000))
+    );
+    assert_eq!(
+        settling(&node, edges(-1000, -60_000), at_ms(0), &config),
+        None
+    );
+    // Nothing delivered: nothing to wait for.
+    assert_eq!(settling(&node, Edges::default(), at_ms(0), &config), None);
+    let fresh = edges(-1000, -1000);
+    let off = BrakeConfig {
+        enabled: false,
+        ..config
+    };
+    let at_once = BrakeConfig {
+        settle: Duration::ZERO,
+        ..config
+    };
+    let excluded = NodeFacts {
+        excluded_from_disruption: true,
+        ..node.clone()
+    };
+    assert_eq!(settling(&node, fresh, at_ms(0), &off), None);
+    assert_eq!(settling(&node, fresh, at_ms(0), &at_once), None);
+    assert_eq!(settling(&excluded, fresh, at_ms(0), &config), None);
+}
+
+/// The taints of one kube-controller-manager pass arrive one watch event at a time. Replayed
+/// for the case (6 of 10 nodes of zone a, 100 ms apart) and for a control-plane
+/// partition of three zones (interleaved): every pod, reconciled as its node's taint arrives
+/// and again whenever `settling` says, is judged only on the whole pass; at once
+/// (`--partition-settle-period=0s`) the first pods are judged on 1/10, 2/10, ... and released.
+#[test]
+fn a_burst_of_taints_is_judged_on_the_settled_view() {
+    let one_zone: Vec<NodeFacts> = zone_nodes("a", 10, 0);
+    let three_zones: Vec<NodeFacts> = ["a", "b", "c"]
+        .iter()
+        .flat_map(|z| zone_nodes(z, 3, 0))
+        .collect();
+    let interleaved: Vec<usize> = (0..3).flat_map(|i| [i, 3 + i, 6 + i]).collect();
+    for (nodes, order) in [
+        (one_zone, (0..6).collect::<Vec<_>>()),
+        (three_zones, interleaved),
+    ] {
+        for (config, all_held) in [
+            (BrakeConfig::default(), true),
+            (
+                BrakeConfig {
+                    settle: Duration::ZERO,
+                    ..BrakeConfig::default()
+                },
+                false,
+            ),
+        ] {
+            let decisions = replay(&nodes, &order, &config);
+            let held = decisions
+                .iter()
+                .filter(|d| matches!(d, BrakeDecision::Hold(_)))
+                .count();
+            assert_eq!(held == order.len(), all_held, "{decisions:?}");
+        }
+    }
+}
+
+/// Taints `order` (indexes of `nodes`) 100 ms apart and reconciles the pod on each node when its
+/// taint arrives and whenever `settling` asks; returns the brake's decision for each pod.
+fn replay(nodes: &[NodeFacts], order: &[usize], config: &BrakeConfig) -> Vec<BrakeDecision> {
+    let taint_at = |k: usize| at_ms(100 * k as i64);
+    // (time, pod's node index) of the reconciles to run, earliest first.
+    let mut due: Vec<(Timestamp, usize)> = order
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| (taint_at(k), i))
+        .collect();
+    let mut decisions = BTreeMap::new();
+    while let Some(pos) = (0..due.len()).min_by_key(|&p| due[p].0) {
+        let (now, i) = due.swap_remove(pos);
+        // What the node stream has delivered by `now`.
+        let delivered: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| taint_at(*k) <= now)
+            .map(|(_, &i)| i)
+            .collect();
+        let view: Vec<NodeFacts> = nodes
+            .iter()
+            .enumerate()
+            .map(|(j, n)| node(&n.name, zone_name(&n.zone).as_str(), delivered.contains(&j)))
+            .collect();
+        let last = order.iter().position(|&j| !delivered.contains(&j));
+        let edges = Edges {
+            last: Some(taint_at(last.unwrap_or(order.len()) - 1)),
+            node: order.iter().position(|&j| j == i).map(taint_at),
+        };
+        match settling(&view[i], edges, now, config) {
+            Some(at) => due.push((at, i)),
+            None => {
+                decisions.insert(i, brake(&view[i], &zones(&view), None, now, config));
+            }
+        }
+    }
+    decisions.into_values().collect()
 }

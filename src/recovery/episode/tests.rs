@@ -44,6 +44,11 @@ fn owner(kind: &str, api_version: &str, name: &str, controller: Option<bool>) ->
     }
 }
 
+/// The Job's due pods as the first of `pods` sees them.
+fn job_due(pods: &[DuePod]) -> JobDue {
+    JobDue::new(pods[0].clone(), pods.iter().skip(1).cloned())
+}
+
 fn recovered(d: EpisodeDecision) -> (Vec<DuePod>, RecoveryState, bool) {
     match d {
         EpisodeDecision::Recover {
@@ -144,54 +149,76 @@ fn job_owner_is_the_controller_reference_of_a_batch_v1_job() {
     assert_eq!(job_owner("ns", &[]), None);
 }
 
-/// docs/src/recovery-backoff.md: "a node that dies with 8 pods of a Job must not have them recovered one backoff
-/// apart" and "Pods without a Job owner ... are recovered without backoff state".
-#[test]
-fn all_due_pods_of_a_job_form_one_episode_and_pods_without_a_job_none() {
-    let mut input: Vec<(Option<JobKey>, DuePod)> = (0..8)
-        .rev()
-        .map(|i| (Some(job("train")), pod(&format!("train-{i}"), "node-a")))
-        .collect();
-    input.push((Some(job("other")), pod("other-0", "node-a")));
-    input.push((None, pod("bare", "node-a")));
-    input.push((None, pod("rs-pod", "node-b")));
-    let episodes = group_by_job(input);
-    assert_eq!(episodes.by_job.len(), 2);
-    let train = &episodes.by_job[&job("train")];
-    assert_eq!(train.len(), 8);
-    assert_eq!(train[0].name, "train-0");
-    assert_eq!(
-        episodes.by_job[&job("other")],
-        vec![pod("other-0", "node-a")]
-    );
-    assert_eq!(
-        episodes.without_job,
-        vec![pod("bare", "node-a"), pod("rs-pod", "node-b")]
-    );
-
-    // One decision for all eight: one episode, count 1.
-    let (pods, state, _) = recovered(decide_episode(
-        train,
-        JobView::default(),
-        &EpisodeConfig::default(),
-        ts("2026-11-21T19:40:00Z"),
-        0.0,
-    ));
-    assert_eq!(pods.len(), 8);
-    assert_eq!(state.count, 1);
-    assert_eq!(state.last_nodes, vec!["node-a"]);
-}
-
-#[test]
-fn due_pods_of_a_job_are_its_pods_past_the_deadline_on_unreachable_nodes() {
-    let meta = |name: &str, owner: Option<OwnerReference>, deleted: Option<&str>| ObjectMeta {
+fn meta(name: &str, owner: Option<OwnerReference>, deleted: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
         name: Some(name.into()),
         namespace: Some("ns".into()),
         owner_references: owner.map(|o| vec![o]),
         deletion_timestamp: deleted
             .map(|d| k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(d))),
         ..ObjectMeta::default()
-    };
+    }
+}
+
+fn known<'a>(m: &'a ObjectMeta, node: &'a str) -> KnownPod<'a> {
+    KnownPod {
+        meta: m,
+        node: Some(node),
+        node_unreachable: true,
+        recorded: false,
+    }
+}
+
+/// docs/src/recovery-backoff.md: "a node that dies with 8 pods of a Job must not have them
+/// recovered one backoff apart": whichever of the 8 is reconciled first sees all 8 due, and
+/// starts one episode for them; pods of another Job and pods without a Job are not in it.
+#[test]
+fn all_due_pods_of_a_job_form_one_episode_and_pods_without_a_job_none() {
+    let deleted = Some("2026-11-21T19:00:00Z");
+    let train = || Some(owner("Job", "batch/v1", "train", Some(true)));
+    let mut metas: Vec<ObjectMeta> = (0..8)
+        .rev()
+        .map(|i| meta(&format!("train-{i}"), train(), deleted))
+        .collect();
+    metas.push(meta(
+        "other-0",
+        Some(owner("Job", "batch/v1", "other", Some(true))),
+        deleted,
+    ));
+    metas.push(meta("bare", None, deleted));
+    for first in ["train-0", "train-5"] {
+        let this = due_since(first, "node-a", "2026-11-21T19:01:00Z");
+        let due = due_pods(
+            this.clone(),
+            &job("train"),
+            metas.iter().map(|m| known(m, "node-a")),
+            std::time::Duration::from_secs(60),
+            ts("2026-11-21T19:40:00Z"),
+        );
+        assert_eq!(due.this(), &this);
+        assert_eq!(
+            due.pods()
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>(),
+            (0..8).map(|i| format!("train-{i}")).collect::<Vec<_>>()
+        );
+        // One decision for all eight: one episode, count 1.
+        let (pods, state, _) = recovered(decide_episode(
+            &due,
+            JobView::default(),
+            &EpisodeConfig::default(),
+            ts("2026-11-21T19:40:00Z"),
+            0.0,
+        ));
+        assert_eq!(pods.len(), 8);
+        assert_eq!(state.count, 1);
+        assert_eq!(state.last_nodes, vec!["node-a"]);
+    }
+}
+
+#[test]
+fn due_pods_of_a_job_are_its_pods_past_the_deadline_on_unreachable_nodes_not_recorded() {
     let train = || Some(owner("Job", "batch/v1", "train", Some(true)));
     let mut recreated = owner("Job", "batch/v1", "train", Some(true));
     recreated.uid = "uid-other".into();
@@ -206,6 +233,7 @@ fn due_pods_of_a_job_are_its_pods_past_the_deadline_on_unreachable_nodes() {
             Some(owner("Job", "batch/v1", "x", Some(true))),
             Some("2026-11-21T19:00:00Z"),
         ),
+        // A recreated Job with the same name is another Job: another episode.
         meta(
             "g-recreated-job",
             Some(recreated),
@@ -213,6 +241,8 @@ fn due_pods_of_a_job_are_its_pods_past_the_deadline_on_unreachable_nodes() {
         ),
         meta("h-not-terminating", train(), None),
         meta("i-bare", None, Some("2026-11-21T19:00:00Z")),
+        // Recorded already (its delete is left): no new intervention.
+        meta("j-recorded", train(), Some("2026-11-21T19:00:00Z")),
     ];
     let known: Vec<KnownPod> = metas
         .iter()
@@ -222,33 +252,26 @@ fn due_pods_of_a_job_are_its_pods_past_the_deadline_on_unreachable_nodes() {
                 meta: m,
                 node: (name != "e-node-unknown").then_some("node-a"),
                 node_unreachable: name != "d-reachable-node",
+                recorded: name == "j-recorded",
             }
         })
         .collect();
-    let due = due_pods_of_job(
+    // The pod at hand, due by its own plan, read afresh: its entry in `known` gives way.
+    let this = due_since("a-due", "node-b", "2026-11-21T19:39:00Z");
+    let due = due_pods(
+        this.clone(),
         &job("train"),
         known,
         std::time::Duration::from_secs(60),
         ts("2026-11-21T19:40:00Z"),
     );
     assert_eq!(
-        due,
-        vec![
-            due_since("a-due", "node-a", "2026-11-21T19:39:00Z"),
+        due.pods(),
+        [
+            this,
             due_since("b-at-deadline", "node-a", "2026-11-21T19:40:00Z"),
         ]
     );
-}
-
-#[test]
-fn a_recreated_job_with_the_same_name_is_another_episode() {
-    let mut recreated = job("train");
-    recreated.uid = "uid-2".into();
-    let episodes = group_by_job([
-        (Some(job("train")), pod("a", "n")),
-        (Some(recreated), pod("b", "n")),
-    ]);
-    assert_eq!(episodes.by_job.len(), 2);
 }
 
 // ---- episodes and backoff ----
@@ -263,7 +286,7 @@ fn first_episode_recovers_and_records_count_one_with_requeue_at_now_plus_60s() {
         pod("p-2", "node-a"),
     ];
     let (pods, state, reset) = recovered(decide_episode(
-        &due,
+        &job_due(&due),
         JobView::default(),
         &EpisodeConfig::default(),
         ts("2026-11-21T19:40:00.700Z"),
@@ -299,16 +322,23 @@ fn pods_due_before_requeue_at_wait_until_requeue_at() {
     let view = JobView {
         suspended: false,
         state: Some(&prior),
+        resource_version: None,
     };
     let due = [pod("p", "node-c")];
     let cfg = EpisodeConfig::default();
     assert_eq!(
-        decide_episode(&due, view, &cfg, ts("2026-11-21T19:43:59.999Z"), 0.3),
+        decide_episode(
+            &job_due(&due),
+            view,
+            &cfg,
+            ts("2026-11-21T19:43:59.999Z"),
+            0.3
+        ),
         EpisodeDecision::WaitUntil(ts("2026-11-21T19:44:00Z"))
     );
     // At requeueAt exactly, episode 3 starts and waits d(3) = 240s.
     let (_, state, _) = recovered(decide_episode(
-        &due,
+        &job_due(&due),
         view,
         &cfg,
         ts("2026-11-21T19:44:00Z"),
@@ -330,8 +360,9 @@ fn the_kep_1282_series_over_successive_episodes() {
         let view = JobView {
             suspended: false,
             state: state.as_ref(),
+            resource_version: None,
         };
-        let (_, next, _) = recovered(decide_episode(&due, view, &cfg, now, 0.0));
+        let (_, next, _) = recovered(decide_episode(&job_due(&due), view, &cfg, now, 0.0));
         let at = next.requeue_at.unwrap();
         waits.push(now.until(at).unwrap().get_seconds());
         now = at;
@@ -340,18 +371,22 @@ fn the_kep_1282_series_over_successive_episodes() {
     assert_eq!(waits, [60, 120, 240, 480, 960, 1920, 3600, 3600, 3600]);
 }
 
+/// The due pods a decision is made over always hold the pod at hand, whatever its siblings
+/// say of it, so no decision leaves it undecided.
 #[test]
-fn no_due_pods_is_nothing_to_do() {
-    assert_eq!(
-        decide_episode(
-            &[],
-            JobView::default(),
-            &EpisodeConfig::default(),
-            ts("2026-11-21T00:00:00Z"),
-            0.0
-        ),
-        EpisodeDecision::NothingDue
+fn the_pod_at_hand_is_always_among_the_due_pods() {
+    let this = pod("p", "node-a");
+    let stale = DuePod {
+        node: "node-b".into(),
+        ..this.clone()
+    };
+    let alone = JobDue::new(this.clone(), []);
+    assert_eq!(alone.pods(), std::slice::from_ref(&this));
+    let with_stale_self = JobDue::new(
+        this.clone(),
+        [stale, pod("q", "node-a"), pod("q", "node-a")],
     );
+    assert_eq!(with_stale_self.pods(), [this, pod("q", "node-a")]);
 }
 
 /// A failed or interrupted recovery (pod status conflict, API error, restart) must not make
@@ -368,6 +403,7 @@ fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
     let view = JobView {
         suspended: false,
         state: Some(&recorded),
+        resource_version: None,
     };
     let cfg = EpisodeConfig::default();
     let now = ts("2026-11-21T19:40:05Z");
@@ -378,35 +414,32 @@ fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
     let later = due_since("p-2", "node-a", "2026-11-21T19:40:01Z");
     // Due before, but on a node that was not part of the episode.
     let other_node = due_since("p-3", "node-b", "2026-11-21T19:39:00Z");
-    assert_eq!(
-        decide_episode(
-            &[
-                other_node.clone(),
-                later.clone(),
-                same_second.clone(),
-                leftover.clone()
-            ],
-            view,
-            &cfg,
-            now,
-            0.0
-        ),
-        EpisodeDecision::Continue {
-            pods: vec![leftover.clone(), same_second],
-            others_wait_until: Some(ts("2026-11-21T19:41:00Z")),
-        }
-    );
-    assert_eq!(
-        decide_episode(std::slice::from_ref(&leftover), view, &cfg, now, 0.0),
-        EpisodeDecision::Continue {
-            pods: vec![leftover.clone()],
-            others_wait_until: None,
-        }
-    );
-    assert_eq!(
-        decide_episode(&[later, other_node], view, &cfg, now, 0.0),
-        EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
-    );
+    let all = [
+        leftover.clone(),
+        same_second.clone(),
+        later.clone(),
+        other_node.clone(),
+    ];
+    let decide = |this: &DuePod, state: JobView<'_>| {
+        let due = JobDue::new(this.clone(), all.iter().cloned());
+        decide_episode(&due, state, &cfg, now, 0.0)
+    };
+    for this in [&leftover, &same_second] {
+        assert_eq!(
+            decide(this, view),
+            EpisodeDecision::Leftover,
+            "{}",
+            this.name
+        );
+    }
+    for this in [&later, &other_node] {
+        assert_eq!(
+            decide(this, view),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z")),
+            "{}",
+            this.name
+        );
+    }
     // Once the limit stopped recovery, nothing continues.
     let stopped = RecoveryState {
         limit_exceeded: Some(LimitExceeded {
@@ -415,17 +448,12 @@ fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
         }),
         ..recorded.clone()
     };
+    let stopped_view = JobView {
+        state: Some(&stopped),
+        ..view
+    };
     assert_eq!(
-        decide_episode(
-            &[leftover],
-            JobView {
-                suspended: false,
-                state: Some(&stopped),
-            },
-            &cfg,
-            now,
-            0.0
-        ),
+        decide(&leftover, stopped_view),
         EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
     );
 }
@@ -448,12 +476,19 @@ fn limit_allows_n_episodes_and_stops_the_next_one_with_stop() {
     let view = |s| JobView {
         suspended: false,
         state: Some(s),
+        resource_version: None,
     };
-    let (_, second, _) = recovered(decide_episode(&due, view(&at_one), &cfg, now, 0.0));
+    let (_, second, _) = recovered(decide_episode(
+        &job_due(&due),
+        view(&at_one),
+        &cfg,
+        now,
+        0.0,
+    ));
     assert_eq!(second.count, 2);
 
     let later = ts("2026-11-21T20:00:00.5Z");
-    let decision = decide_episode(&due, view(&second), &cfg, later, 0.0);
+    let decision = decide_episode(&job_due(&due), view(&second), &cfg, later, 0.0);
     let expected = RecoveryState {
         limit_exceeded: Some(LimitExceeded {
             time: ts("2026-11-21T20:00:00Z"),
@@ -470,7 +505,13 @@ fn limit_allows_n_episodes_and_stops_the_next_one_with_stop() {
     );
     // Recorded once: later passes neither recover nor write nor emit again.
     assert_eq!(
-        decide_episode(&due, view(&expected), &cfg, ts("2026-11-21T21:00:00Z"), 0.0),
+        decide_episode(
+            &job_due(&due),
+            view(&expected),
+            &cfg,
+            ts("2026-11-21T21:00:00Z"),
+            0.0
+        ),
         EpisodeDecision::LimitExceeded {
             suspend: false,
             new_state: None,
@@ -489,10 +530,11 @@ fn limit_with_suspend_asks_to_suspend_the_job_once() {
     };
     let now = ts("2026-11-21T19:45:00Z");
     let decision = decide_episode(
-        &[pod("p", "n")],
+        &job_due(&[pod("p", "n")]),
         JobView {
             suspended: false,
             state: Some(&prior),
+            resource_version: None,
         },
         &cfg,
         now,
@@ -515,10 +557,11 @@ fn limit_with_suspend_asks_to_suspend_the_job_once() {
     // The Job is suspended now: nothing more.
     assert_eq!(
         decide_episode(
-            &[pod("p", "n")],
+            &job_due(&[pod("p", "n")]),
             JobView {
                 suspended: true,
                 state: Some(&recorded),
+                resource_version: None,
             },
             &cfg,
             ts("2026-11-21T19:46:00Z"),
@@ -545,11 +588,18 @@ fn limit_with_deactivate_workload_is_recorded_once_and_never_reset_by_resume() {
     let view = |state| JobView {
         suspended: false,
         state: Some(state),
+        resource_version: None,
     };
     let EpisodeDecision::LimitExceeded {
         suspend: false,
         new_state: Some(recorded),
-    } = decide_episode(&[pod("p", "n")], view(&prior), &deactivate, now, 0.0)
+    } = decide_episode(
+        &job_due(&[pod("p", "n")]),
+        view(&prior),
+        &deactivate,
+        now,
+        0.0,
+    )
     else {
         panic!("limit news")
     };
@@ -559,7 +609,13 @@ fn limit_with_deactivate_workload_is_recorded_once_and_never_reset_by_resume() {
     );
     assert!(!resumed_after_suspend(&recorded, false));
     assert_eq!(
-        decide_episode(&[pod("p", "n")], view(&recorded), &deactivate, now, 0.0),
+        decide_episode(
+            &job_due(&[pod("p", "n")]),
+            view(&recorded),
+            &deactivate,
+            now,
+            0.0
+        ),
         EpisodeDecision::LimitExceeded {
             suspend: false,
             new_state: None
@@ -573,7 +629,13 @@ fn limit_with_deactivate_workload_is_recorded_once_and_never_reset_by_resume() {
         ..prior.clone()
     };
     assert!(matches!(
-        decide_episode(&[pod("p", "n")], view(&stopped), &deactivate, now, 0.0),
+        decide_episode(
+            &job_due(&[pod("p", "n")]),
+            view(&stopped),
+            &deactivate,
+            now,
+            0.0
+        ),
         EpisodeDecision::LimitExceeded {
             new_state: Some(_),
             ..
@@ -596,10 +658,11 @@ fn limit_recorded_as_stop_suspends_after_the_operator_switches_to_suspend() {
         ..Default::default()
     };
     let decision = decide_episode(
-        &[pod("p", "n")],
+        &job_due(&[pod("p", "n")]),
         JobView {
             suspended: false,
             state: Some(&stopped),
+            resource_version: None,
         },
         &config(Some(1), LimitAction::Suspend),
         ts("2026-11-21T20:00:00Z"),
@@ -629,10 +692,11 @@ fn raising_the_limit_lets_recovery_continue_and_clears_the_marker() {
         ..Default::default()
     };
     let (_, state, _) = recovered(decide_episode(
-        &[pod("p", "n")],
+        &job_due(&[pod("p", "n")]),
         JobView {
             suspended: false,
             state: Some(&stopped),
+            resource_version: None,
         },
         &config(Some(5), LimitAction::Stop),
         ts("2026-11-21T20:00:00Z"),
@@ -647,7 +711,7 @@ fn raising_the_limit_lets_recovery_continue_and_clears_the_marker() {
 fn limit_zero_never_recovers_pods_of_a_job() {
     assert!(matches!(
         decide_episode(
-            &[pod("p", "n")],
+            &job_due(&[pod("p", "n")]),
             JobView::default(),
             &config(Some(0), LimitAction::Stop),
             ts("2026-11-21T20:00:00Z"),
@@ -671,10 +735,11 @@ fn backoff_is_waited_out_before_the_limit_is_declared() {
     };
     assert_eq!(
         decide_episode(
-            &[pod("p", "n")],
+            &job_due(&[pod("p", "n")]),
             JobView {
                 suspended: false,
                 state: Some(&prior),
+                resource_version: None,
             },
             &config(Some(3), LimitAction::Suspend),
             ts("2026-11-21T19:43:00Z"),
@@ -691,10 +756,11 @@ fn unlimited_by_default_even_at_huge_counts() {
         ..Default::default()
     };
     let (_, state, _) = recovered(decide_episode(
-        &[pod("p", "n")],
+        &job_due(&[pod("p", "n")]),
         JobView {
             suspended: false,
             state: Some(&prior),
+            resource_version: None,
         },
         &EpisodeConfig::default(),
         ts("2026-11-21T20:00:00Z"),
@@ -710,10 +776,11 @@ fn unlimited_by_default_even_at_huge_counts() {
 #[test]
 fn removing_the_annotation_restarts_the_count_from_zero() {
     let (_, state, reset) = recovered(decide_episode(
-        &[pod("p", "n")],
+        &job_due(&[pod("p", "n")]),
         JobView {
             suspended: false,
             state: None,
+            resource_version: None,
         },
         &config(Some(3), LimitAction::Stop),
         ts("2026-11-21T20:00:00Z"),
@@ -740,10 +807,11 @@ fn resuming_a_job_jobgate_suspended_restarts_the_count_without_waiting() {
     assert!(resumed_after_suspend(&suspended_by_us, false));
     assert!(!resumed_after_suspend(&suspended_by_us, true));
     let (_, state, reset) = recovered(decide_episode(
-        &[pod("p", "new")],
+        &job_due(&[pod("p", "new")]),
         JobView {
             suspended: false,
             state: Some(&suspended_by_us),
+            resource_version: None,
         },
         &config(Some(3), LimitAction::Suspend),
         ts("2026-11-21T20:30:00Z"),
@@ -773,10 +841,11 @@ fn suspension_by_someone_else_or_stop_does_not_reset() {
     };
     assert!(!resumed_after_suspend(&plain, false));
     let (_, state, reset) = recovered(decide_episode(
-        &[pod("p", "n")],
+        &job_due(&[pod("p", "n")]),
         JobView {
             suspended: true,
             state: Some(&plain),
+            resource_version: None,
         },
         &EpisodeConfig::default(),
         ts("2026-11-21T20:30:00Z"),
@@ -832,67 +901,4 @@ fn event_notes_fit_the_1024_byte_limit_with_many_long_pod_names() {
     let warning = limit_note(&pods, 3, LimitAction::Suspend);
     assert!(warning.len() <= EVENT_NOTE_LIMIT, "{}", warning.len());
     assert!(warning.ends_with("to allow recovery again"));
-}
-
-/// Every decision, as the gate on a pod it covers and on one it does not.
-#[test]
-fn pod_gate_reads_the_decision_for_one_pod() {
-    let mine = due_since("a", "node-a", "2026-11-21T19:00:00Z");
-    let other = due_since("b", "node-b", "2026-11-21T19:00:00Z");
-    let at = ts("2026-11-21T20:01:00Z");
-    let state = RecoveryState {
-        count: 3,
-        ..RecoveryState::default()
-    };
-    let recover = EpisodeDecision::Recover {
-        pods: vec![mine.clone()],
-        new_state: state.clone(),
-        reset: false,
-    };
-    assert_eq!(
-        pod_gate(&recover, &mine),
-        PodGate::NewEpisode { episode: 3 }
-    );
-    assert_eq!(pod_gate(&recover, &other), PodGate::NotCovered);
-    let cont = EpisodeDecision::Continue {
-        pods: vec![mine.clone()],
-        others_wait_until: Some(at),
-    };
-    assert_eq!(pod_gate(&cont, &mine), PodGate::Leftover);
-    assert_eq!(pod_gate(&cont, &other), PodGate::Backoff(at));
-    let cont_alone = EpisodeDecision::Continue {
-        pods: vec![mine.clone()],
-        others_wait_until: None,
-    };
-    assert_eq!(pod_gate(&cont_alone, &other), PodGate::NotCovered);
-    assert_eq!(
-        pod_gate(&EpisodeDecision::WaitUntil(at), &mine),
-        PodGate::Backoff(at)
-    );
-    let news = EpisodeDecision::LimitExceeded {
-        suspend: true,
-        new_state: Some(state),
-    };
-    assert_eq!(
-        pod_gate(&news, &mine),
-        PodGate::LimitExceeded {
-            news: true,
-            suspend: true
-        }
-    );
-    let old = EpisodeDecision::LimitExceeded {
-        suspend: false,
-        new_state: None,
-    };
-    assert_eq!(
-        pod_gate(&old, &mine),
-        PodGate::LimitExceeded {
-            news: false,
-            suspend: false
-        }
-    );
-    assert_eq!(
-        pod_gate(&EpisodeDecision::NothingDue, &mine),
-        PodGate::NotCovered
-    );
 }

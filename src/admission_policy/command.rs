@@ -1,0 +1,84 @@
+//! `jobgate render`: the command line around `render`.
+
+use std::io::Write;
+
+use super::{FailurePolicy, Install, RenderError, render};
+use crate::rule_flags::RuleArgs;
+
+/// `jobgate render`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RenderArgs {
+    /// jobgate's own namespace, kept out of the policies as the webhook configurations keep it.
+    #[arg(long, short = 'n', default_value = "jobgate-system")]
+    pub(crate) namespace: String,
+
+    /// The objects' name prefix: <NAME>-mutate, <NAME>-<policy>.
+    #[arg(long, value_name = "NAME", default_value = "jobgate")]
+    pub(crate) name: String,
+
+    /// Another namespace to keep out, besides kube-system and --namespace (repeatable).
+    #[arg(
+        long = "exclude-namespace",
+        value_name = "NAMESPACE",
+        value_delimiter = ','
+    )]
+    pub(crate) excluded_namespaces: Vec<String>,
+
+    /// What a ValidatingAdmissionPolicy that cannot be evaluated does to the request (the
+    /// MutatingAdmissionPolicy is always Ignore, as the mutating webhooks).
+    #[arg(long, value_enum, ignore_case = true, default_value_t = FailurePolicy::Fail)]
+    pub(crate) failure_policy: FailurePolicy,
+
+    /// Rule settings, as `serve` reads them: --config, --policy, --inject-recovery-annotation-key,
+    /// --kubernetes-version.
+    #[command(flatten)]
+    pub(crate) rules: RuleArgs,
+}
+
+/// Why `jobgate render` printed nothing.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error("{0}")]
+    Settings(#[from] crate::rule_flags::ConfigError),
+    #[error("{0}")]
+    Render(#[from] RenderError),
+    #[error("cannot write the policies: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+/// Prints the policies on stdout; returns the exit status (0, or 1 with the reason on stderr).
+pub fn run(args: &RenderArgs) -> i32 {
+    match write(args, &mut std::io::stdout().lock()) {
+        Ok(()) => 0,
+        // `jobgate render | head` closes the pipe early: not an error.
+        Err(Failure::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("jobgate render: {e}");
+            1
+        }
+    }
+}
+
+fn write(args: &RenderArgs, out: &mut impl Write) -> Result<(), Failure> {
+    let config = args.rules.load()?;
+    let install = Install {
+        name: args.name.clone(),
+        namespace: args.namespace.clone(),
+        excluded_namespaces: args.excluded_namespaces.clone(),
+        failure_policy: args.failure_policy,
+    };
+    let rendered = render(&config, &install)?;
+    let flags = rendered.api.apiserver_flags();
+    if !flags.is_empty() {
+        // Said where a person piping the output to kubectl sees it, as well as in the header.
+        eprintln!(
+            "jobgate render: Kubernetes {}: MutatingAdmissionPolicy is beta and off by default; \
+             every kube-apiserver needs {}",
+            config.cluster.version(),
+            flags.join(" ")
+        );
+    }
+    out.write_all(rendered.to_yaml().as_bytes())?;
+    out.flush()?;
+    Ok(())
+}

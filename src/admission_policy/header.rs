@@ -1,0 +1,85 @@
+//! The comment at the top of `jobgate render`'s output: what was rendered for which release and
+//! settings, what the kube-apiserver needs, and what the policies cannot do that the webhook does.
+
+use super::{Install, MutatingApi};
+use crate::job::{Config, FAILURE_RECOVERY, FAILURE_RECOVERY_ENABLED, PolicyName};
+
+/// The header's lines (without the `# ` the YAML writes before each).
+pub(crate) fn lines(config: &Config, install: &Install, api: MutatingApi) -> Vec<String> {
+    let release = config.cluster.version();
+    let injected = config.injected_recovery_keys();
+    let mut excluded = vec!["kube-system", install.namespace.as_str()];
+    excluded.extend(install.excluded_namespaces.iter().map(String::as_str));
+    let mut out = vec![
+        format!(
+            "jobgate {}: admission for Kubernetes {release} without the webhook (`jobgate render`).",
+            env!("CARGO_PKG_VERSION")
+        ),
+        format!(
+            "A MutatingAdmissionPolicy ({}) does what /mutate and",
+            api.api_version()
+        ),
+        "/mutate/recovery do; a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) for"
+            .to_string(),
+        "each policy at warn or deny does what /validate's policies do; each with its binding."
+            .to_string(),
+        "Policies:".to_string(),
+    ];
+    out.extend(
+        PolicyName::ALL
+            .iter()
+            .map(|p| format!("  {p}={}", config.policies.level(*p))),
+    );
+    out.push("Pod-template annotations set to \"true\" for an opted-in Job:".to_string());
+    if injected.is_empty() {
+        out.push("  none".to_string());
+    }
+    out.extend(injected.iter().map(|k| format!("  {k}")));
+    out.push(format!(
+        "Opt-in: the Job's (a CronJob's job template's) annotation {FAILURE_RECOVERY}: \"{FAILURE_RECOVERY_ENABLED}\","
+    ));
+    out.push(format!(
+        "or its namespace's label {FAILURE_RECOVERY}={FAILURE_RECOVERY_ENABLED}."
+    ));
+    out.push(format!("Never in: {}.", excluded.join(", ")));
+    out.push(
+        "These settings are fixed here: after changing them, render and apply again.".to_string(),
+    );
+    let flags = api.apiserver_flags();
+    if !flags.is_empty() {
+        out.push(String::new());
+        out.push(format!(
+            "Kubernetes {release}: MutatingAdmissionPolicy is beta and off by default. Every kube-apiserver"
+        ));
+        out.push("must run with".to_string());
+        for flag in flags {
+            out.push(format!("  {flag}"));
+        }
+        out.push(
+            "or the MutatingAdmissionPolicy objects are refused (no such kind) and nothing is mutated."
+                .to_string(),
+        );
+    }
+    out.push(String::new());
+    out.extend(
+        [
+            "What these policies cannot do that jobgate's webhook does:",
+            "- Warn about a mutation. /mutate says what it set or left and why (\"set",
+            "  spec.podReplacementPolicy=Failed because failure recovery is enabled\", an ignored or",
+            "  misspelt opt-in); a MutatingAdmissionPolicy cannot warn: users see the changed object,",
+            "  not the reason.",
+            "- Word messages exactly. kube-apiserver prefixes each with \"ValidatingAdmissionPolicy",
+            "  '<name>' with binding '<name>' denied request: \" or \"Validation failed for",
+            "  ValidatingAdmissionPolicy '<name>' with binding '<name>': \"; the rest is the webhook's",
+            "  text (values quoted by CEL's strings.quote, Go's %q but for non-printable characters).",
+            "- Give every cause of a denial. A denied request names the first failed validation only;",
+            "  the webhook lists every finding in one 422. A user who fixes one may be refused again",
+            "  for the next.",
+            "- Report as jobgate does: no jobgate_* admission metrics or review logs; kube-apiserver's",
+            "  apiserver_admission_* metrics count the policies' evaluations instead.",
+            "jobgate reconcile (failure recovery), check and audit work as they do with the webhook.",
+        ]
+        .map(str::to_string),
+    );
+    out
+}

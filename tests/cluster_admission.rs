@@ -1,0 +1,758 @@
+//! jobgate on the admission path of a real kube-apiserver (built from k8s.io/kubernetes, see
+//! tests/support/controlplane.rs): the apiserver calls a running `jobgate serve` through the
+//! shipped webhook configurations (deploy/base), pointed at it with a `url` clientConfig and the
+//! test CA. What reaches the client (the stored object, warnings, denials) is what a user sees.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::Jobgate;
+use support::controlplane::{ControlPlane, eventually};
+
+/// The shipped webhook configurations, rendered with kustomize, each renamed `<name>-<ns>`,
+/// pointed at `jg` and limited to namespace `ns` (one more `namespaceSelector` expression, so
+/// tests running at once in other namespaces never meet this jobgate). Applied and returned.
+fn install_webhooks(cp: &ControlPlane, jg: &Jobgate, ns: &str) -> Vec<Value> {
+    let kubectl = support::kustomize::kubectl();
+    let docs =
+        support::kustomize::render(kubectl, &support::controlplane::repo().join("deploy/base"));
+    let ca = base64(&std::fs::read(&jg.ca).expect("dev CA"));
+    let mut configs = Vec::new();
+    for mut doc in docs {
+        let kind = doc["kind"].as_str().unwrap_or_default().to_string();
+        if !kind.ends_with("WebhookConfiguration") {
+            continue;
+        }
+        let name = format!("{}-{ns}", doc["metadata"]["name"].as_str().expect("name"));
+        doc["metadata"] = json!({ "name": name });
+        for webhook in doc["webhooks"].as_array_mut().expect("webhooks") {
+            let path = webhook["clientConfig"]["service"]["path"]
+                .as_str()
+                .expect("a service path")
+                .to_string();
+            webhook["clientConfig"] = json!({
+                "url": format!("https://127.0.0.1:{}{path}", jg.port),
+                "caBundle": ca,
+            });
+            webhook["namespaceSelector"]["matchExpressions"]
+                .as_array_mut()
+                .expect("matchExpressions")
+                .push(json!({
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "In",
+                    "values": [ns],
+                }));
+        }
+        configs.push(doc);
+    }
+    assert_eq!(
+        configs.len(),
+        2,
+        "deploy/base has a mutating and a validating configuration"
+    );
+    let list = json!({ "apiVersion": "v1", "kind": "List", "items": configs });
+    cp.kubectl_ok(&["apply", "-f", "-"], Some(&list.to_string()));
+    // The apiserver's webhook informers take a moment: wait until a dry-run create is mutated.
+    eventually(
+        "the apiserver to call jobgate's webhooks",
+        Duration::from_secs(30),
+        || {
+            let out = cp.kubectl_output(
+                &[
+                    "create",
+                    "--dry-run=server",
+                    "-n",
+                    ns,
+                    "-o",
+                    "json",
+                    "-f",
+                    "-",
+                ],
+                Some(&cronjob("probe", json!({})).to_string()),
+            );
+            let stored: Value = serde_json::from_slice(&out.stdout).ok()?;
+            stored
+                .pointer("/spec/jobTemplate/spec/podReplacementPolicy")
+                .is_some()
+                .then_some(())
+        },
+    );
+    configs
+}
+
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// An Indexed-free Job with one container; `spec` is merged over the defaults.
+fn job(name: &str, annotations: Value, spec: Value) -> Value {
+    let mut job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": {
+            "template": { "spec": {
+                "restartPolicy": "Never",
+                "containers": [{ "name": "main", "image": "registry.example/trainer:1" }],
+            }},
+        },
+    });
+    merge(&mut job["spec"], spec);
+    job
+}
+
+/// A CronJob whose job template is like [`job`]'s.
+fn cronjob(name: &str, job_spec: Value) -> Value {
+    let mut template = job(name, json!({}), job_spec);
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": { "name": name },
+        "spec": {
+            "schedule": "0 3 * * *",
+            "jobTemplate": { "spec": template["spec"].take() },
+        },
+    })
+}
+
+fn merge(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                merge(t.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (t, p) => *t = p,
+    }
+}
+
+/// kubectl's `Warning: ` lines on standard error.
+fn warnings(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix("Warning: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `jobgate_admission_requests_total` by `endpoint/operation`, read from jobgate's admin port.
+fn reviews(jg: &Jobgate) -> BTreeMap<String, u64> {
+    let reply = support::curl(&[&jg.admin_url("/metrics")]);
+    assert_eq!(reply.status, 200, "GET /metrics: {reply:?}");
+    let mut counts = BTreeMap::new();
+    for line in reply.body.lines() {
+        let Some(rest) = line.strip_prefix("jobgate_admission_requests_total{") else {
+            continue;
+        };
+        let (labels, value) = rest.split_once("} ").expect("a sample");
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"').to_string())
+                .unwrap_or_default()
+        };
+        *counts
+            .entry(format!("{}/{}", label("endpoint"), label("operation")))
+            .or_default() += value.trim().parse::<f64>().expect("a number") as u64;
+    }
+    counts
+}
+
+/// How many more reviews each `endpoint/operation` has in `after` than in `before`.
+fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(k, v)| {
+            let d = v - before.get(k).copied().unwrap_or(0);
+            (d > 0).then(|| (k.clone(), d))
+        })
+        .collect()
+}
+
+#[test]
+fn the_stored_objects_carry_jobgates_mutation_and_the_client_sees_its_warnings() {
+    let cp = ControlPlane::shared();
+    let ns = cp.namespace("mutation");
+    let jg = Jobgate::start(&[]);
+    install_webhooks(cp, &jg, &ns);
+
+    // KEP-3939's default inside a CronJob's job template, which kube-apiserver does not default
+    // (batch/v1 SetDefaults_Job runs on Jobs only): only jobgate's patch can put it there.
+    let out = cp.kubectl_output(
+        &["create", "-n", &ns, "-o", "json", "-f", "-"],
+        Some(&cronjob("nightly", json!({})).to_string()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored: Value = serde_json::from_slice(&out.stdout).expect("stored CronJob");
+    assert_eq!(
+        stored.pointer("/spec/jobTemplate/spec/podReplacementPolicy"),
+        Some(&json!("TerminatingOrFailed")),
+        "the stored CronJob: {stored:#}"
+    );
+
+    // The recovery opt-in: jobgate's annotation on the Job puts Kueue's on the pod template.
+    let opted_in = job(
+        "opted-in",
+        json!({ "jobgate.dev/failure-recovery": "enabled" }),
+        json!({
+            "podReplacementPolicy": "Failed",
+            "podFailurePolicy": { "rules": [{
+                "action": "Ignore",
+                "onPodConditions": [{ "type": "DisruptionTarget" }],
+            }]},
+        }),
+    );
+    let out = cp.kubectl_output(
+        &["create", "-n", &ns, "-o", "json", "-f", "-"],
+        Some(&opted_in.to_string()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored: Value = serde_json::from_slice(&out.stdout).expect("stored Job");
+    assert_eq!(
+        stored.pointer(
+            "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-terminate"
+        ),
+        Some(&json!("true")),
+        "the stored Job: {stored:#}"
+    );
+    let read_back = cp.kubectl_ok(
+        &["get", "job", "opted-in", "-n", &ns, "-o",
+          "jsonpath={.spec.template.metadata.annotations.kueue\\.x-k8s\\.io/safe-to-forcefully-terminate}"],
+        None,
+    );
+    assert_eq!(read_back, "true", "what etcd holds");
+
+    // A policy at `warn` (recovery-counts-toward-backoff, by default): the object is stored and
+    // kubectl prints jobgate's warning.
+    let counted = job(
+        "opted-in-counted",
+        json!({ "jobgate.dev/failure-recovery": "enabled" }),
+        json!({ "podReplacementPolicy": "Failed" }),
+    );
+    let out = cp.kubectl_output(
+        &["create", "-n", &ns, "-f", "-"],
+        Some(&counted.to_string()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = warnings(&out.stderr);
+    assert!(
+        said.iter()
+            .any(|w| w
+                .starts_with("jobgate: spec.podFailurePolicy: no Ignore rule on DisruptionTarget")),
+        "kubectl printed no jobgate warning: {said:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_denial_reaches_the_client_with_jobgates_message_as_check_prints_it() {
+    let cp = ControlPlane::shared();
+    let ns = cp.namespace("denial");
+    let jg = Jobgate::start(&["--policy", "recovery-needs-failed=deny"]);
+    install_webhooks(cp, &jg, &ns);
+
+    // Accepted by kube-apiserver's own rules (no podFailurePolicy, so TerminatingOrFailed is
+    // valid), refused only by jobgate's policy: the denial is jobgate's and nobody else's.
+    let manifest = job(
+        "opted-in-terminating",
+        json!({}),
+        json!({
+            "podReplacementPolicy": "TerminatingOrFailed",
+            "template": { "metadata": { "annotations": {
+                "kueue.x-k8s.io/safe-to-forcefully-terminate": "true",
+            }}},
+        }),
+    );
+    let without_jobgate = cp.namespace("denial-control");
+    cp.kubectl_ok(
+        &[
+            "create",
+            "--dry-run=server",
+            "-n",
+            &without_jobgate,
+            "-f",
+            "-",
+        ],
+        Some(&manifest.to_string()),
+    );
+
+    // kubectl prints a 422 with causes as `The Job "…" is invalid: <causes>`.
+    let out = cp.kubectl_output(
+        &["create", "-n", &ns, "-f", "-"],
+        Some(&manifest.to_string()),
+    );
+    assert!(
+        !out.status.success(),
+        "jobgate's deny policy let the Job through"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("The Job \"opted-in-terminating\" is invalid: "),
+        "{stderr}"
+    );
+    // The Status itself names the webhook (what a kube-rs or client-go caller reads).
+    let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
+        kube::Api::namespaced(cp.client().await, &ns);
+    let refused = jobs
+        .create(
+            &Default::default(),
+            &serde_json::from_value(manifest.clone()).expect("Job"),
+        )
+        .await
+        .expect_err("the policy denies it");
+    let kube::Error::Api(status) = refused else {
+        panic!("not an API error: {refused}")
+    };
+    assert_eq!(status.code, 422, "{status:?}");
+    assert!(
+        status
+            .message
+            .contains("admission webhook \"validate.jobgate.dev\" denied the request"),
+        "{status:?}"
+    );
+
+    // `jobgate check` with the same policy level prints the same message.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("job.json");
+    std::fs::write(&file, manifest.to_string()).expect("write manifest");
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args([
+            "check",
+            "--policy",
+            "recovery-needs-failed=deny",
+            "-o",
+            "json",
+        ])
+        .arg(&file)
+        .output()
+        .expect("run jobgate check");
+    assert_eq!(
+        check.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let report: Value = serde_json::from_slice(&check.stdout).expect("check's JSON");
+    let messages: Vec<String> = findings(&report)
+        .filter(|f| f["severity"] == "error")
+        .filter_map(|f| f["message"].as_str().map(str::to_string))
+        .collect();
+    assert!(!messages.is_empty(), "check found no error: {report:#}");
+    for m in &messages {
+        assert!(
+            stderr.contains(m.as_str()),
+            "the client did not see check's {m:?}:\n{stderr}"
+        );
+    }
+}
+
+/// Every finding of a `check -o json` report.
+fn findings(report: &Value) -> impl Iterator<Item = &Value> {
+    report["objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|o| o["findings"].as_array().into_iter().flatten())
+}
+
+/// A write a cluster makes every day, and whether jobgate's `Fail` webhook should see it.
+struct Write {
+    what: &'static str,
+    reaches_validate: bool,
+    /// kubectl arguments after `-n NS` (the object named `{job}`).
+    args: Vec<String>,
+}
+
+fn everyday_writes(job: &str) -> Vec<Write> {
+    let patch = |what, reaches_validate, patch: Value| Write {
+        what,
+        reaches_validate,
+        args: vec![
+            "patch".into(),
+            "job".into(),
+            job.into(),
+            "--type=merge".into(),
+            "-p".into(),
+            patch.to_string(),
+        ],
+    };
+    vec![
+        Write {
+            what: "label",
+            reaches_validate: false,
+            args: vec!["label".into(), "job".into(), job.into(), "team=ml".into()],
+        },
+        patch(
+            "scale (parallelism)",
+            false,
+            json!({ "spec": { "parallelism": 2 } }),
+        ),
+        // Kueue admits a suspended Job: unsuspend and inject the flavor's node selector
+        // (batch/v1 validation allows it on a suspended Job that never started).
+        patch(
+            "Kueue's unsuspend with a nodeSelector",
+            false,
+            json!({ "spec": { "suspend": false, "template": { "spec": {
+                "nodeSelector": { "cloud.example/flavor": "a100" },
+            }}}}),
+        ),
+        patch("suspend", false, json!({ "spec": { "suspend": true } })),
+        patch(
+            "the recovery opt-in annotation changes",
+            true,
+            json!({ "metadata": { "annotations": {
+                "kueue.x-k8s.io/safe-to-forcefully-terminate": "true",
+            }}}),
+        ),
+    ]
+}
+
+#[test]
+fn only_the_writes_a_policy_can_judge_reach_the_fail_webhook_and_only_they_fail_without_jobgate() {
+    let cp = ControlPlane::shared();
+    let ns = cp.namespace("blast-radius");
+    let mut jg = Jobgate::start(&[]);
+    install_webhooks(cp, &jg, &ns);
+
+    let suspended = |name: &str| {
+        job(
+            name,
+            json!({}),
+            json!({ "suspend": true, "parallelism": 1 }),
+        )
+    };
+    let before = reviews(&jg);
+    cp.kubectl_ok(
+        &["create", "-n", &ns, "-f", "-"],
+        Some(&suspended("served").to_string()),
+    );
+    let created = delta(&before, &reviews(&jg));
+    assert_eq!(
+        created.get("validate/CREATE"),
+        Some(&1),
+        "a create is judged: {created:?}"
+    );
+
+    for write in everyday_writes("served") {
+        let before = reviews(&jg);
+        let mut args = vec!["-n".to_string(), ns.clone()];
+        args.extend(write.args.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cp.kubectl_ok(&args, None);
+        let seen = delta(&before, &reviews(&jg));
+        assert_eq!(
+            seen.contains_key("validate/UPDATE"),
+            write.reaches_validate,
+            "{}: the Fail webhook {} it ({seen:?})",
+            write.what,
+            if write.reaches_validate {
+                "did not get"
+            } else {
+                "got"
+            },
+        );
+    }
+
+    // Foreground deletion: the apiserver adds the foregroundDeletion finalizer and the garbage
+    // collector removes it once the Job's dependents are gone, an UPDATE of an object being
+    // deleted, which the Fail webhook never gets.
+    let before = reviews(&jg);
+    cp.kubectl_ok(
+        &[
+            "delete",
+            "job",
+            "served",
+            "-n",
+            &ns,
+            "--cascade=foreground",
+            "--wait=true",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let seen = delta(&before, &reviews(&jg));
+    assert!(
+        !seen.contains_key("validate/UPDATE"),
+        "GC's finalizer removal was sent: {seen:?}"
+    );
+
+    // Without jobgate: the same writes on an object created while it served. Only those the Fail
+    // webhook gets are refused; the others, and the garbage collector, carry on.
+    cp.kubectl_ok(
+        &["create", "-n", &ns, "-f", "-"],
+        Some(&suspended("orphaned").to_string()),
+    );
+    jg.terminate(Duration::from_secs(20))
+        .expect("jobgate stops on SIGTERM");
+    for write in everyday_writes("orphaned") {
+        let mut args = vec!["-n".to_string(), ns.clone()];
+        args.extend(write.args.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = cp.kubectl_output(&args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if write.reaches_validate {
+            assert!(
+                !out.status.success()
+                    && stderr.contains("failed calling webhook \"validate.jobgate.dev\""),
+                "{}: without jobgate it should fail closed: {stderr}",
+                write.what
+            );
+        } else {
+            assert!(
+                out.status.success(),
+                "{}: refused without jobgate: {stderr}",
+                write.what
+            );
+        }
+    }
+    let out = cp.kubectl_output(
+        &["create", "-n", &ns, "-f", "-"],
+        Some(&suspended("new").to_string()),
+    );
+    assert!(
+        !out.status.success(),
+        "a create went through without the Fail webhook"
+    );
+    cp.kubectl_ok(
+        &[
+            "delete",
+            "job",
+            "orphaned",
+            "-n",
+            &ns,
+            "--cascade=foreground",
+            "--wait=true",
+            "--timeout=60s",
+        ],
+        None,
+    );
+}
+
+/// Installs a CRD that tests/run fetched into target/crds/ and waits until it is served.
+fn install_crd(cp: &ControlPlane, file: &str) {
+    let path = support::controlplane::repo().join("target/crds").join(file);
+    assert!(
+        path.is_file(),
+        "{} is missing: tests/run fetches it",
+        path.display()
+    );
+    let path = path.display().to_string();
+    cp.kubectl_ok(&["apply", "--server-side", "-f", &path], None);
+    cp.kubectl_ok(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "-f",
+            &path,
+        ],
+        None,
+    );
+}
+
+#[test]
+fn audit_reads_the_clusters_jobs_and_writes_policy_reports() {
+    let cp = ControlPlane::shared();
+    // No webhook here: the Job was created before jobgate was installed, which is what audit is for.
+    let ns = cp.namespace("audit");
+    let manifest = job(
+        "opted-in-terminating",
+        json!({}),
+        json!({
+            "podReplacementPolicy": "TerminatingOrFailed",
+            "template": { "metadata": { "annotations": {
+                "kueue.x-k8s.io/safe-to-forcefully-terminate": "true",
+            }}},
+        }),
+    );
+    cp.kubectl_ok(
+        &["create", "-n", &ns, "-f", "-"],
+        Some(&manifest.to_string()),
+    );
+    let audit = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+            .arg("audit")
+            .arg("--kubeconfig")
+            .arg(&cp.kubeconfig)
+            .args(["-n", &ns, "--policy", "recovery-needs-failed=deny"])
+            .args(extra)
+            .output()
+            .expect("run jobgate audit");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, stdout, stderr) = audit(&["-o", "json"]);
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("audit JSON ({e}): {stdout}{stderr} (exit {code:?})"));
+    let sources: Vec<&str> = findings(&report)
+        .filter_map(|f| f["source"].as_str())
+        .collect();
+    assert!(
+        sources.contains(&"recovery-needs-failed"),
+        "audit did not report the policy: {report:#}"
+    );
+
+    // --apply writes a PolicyReport per namespace with server-side apply.
+    install_crd(cp, "wgpolicyk8s.io_policyreports.yaml");
+    let (code, stdout, stderr) = audit(&["--apply"]);
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "audit --apply: exit {code:?}\n{stdout}{stderr}"
+    );
+    let stored = cp.kubectl_ok(
+        &[
+            "get",
+            "policyreports.wgpolicyk8s.io",
+            "-n",
+            &ns,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let stored: Value = serde_json::from_str(&stored).expect("PolicyReport list");
+    let results: Vec<&Value> = stored["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["results"].as_array().into_iter().flatten())
+        .collect();
+    assert!(
+        results
+            .iter()
+            .any(|r| r["policy"] == "recovery-needs-failed" && r["result"] == "fail"),
+        "no failing result for the Job in the stored PolicyReport: {stored:#}"
+    );
+}
+
+/// The README's "First use" blocks, run as written against the real apiserver with jobgate's
+/// webhooks in place (kubectl 1.37 as `kubectl`, the namespace of the test as the kubeconfig's):
+/// what they print is what the README says they print, and without jobgate the denied Job is
+/// created, as the README claims.
+#[test]
+fn the_readmes_first_use_prints_what_the_readme_says() {
+    let cp = ControlPlane::shared();
+    let ns = cp.namespace("first-use");
+    let jg = Jobgate::start(&[]);
+    install_webhooks(cp, &jg, &ns);
+
+    let readme =
+        std::fs::read_to_string(support::controlplane::repo().join("README.md")).expect("README");
+    let section = readme
+        .split("\n## First use\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a First use section");
+    let blocks: Vec<&str> = section
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("\n```").next())
+        .collect();
+    assert!(
+        blocks.len() >= 2,
+        "README's First use has a denial block and a mutation block"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shell = |namespace: &str, command: &str| {
+        let kubeconfig = dir.path().join(format!("{namespace}.kubeconfig"));
+        std::fs::copy(&cp.kubeconfig, &kubeconfig).expect("copy kubeconfig");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).expect("bin");
+        let kubectl = bin.join("kubectl");
+        if !kubectl.exists() {
+            let real = which(support::controlplane::KUBECTL);
+            std::os::unix::fs::symlink(real, &kubectl).expect("symlink kubectl");
+        }
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let set_ns = std::process::Command::new(&kubectl)
+            .args([
+                "config",
+                "set-context",
+                "--current",
+                "--namespace",
+                namespace,
+            ])
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .expect("kubectl config");
+        assert!(set_ns.status.success());
+        let out = std::process::Command::new("bash")
+            .args(["-c", command])
+            .current_dir(support::controlplane::repo())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("PATH", path)
+            .output()
+            .expect("bash");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            ),
+        )
+    };
+    let squash = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for block in &blocks[..2] {
+        let command: String = block
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let said: String = block
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (_, output) = shell(&ns, &command);
+        assert_eq!(
+            squash(&output),
+            squash(&said),
+            "README block:\n{block}\nprinted:\n{output}"
+        );
+    }
+    // The denial is jobgate's alone: the apiserver by itself creates that Job.
+    let without = cp.namespace("first-use-without");
+    let command = blocks[0]
+        .lines()
+        .find(|l| !l.starts_with('#'))
+        .expect("a command");
+    let (created, output) = shell(&without, command);
+    assert!(
+        created,
+        "without jobgate the README's first command should pass:\n{output}"
+    );
+}
+
+fn which(name: &str) -> std::path::PathBuf {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH: tests/run installs it"))
+}

@@ -1,0 +1,3 @@
+module jobgate.dev/controlplane
+
+go 1.26.0

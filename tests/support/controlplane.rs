@@ -1,0 +1,227 @@
+//! A real Kubernetes control plane for the tests: etcd, kube-apiserver and kube-controller-manager
+//! built from upstream's Go modules by `tests/controlplane/build` (pinned per minor in
+//! `tests/controlplane/versions/`) and started on loopback by its `up` command, as envtest does
+//! for Go projects. One control plane serves a test binary; its tests use namespaces of their own.
+//!
+//! A missing binary fails the test and says how to build it: `tests/run` (the README's test
+//! command) builds what the tests need before `cargo test`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The minor the tests run against unless `JOBGATE_TEST_KUBERNETES` names another: the newest
+/// release whose code the Go module proxy serves as a release.
+pub(crate) const NEWEST: &str = "1.37";
+
+/// The kubectl the tests drive the control plane with.
+pub(crate) const KUBECTL: &str = "kubectl-1.37";
+
+/// A running control plane.
+pub(crate) struct ControlPlane {
+    pub minor: String,
+    /// Certificates, logs (`logs/*.log`) and `kubeconfig`.
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    child: Mutex<Option<(Child, ChildStdin)>>,
+    namespaces: AtomicUsize,
+}
+
+/// The repository's root.
+pub(crate) fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/controlplane/MINOR/NAME`, or a failure that says how to build it.
+pub(crate) fn binary(minor: &str, name: &str) -> PathBuf {
+    let path = repo().join("target/controlplane").join(minor).join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: the tests against the real Kubernetes {minor} need it. Run tests/run \
+         (the README's test command: it builds what the tests need, then runs cargo test), or \
+         `tests/controlplane/build {minor}` (needs Go)",
+        path.display()
+    );
+    path
+}
+
+/// The minor under test: `JOBGATE_TEST_KUBERNETES`, else [`NEWEST`].
+pub(crate) fn minor_under_test() -> String {
+    std::env::var("JOBGATE_TEST_KUBERNETES").unwrap_or_else(|_| NEWEST.to_string())
+}
+
+impl ControlPlane {
+    /// The control plane of this test binary, started on first use with the default controllers.
+    pub(crate) fn shared() -> &'static ControlPlane {
+        static SHARED: OnceLock<ControlPlane> = OnceLock::new();
+        SHARED.get_or_init(|| ControlPlane::start(&minor_under_test(), &[]))
+    }
+
+    /// Starts a control plane of `minor` with extra `controlplane up` flags and waits until every
+    /// component is ready. It stops when this value is dropped, or when the test process exits
+    /// (its standard input closes).
+    pub(crate) fn start(minor: &str, up_args: &[&str]) -> ControlPlane {
+        let bin = binary(minor, "controlplane");
+        let runs = repo().join("target/controlplane/runs");
+        std::fs::create_dir_all(&runs).expect("create target/controlplane/runs");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{minor}-"))
+            .tempdir_in(&runs)
+            .expect("run directory")
+            .keep();
+        let mut child = Command::new(&bin)
+            .arg("up")
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--stdin")
+            .args(up_args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut kubeconfig = None;
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            if let Some(path) = line.strip_prefix("kubeconfig: ") {
+                kubeconfig = Some(PathBuf::from(path));
+                break;
+            }
+        }
+        let Some(kubeconfig) = kubeconfig else {
+            let mut stderr = String::new();
+            let _ = std::io::Read::read_to_string(
+                &mut child.stderr.take().expect("stderr"),
+                &mut stderr,
+            );
+            panic!(
+                "the Kubernetes {minor} control plane did not start (logs in {}):\n{stderr}",
+                dir.display()
+            );
+        };
+        ControlPlane {
+            minor: minor.to_string(),
+            dir,
+            kubeconfig,
+            child: Mutex::new(Some((child, stdin))),
+            namespaces: AtomicUsize::new(0),
+        }
+    }
+
+    /// `kubectl-1.37 --kubeconfig …`: the newest control plane's own client (kubectl's skew
+    /// policy is one minor), which tests/run installs under target/tools/bin.
+    pub(crate) fn kubectl(&self) -> Command {
+        let mut cmd = Command::new(KUBECTL);
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig);
+        cmd
+    }
+
+    /// Runs kubectl with `args` (and `stdin`, when given) and returns its output, whatever its
+    /// exit status.
+    pub(crate) fn kubectl_output(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = self.kubectl();
+        cmd.args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| {
+            panic!("cannot run {KUBECTL} ({e}): tests/run installs it under target/tools/bin")
+        });
+        if let Some(text) = stdin {
+            use std::io::Write;
+            let mut pipe = child.stdin.take().expect("kubectl stdin");
+            pipe.write_all(text.as_bytes())
+                .expect("write kubectl stdin");
+        }
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// Runs kubectl and returns its standard output; fails the test when kubectl fails.
+    pub(crate) fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.kubectl_output(args, stdin);
+        assert!(
+            out.status.success(),
+            "kubectl {} failed: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8 kubectl output")
+    }
+
+    /// A new namespace whose name starts with `prefix`.
+    pub(crate) fn namespace(&self, prefix: &str) -> String {
+        let n = self.namespaces.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{prefix}-{n}");
+        self.kubectl_ok(&["create", "namespace", &name], None);
+        name
+    }
+
+    /// A kube-rs client for the administrator.
+    pub(crate) async fn client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("client configuration");
+        kube::Client::try_from(config).expect("client")
+    }
+
+    /// The PEM of the control plane's CA (which also signs the administrator's certificate).
+    pub(crate) fn ca_pem(&self) -> String {
+        std::fs::read_to_string(self.dir.join("pki/ca.crt")).expect("ca.crt")
+    }
+
+    /// The end of a component's log (`etcd`, `kube-apiserver`, `kube-controller-manager`), for a
+    /// failure message.
+    pub(crate) fn log_tail(&self, component: &str, lines: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.join("logs").join(format!("{component}.log")))
+            .unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if let Some((mut child, stdin)) = self.child.lock().ok().and_then(|mut c| c.take()) {
+            drop(stdin);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, or fails after `within` saying `what`.
+pub(crate) fn eventually<T>(
+    what: &str,
+    within: Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
