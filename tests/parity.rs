@@ -616,16 +616,23 @@ fn check_all(
         let i = case_at(object["line"].as_u64().expect("line")).expect("a document's line");
         let findings = object["findings"].as_array().expect("findings");
         let apiserver = |f: &&Value| f["source"] == "kube-apiserver" && f["severity"] == "error";
+        // A body the apiserver cannot decode is refused before admission, in
+        // `transformDecodeError`'s words.
+        let undecodable = |f: &&Value| {
+            f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(" cannot be handled as a "))
+        };
         let rejected: Vec<String> = findings
             .iter()
             .filter(apiserver)
-            .filter(|f| f["field"].is_null())
+            .filter(|f| f["field"].is_null() || undecodable(f))
             .map(|f| f["message"].as_str().unwrap_or_default().to_string())
             .collect();
         let errors: Vec<String> = findings
             .iter()
             .filter(apiserver)
-            .filter(|f| !f["field"].is_null())
+            .filter(|f| !f["field"].is_null() && !undecodable(f))
             .map(|f| f["message"].as_str().unwrap_or_default().to_string())
             .collect();
         let others: Vec<&Value> = findings
@@ -830,17 +837,22 @@ fn compare(
         )],
         Said::Rejected(parts) => {
             // `runtime.NewStrictDecodingError` joins every unknown or duplicate field behind one
-            // prefix; `check` reports each. Any other decoding error is one message.
-            let strict: Vec<&str> = parts
-                .iter()
-                .filter_map(|p| p.strip_prefix("strict decoding error: "))
-                .collect();
-            let joined = if strict.len() == parts.len() {
-                format!("strict decoding error: {}", strict.join(", "))
-            } else {
-                parts.join(", ")
+            // prefix (behind `transformDecodeError`'s); `check` reports each. Any other decoding
+            // error (a quantity) is the first the decoder met; `check` names each.
+            const STRICT: &str = "strict decoding error: ";
+            let strict: Vec<(&str, &str)> =
+                parts.iter().filter_map(|p| p.split_once(STRICT)).collect();
+            let joined = match strict.first() {
+                Some((head, _))
+                    if strict.len() == parts.len() && strict.iter().all(|(h, _)| h == head) =>
+                {
+                    let fields: Vec<&str> = strict.iter().map(|(_, field)| *field).collect();
+                    format!("{head}{STRICT}{}", fields.join(", "))
+                }
+                _ => parts.join(", "),
             };
-            if judge.code == 400 && judge.message == joined {
+            let first_of_them = strict.is_empty() && parts.contains(&judge.message);
+            if judge.code == 400 && (judge.message == joined || first_of_them) {
                 vec![]
             } else {
                 vec![(message, format!("jobgate: {joined}; {judged}"))]

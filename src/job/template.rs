@@ -25,7 +25,7 @@
 //! nesting past 128 levels, a repeated key) is `Unreadable`: the rule must not pass silently.
 //! A quantity kube-apiserver could not parse (`1x`) never reaches a webhook (the object fails to
 //! decode); here it is compared by its text, which is never stricter than the apiserver.
-//! `jobgate check` refuses such a manifest as the decoder does (`quantity_decoding_error`).
+//! `jobgate check` refuses such a manifest as the decoder does (`quantity::parse_error`).
 
 mod one_pass;
 mod schema;
@@ -507,123 +507,9 @@ impl<'de> Visitor<'de> for DigestVisitor {
     }
 }
 
-/// The error kube-apiserver's decoder stops at when a quantity in `template` (a pod template as
-/// JSON) cannot be read: `resource.Quantity`'s `UnmarshalJSON` runs `ParseQuantity` on the
-/// string (or the raw JSON of anything else but `null`), and its error refuses the whole request
-/// (k8s.io/apimachinery `pkg/api/resource/quantity.go`). `None` when every quantity reads.
-pub(crate) fn quantity_decoding_error(template: &serde_json::Value) -> Option<&'static str> {
-    fn walk(v: &serde_json::Value, ty: Ty) -> Option<&'static str> {
-        use serde_json::Value;
-        if ty.shape() == Shape::Quantity {
-            return match v {
-                Value::Null | Value::Number(_) => None,
-                Value::String(s) => parse_quantity_error(s.trim()),
-                other => parse_quantity_error(other.to_string().trim()),
-            };
-        }
-        match v {
-            Value::Object(m) => m.iter().find_map(|(k, v)| walk(v, ty.child(k))),
-            Value::Array(a) => a.iter().find_map(|v| walk(v, ty.item())),
-            _ => None,
-        }
-    }
-    walk(template, Ty::PodTemplateSpec)
-}
-
-/// `ParseQuantity`'s error for `s`, told apart as upstream does: `ErrFormatWrong` when
-/// `parseQuantityString` cannot split it into number and suffix, `ErrSuffix` when the suffix is
-/// none of `quantitySuffixer`'s, else `ErrNumeric`.
-fn parse_quantity_error(s: &str) -> Option<&'static str> {
-    const FORMAT_WRONG: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-    const SUFFIX: &str = "unable to parse quantity's suffix";
-    const NUMERIC: &str = "unable to parse numeric part of quantity";
-    if Quantity::parse(s).is_some() {
-        return None;
-    }
-    match split_quantity(s) {
-        None => Some(FORMAT_WRONG),
-        Some(suffix) if !known_suffix(suffix) => Some(SUFFIX),
-        Some(_) => Some(NUMERIC),
-    }
-}
-
-/// `parseQuantityString`'s split: the suffix, or `None` where it answers `ErrFormatWrong`.
-fn split_quantity(s: &str) -> Option<&str> {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return None;
-    }
-    let mut pos = usize::from(matches!(b[0], b'-' | b'+'));
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    if pos < b.len() && b[pos] == b'.' {
-        pos += 1;
-        while pos < b.len() && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-    }
-    let suffix_start = pos;
-    while pos < b.len() && b"eEinumkKMGTP".contains(&b[pos]) {
-        pos += 1;
-    }
-    if pos == b.len() {
-        return Some(&s[suffix_start..]);
-    }
-    if matches!(b[pos], b'-' | b'+') {
-        pos += 1;
-    }
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    (pos == b.len()).then(|| &s[suffix_start..])
-}
-
-/// `quantitySuffixer.interpret`: a decimal SI or binary SI suffix, or `e`/`E` and an int64
-/// (truncated to int32 afterwards).
-fn known_suffix(suffix: &str) -> bool {
-    const SUFFIXES: [&str; 16] = [
-        "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
-    ];
-    if SUFFIXES.contains(&suffix) {
-        return true;
-    }
-    suffix.len() > 1 && suffix.starts_with(['e', 'E']) && suffix[1..].parse::<i64>().is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `ParseQuantity`'s three errors, told apart as `UnmarshalJSON` returns them.
-    #[test]
-    fn quantity_decoding_errors_as_parse_quantity_gives_them() {
-        let format = Some(
-            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-        );
-        for ok in [
-            "1", "1000m", "0.5", "1Gi", "1e3", "1E-3", "+.5", "-", "0", " 2 ",
-        ] {
-            assert_eq!(parse_quantity_error(ok.trim()), None, "{ok}");
-        }
-        for bad in ["", "abc", "1.5.5", "1 Gi", "1Gb", "1e+x"] {
-            assert_eq!(parse_quantity_error(bad), format, "{bad}");
-        }
-        for bad in ["1MM", "1Kim", "1mi", "1e", "1e+"] {
-            assert_eq!(
-                parse_quantity_error(bad),
-                Some("unable to parse quantity's suffix"),
-                "{bad}"
-            );
-        }
-        let template = serde_json::json!({"spec": {
-            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": null}}},
-                {"name": "b", "resources": {"limits": {"memory": "1Gb"}}}],
-            "nodeSelector": {"x": "1Gb"}}});
-        assert_eq!(quantity_decoding_error(&template), format);
-        let fine = serde_json::json!({"spec": {"containers": [{"resources": {"requests": {"cpu": 0.5}}}]}});
-        assert_eq!(quantity_decoding_error(&fine), None);
-    }
 
     fn differs(new: &str, old: &str, without_scheduling: bool) -> Result<bool, String> {
         WholeTemplate::from_json(new).differs(

@@ -117,7 +117,7 @@ fn kept_pod_replacement_policy(review: &Review<'_>, cluster: &Cluster) -> Option
 /// messages of `cluster`'s release.
 pub(crate) fn validate_object(object: &JobObject, cluster: &Cluster) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_job_spec(&object.spec, &object.kind.spec_path(), cluster, &mut errs);
+    validate_job_spec(&object.spec, &object.spec_path(), cluster, &mut errs);
     errs
 }
 
@@ -733,7 +733,7 @@ pub(crate) fn validate_job_update(
     cluster: &Cluster,
 ) -> Vec<FieldError> {
     let (spec, old_spec) = (&new.spec, &old.spec);
-    let fld_path = new.kind.spec_path();
+    let fld_path = new.spec_path();
     let mut errs = Vec::new();
     if spec.completions != old_spec.completions {
         let indexed = spec.completion_mode.as_deref() == Some(INDEXED);
@@ -901,7 +901,7 @@ pub(crate) fn template_unreadable(review: &Review<'_>, cluster: &Cluster) -> Opt
         return None;
     }
     let old = review.old_object?;
-    let spec_path = review.object.kind.spec_path();
+    let spec_path = review.object.spec_path();
     let options = template_update_options(old, cluster);
     let reason =
         validate_pod_template_update(&review.object.spec, &old.spec, &spec_path, options).err()?;

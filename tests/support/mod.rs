@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) mod api_server;
 pub(crate) mod cases;
+pub(crate) mod check_cli;
 pub(crate) mod controlplane;
 pub(crate) mod generate;
 pub(crate) mod judge;

@@ -239,11 +239,21 @@ func decode(body json.RawMessage) (runtime.Object, error) {
 		return nil, fmt.Errorf("no strict JSON serializer")
 	}
 	decoder := legacyscheme.Codecs.DecoderToVersion(info.StrictSerializer, batch.SchemeGroupVersion)
-	obj, _, err := decoder.Decode(body, nil, nil)
+	obj, gvk, err := decoder.Decode(body, nil, nil)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+		return nil, transformDecodeError(err, gvk, body)
 	}
 	return obj, nil
+}
+
+// transformDecodeError words a body that does not decode as the write handlers do, strict
+// decoding errors included (k8s.io/apiserver pkg/endpoints/handlers/rest.go). The endpoint's
+// kind, which the judge has no URL for, is the body's own.
+func transformDecodeError(err error, gvk *schema.GroupVersionKind, body []byte) error {
+	if gvk != nil && gvk.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	}
+	return apierrors.NewBadRequest(err.Error())
 }
 
 func strategyFor(obj runtime.Object) (strategy, schema.GroupVersionResource, error) {
