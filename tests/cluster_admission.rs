@@ -101,7 +101,7 @@ fn job(name: &str, annotations: Value, spec: Value) -> Value {
             }},
         },
     });
-    merge(&mut job["spec"], spec);
+    support::merge(&mut job["spec"], spec);
     job
 }
 
@@ -117,17 +117,6 @@ fn cronjob(name: &str, job_spec: Value) -> Value {
             "jobTemplate": { "spec": template["spec"].take() },
         },
     })
-}
-
-fn merge(target: &mut Value, patch: Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                merge(t.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (t, p) => *t = p,
-    }
 }
 
 /// Opted into recovery with `TerminatingOrFailed`: kube-apiserver accepts it (no

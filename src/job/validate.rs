@@ -69,17 +69,26 @@ pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<Fi
         None => review.object,
     };
     let mut errors = validate_object(object, cluster);
-    if let (Operation::Update, Some(old), Kind::Job) =
-        (review.operation, review.old_object, review.object.kind)
-    {
-        // Up to 1.36 the Job strategy's `ValidateUpdate` ran `ValidateJob` and then
-        // `ValidateJobUpdate`, which runs `validateJobSpec` again: every spec error of an UPDATE
-        // is reported twice (pkg/registry/batch/job/strategy.go, 1.33-1.36). 1.37 runs
-        // `ValidateJobUpdate` alone.
-        if cluster.version() < KubernetesVersion::V1_37 {
-            errors.extend(errors.clone());
+    match (review.operation, review.old_object, review.object.kind) {
+        (Operation::Update, Some(old), Kind::Job) => {
+            // Up to 1.36 the Job strategy's `ValidateUpdate` ran `ValidateJob` (the spec, then
+            // the pod hostname) and then `ValidateJobUpdate`, which runs `validateJobSpec` again:
+            // every spec error of an UPDATE is reported twice (pkg/registry/batch/job/
+            // strategy.go, 1.33-1.36). 1.37 runs `ValidateJobUpdate` alone, which checks the pod
+            // hostname last (`validateNameAllowsCompletions`).
+            let hostname = indexed_pod_hostname(object);
+            if cluster.version() < KubernetesVersion::V1_37 {
+                let spec_errors = errors.clone();
+                errors.extend(hostname);
+                errors.extend(spec_errors);
+                errors.extend(validate_job_update(review.object, old, cluster));
+            } else {
+                errors.extend(validate_job_update(review.object, old, cluster));
+                errors.extend(hostname);
+            }
         }
-        errors.extend(validate_job_update(review.object, old, cluster));
+        (Operation::Create, _, Kind::Job) => errors.extend(indexed_pod_hostname(object)),
+        _ => {}
     }
     let style = cluster.value_style();
     for e in &mut errors {
@@ -119,6 +128,27 @@ pub(crate) fn validate_object(object: &JobObject, cluster: &Cluster) -> Vec<Fiel
     let mut errs = Vec::new();
     validate_job_spec(&object.spec, &object.spec_path(), cluster, &mut errs);
     errs
+}
+
+/// `validateNameAllowsCompletions`, `ValidateJob`'s last check: an Indexed Job's pods take
+/// `<name>-<index>` as their hostname, so the one of the largest index must be a DNS-1123 label
+/// (pkg/apis/batch/validation/validation.go). A name still to be generated (`generateName`) gets a random suffix the
+/// apiserver alone knows: left to it.
+fn indexed_pod_hostname(object: &JobObject) -> Option<FieldError> {
+    if object.spec.completion_mode.as_deref() != Some(INDEXED) {
+        return None;
+    }
+    let completions = object.spec.completions.filter(|c| *c > 0)?;
+    let name = object.metadata.name.as_deref().filter(|n| !n.is_empty())?;
+    let hostname = format!("{name}-{}", completions - 1);
+    if crate::names::is_dns1123_label(&hostname).is_empty() {
+        return None;
+    }
+    Some(FieldError::invalid(
+        object.metadata_path().child("name"),
+        BadValue::str(name),
+        format!("will not able to create pod with invalid DNS label: {hostname}"),
+    ))
 }
 
 fn nonnegative(errs: &mut Vec<FieldError>, value: Option<i64>, path: FieldPath) {

@@ -53,6 +53,16 @@ pub(crate) fn minor_under_test() -> String {
     std::env::var("JOBGATE_TEST_KUBERNETES").unwrap_or_else(|_| NEWEST.to_string())
 }
 
+/// The minors whose control planes tests/run builds (`JOBGATE_TEST_CONTROL_PLANES`, default
+/// `1.37 1.36 1.33`), for the tests that run on each.
+pub(crate) fn control_plane_minors() -> Vec<String> {
+    std::env::var("JOBGATE_TEST_CONTROL_PLANES")
+        .unwrap_or_else(|_| "1.37 1.36 1.33".to_string())
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
 impl ControlPlane {
     /// The control plane of this test binary, started on first use with the default controllers.
     pub(crate) fn shared() -> &'static ControlPlane {
@@ -186,16 +196,20 @@ impl ControlPlane {
         );
         let path = path.display().to_string();
         self.kubectl_ok(&["apply", "--server-side", "-f", &path], None);
-        self.kubectl_ok(
-            &[
+        // `kubectl wait` fails at once, instead of waiting, while the CRD has no conditions yet.
+        eventually("the CRD to be Established", Duration::from_secs(60), || {
+            let args = [
                 "wait",
                 "--for=condition=Established",
-                "--timeout=60s",
+                "--timeout=10s",
                 "-f",
                 &path,
-            ],
-            None,
-        );
+            ];
+            self.kubectl_output(&args, None)
+                .status
+                .success()
+                .then_some(())
+        });
     }
 
     /// Runs a kubectl invocation that must succeed and prints JSON, and returns what it printed
