@@ -60,7 +60,8 @@ fn a_mutation_warning_has_no_counterpart_the_patch_is_the_same() {
         assert_eq!(
             warnings,
             vec![
-                "jobgate: set spec.podReplacementPolicy=Failed because failure recovery is enabled"
+                "jobgate: set spec.podReplacementPolicy=Failed because failure recovery is enabled",
+                "jobgate: set spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled",
             ]
         );
         let policy = Cluster::new(&rendered(&config))
