@@ -24,6 +24,8 @@ use cel::objects::{Key, Map};
 use cel::{Context, Env, ExecutionError, Program, StructType, Value as Cel};
 use serde_json::{Value, json};
 
+use super::corpus::Admission;
+
 static JSON_PATCH: Type = Type::new_struct_type("JSONPatch");
 
 /// The `JSONPatch` type of MutatingAdmissionPolicy expressions (k8s.io/apiserver
@@ -98,19 +100,6 @@ fn program(expression: &str) -> Result<Arc<Program>, String> {
             .insert(expression.to_string(), Arc::clone(&program));
         Ok(program)
     })
-}
-
-/// One admission request as kube-apiserver presents it to the policies.
-#[derive(Debug, Clone)]
-pub(crate) struct Admission {
-    /// `CREATE` or `UPDATE`.
-    pub(crate) operation: &'static str,
-    /// `Job` or `CronJob`.
-    pub(crate) kind: &'static str,
-    pub(crate) namespace: String,
-    pub(crate) namespace_labels: BTreeMap<String, String>,
-    pub(crate) object: Value,
-    pub(crate) old_object: Option<Value>,
 }
 
 impl Admission {

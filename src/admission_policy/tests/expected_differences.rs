@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::corpus::{Admission, NAMESPACE, apiserver_form};
 use super::differential::{
-    NAMESPACE, apiserver_form, on_a_large_stack, policy_findings, rendered, webhook_findings,
-    webhook_mutation,
+    on_a_large_stack, policy_findings, rendered, webhook_findings, webhook_mutation,
 };
-use super::engine::{Admission, Cluster};
+use super::engine::Cluster;
 use crate::job::{Config, Level, Policies, PolicyName};
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";

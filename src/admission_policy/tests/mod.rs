@@ -5,9 +5,13 @@ use super::*;
 use crate::job::version::Cluster;
 use crate::job::{Level, Policies, PolicyName};
 
+mod corpus;
 mod differential;
 mod engine;
 mod expected_differences;
+/// Where `corpus` finds the objects it builds requests from (as a sibling module when
+/// tests/cluster_admission_policies.rs includes both files).
+use crate::job::mutate::strategies;
 
 fn for_release(release: KubernetesVersion) -> Config {
     Config {
@@ -215,10 +219,7 @@ fn names_namespaces_and_the_failure_policy_follow_the_install() {
 #[test]
 fn the_yaml_reads_back_as_the_objects() {
     let config = Config {
-        recovery_annotation_keys: crate::job::mutate::properties::KEYS
-            .iter()
-            .map(|k| k.to_string())
-            .collect(),
+        recovery_annotation_keys: strategies::KEYS.iter().map(|k| k.to_string()).collect(),
         policies: Policies::all(Level::Deny),
         ..Config::default()
     };
