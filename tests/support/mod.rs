@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 pub(crate) mod api_server;
 pub(crate) mod controlplane;
 pub(crate) mod kustomize;
+pub(crate) mod render;
+pub(crate) mod webhooks;
 
 pub(crate) struct Jobgate {
     pub child: Child,
