@@ -28,6 +28,13 @@ pub(crate) fn true_map<'a>(keys: impl IntoIterator<Item = &'a str>) -> String {
     format!("{{{}}}", entries.join(", "))
 }
 
+/// `{target}.?{field}`, a list, as a list: `[]` when it is absent, `null` or empty. kube-apiserver
+/// hands admission a list field without `omitempty` as `null` when it has no items
+/// (`podFailurePolicy.rules`, a pod's `containers`), and `.orValue([])` alone keeps that `null`.
+pub(crate) fn list(target: &str, field: &str) -> String {
+    format!("optional.ofNonZeroValue({target}.?{field}.orValue([])).orValue([])")
+}
+
 /// `request.kind.kind`, not `object.kind`: the AdmissionRequest always names the object's kind,
 /// while a typed object's `apiVersion` and `kind` may be empty when CEL reads it.
 pub(crate) const CRON_JOB: &str = "request.kind.kind == 'CronJob'";

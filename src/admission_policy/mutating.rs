@@ -53,7 +53,10 @@ fn variables(config: &Config) -> Vec<(&'static str, String)> {
         // An object without containers is invalid and its template may not exist to patch.
         (
             "hasContainers",
-            "size(variables.template.?spec.?containers.orValue([])) > 0".to_string(),
+            format!(
+                "size({}) > 0",
+                cel::list("variables.template.?spec", "containers")
+            ),
         ),
         // The opt-in: a Job's own annotation, a CronJob's job template's (the CronJob's own is
         // not copied to its Jobs); without one, the namespace's label.

@@ -140,9 +140,10 @@ fn all_variables(recognized: &str) -> Vec<(&'static str, String)> {
 
 fn ignores_disruption(spec: &str) -> String {
     format!(
-        "{spec}.?podFailurePolicy.?rules.orValue([]).exists(r, r.?action.orValue('') == 'Ignore' \
+        "{}.exists(r, r.?action.orValue('') == 'Ignore' \
          && r.?onPodConditions.orValue([]).exists(c, c.?type.orValue('') == 'DisruptionTarget' \
-         && c.?status.orValue('') in ['', 'True']))"
+         && c.?status.orValue('') in ['', 'True']))",
+        cel::list(&format!("{spec}.?podFailurePolicy"), "rules")
     )
 }
 

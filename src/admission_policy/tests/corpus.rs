@@ -19,20 +19,40 @@ pub(crate) const RECOVERY_LABEL: &str = "jobgate.dev/failure-recovery";
 
 /// The object as kube-apiserver hands it to admission, decoded into Go types and encoded again:
 /// an explicit `null` is an unset field, and an empty `annotations` or `labels` map is none
-/// (`omitempty`).
+/// (`omitempty`), but a list field without `omitempty` is written whatever its value, `null`
+/// when it has no items: `podFailurePolicy.rules` (k8s.io/api `batch/v1` `PodFailurePolicy`)
+/// and a pod template's `containers` (`core/v1` `PodSpec`).
 pub(crate) fn apiserver_form(value: &Value) -> Value {
+    form(value, &[])
+}
+
+/// `value`, found under the keys `path`, in the apiserver's form.
+fn form(value: &Value, path: &[&str]) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
+        Value::Object(map) => {
+            let mut out: Map<String, Value> = map
+                .iter()
                 .filter(|(k, v)| {
                     let empty_map = matches!(k.as_str(), "annotations" | "labels")
                         && v.as_object().is_some_and(Map::is_empty);
                     !(v.is_null() || empty_map)
                 })
-                .map(|(k, v)| (k.clone(), apiserver_form(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(apiserver_form).collect()),
+                .map(|(k, v)| {
+                    let path: Vec<&str> = path.iter().copied().chain([k.as_str()]).collect();
+                    (k.clone(), form(v, &path))
+                })
+                .collect();
+            let always = match path {
+                [.., "spec", "podFailurePolicy"] => Some("rules"),
+                [.., "template", "spec"] => Some("containers"),
+                _ => None,
+            };
+            if let Some(list) = always {
+                out.entry(list).or_insert(Value::Null);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| form(v, &[])).collect()),
         other => other.clone(),
     }
 }
