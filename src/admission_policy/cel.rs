@@ -40,9 +40,22 @@ pub(crate) fn list(target: &str, field: &str) -> String {
 pub(crate) const CRON_JOB: &str = "request.kind.kind == 'CronJob'";
 
 /// The Job spec under review: a Job's own, a CronJob's job template's (which the CronJob
-/// controller copies into every Job it creates).
-pub(crate) const SPEC: &str =
-    "variables.cronJob ? object.spec.?jobTemplate.?spec.orValue({}) : object.?spec.orValue({})";
+/// controller copies into every Job it creates); `cron_job` says which.
+pub(crate) fn spec(cron_job: &str) -> String {
+    format!(
+        "{cron_job} ? object.spec.?jobTemplate.?spec.orValue({{}}) : object.?spec.orValue({{}})"
+    )
+}
+
+/// The optional value of the annotation `key` where it opts a Job in: the Job's own, a CronJob's
+/// job template's (the CronJob's own is not copied to its Jobs); `cron_job` says which.
+pub(crate) fn opt_in(cron_job: &str, key: &str) -> String {
+    let key = string(key);
+    format!(
+        "{cron_job} ? object.spec.?jobTemplate.?metadata.?annotations[?{key}] \
+         : object.metadata.?annotations[?{key}]"
+    )
+}
 
 /// The object is not being deleted: an object being deleted starts no pods, and the webhooks
 /// are not called for it either (their `matchConditions`).

@@ -78,7 +78,7 @@ fn all_variables(recognized: &str) -> Vec<(&'static str, String)> {
             "specField",
             "variables.cronJob ? 'spec.jobTemplate.spec' : 'spec'".to_string(),
         ),
-        ("spec", cel::SPEC.to_string()),
+        ("spec", cel::spec("variables.cronJob")),
         (
             "oldSpec",
             "!variables.update ? {} : variables.cronJob \

@@ -249,7 +249,14 @@ pub(crate) fn compare(raw: &Admission, config: &Config) -> Result<Tally, String>
     };
 
     let (webhook_ops, _) = webhook_mutation(&admission, config);
-    let policy_ops = cluster.mutate(&admission)?.unwrap_or_default();
+    let policy_ops = match cluster.mutate(&admission)? {
+        // kube-apiserver decodes an object a MutatingAdmissionPolicy applied to anew, patch or
+        // none, which a Job's labels show (`mutating`): a policy applies only to what it patches.
+        Some(ops) if ops.is_empty() => {
+            return Err("a mutating policy applied with nothing to patch".to_string());
+        }
+        ops => ops.unwrap_or_default(),
+    };
     if webhook_ops != policy_ops {
         return Err(format!(
             "patches differ\n  webhook: {}\n  policy:  {}",
@@ -271,14 +278,14 @@ pub(crate) fn compare(raw: &Admission, config: &Config) -> Result<Tally, String>
     let mut again = admission.clone();
     again.object = patched;
     // Reinvocation (`reinvocationPolicy: IfNeeded`): each on the patched object, which is the
-    // other's output as well, patches nothing.
-    let policy_again = cluster.mutate(&again)?.unwrap_or_default();
+    // other's output as well, patches nothing; the policy does not even apply.
+    let policy_again = cluster.mutate(&again)?;
     let (webhook_again, _) = webhook_mutation(&again, config);
-    if !policy_again.is_empty() || !webhook_again.is_empty() {
+    if policy_again.is_some() || !webhook_again.is_empty() {
         return Err(format!(
-            "reinvocation patched again\n  webhook: {}\n  policy:  {}",
+            "reinvocation applied again\n  webhook: {}\n  policy:  {:?}",
             Value::from(webhook_again),
-            Value::from(policy_again)
+            policy_again.map(Value::from)
         ));
     }
     // Validation sees the mutated object.

@@ -147,9 +147,13 @@ impl Admission {
             self.old_object.as_ref().map_or(Cel::Null, bind),
         );
         ctx.add_variable_from_value("request", bind(&self.request()));
-        let namespace = json!({"metadata": {"name": self.namespace, "labels": self.labels()}});
-        ctx.add_variable_from_value("namespaceObject", bind(&namespace));
+        ctx.add_variable_from_value("namespaceObject", bind(&self.namespace_object()));
         ctx
+    }
+
+    /// `namespaceObject`: the namespace's name and labels.
+    fn namespace_object(&self) -> Value {
+        json!({"metadata": {"name": self.namespace, "labels": self.labels()}})
     }
 }
 
@@ -223,7 +227,8 @@ enum Matched<'a> {
 }
 
 /// Matches `spec` against the request, evaluates its match conditions (false wins over an
-/// error, as `matchconditions.Matcher`) and its variables, in order.
+/// error, as `matchconditions.Matcher`; without `variables`, and with `namespaceObject` null, as
+/// the matcher binds them) and its variables, in order.
 fn prepare<'a>(
     spec: &Value,
     admission: &Admission,
@@ -236,6 +241,9 @@ fn prepare<'a>(
         ctx: request.new_inner_scope(),
     };
     let mut errors = Vec::new();
+    evaluation
+        .ctx
+        .add_variable_from_value("namespaceObject", Cel::Null);
     for condition in spec["matchConditions"].as_array().into_iter().flatten() {
         let name = condition["name"].as_str().unwrap_or("");
         match evaluation.eval(condition["expression"].as_str().unwrap_or("")) {
@@ -248,6 +256,10 @@ fn prepare<'a>(
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
+    evaluation.ctx.add_variable_from_value(
+        "namespaceObject",
+        cel::to_value(&admission.namespace_object()).expect("JSON is a CEL value"),
+    );
     let mut variables: HashMap<Key, Cel> = HashMap::new();
     for variable in spec["variables"].as_array().into_iter().flatten() {
         let name = variable["name"].as_str().unwrap_or("");

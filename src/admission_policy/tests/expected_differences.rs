@@ -201,7 +201,7 @@ fn an_empty_annotations_map_or_an_explicit_null_never_reaches_admission() {
             Value::from(webhook_mutation(&raw, &config).0),
             json!([{"op": "add", "path": "/spec/podReplacementPolicy", "value": "Failed"}])
         );
-        assert_eq!(cluster.mutate(&raw).unwrap().unwrap(), Vec::<Value>::new());
+        assert_eq!(cluster.mutate(&raw).unwrap(), None);
 
         for object in [
             job(json!({}), json!({"podReplacementPolicy": "Failed"})),
