@@ -16,7 +16,7 @@ use support::webhooks::reviews;
 /// The shipped webhook configurations, pointed at `jg` and limited to namespace `ns`
 /// (`support::webhooks::install`), applied and returned.
 fn install_webhooks(cp: &ControlPlane, jg: &Jobgate, ns: &str) -> Vec<Value> {
-    support::webhooks::install(cp, jg, ns, &[ns])
+    support::webhooks::install(cp, jg, ns, &[ns], &[])
 }
 
 /// An Indexed-free Job with one container; `spec` is merged over the defaults.
