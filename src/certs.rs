@@ -262,28 +262,15 @@ pub struct Written {
 /// The Service (name, namespace) a serving certificate names: its `<service>.<namespace>.svc`
 /// subjectAltName, the one kube-apiserver dials. `None` when it names none.
 pub fn service_of(cert_pem: &[u8]) -> Result<Option<(String, String)>, String> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let leaf = CertificateDer::pem_slice_iter(cert_pem)
-        .next()
-        .ok_or("no PEM certificate found")?
-        .map_err(|e| e.to_string())?;
-    let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref())
-        .map_err(|e| format!("not an X.509 certificate: {e}"))?;
-    let san = cert
-        .subject_alternative_name()
-        .map_err(|e| format!("unreadable subjectAltName: {e}"))?;
-    Ok(san
-        .into_iter()
-        .flat_map(|s| s.value.general_names.iter())
-        .find_map(|name| {
-            let x509_parser::extensions::GeneralName::DNSName(dns) = name else {
-                return None;
-            };
-            let (service, namespace) = dns.strip_suffix(".svc")?.split_once('.')?;
-            (is_dns_label(service) && is_dns_label(namespace))
-                .then(|| (service.to_string(), namespace.to_string()))
-        }))
+    crate::server::leaf::with_leaf(cert_pem, |cert| {
+        Ok(crate::server::leaf::dns_names(cert)?
+            .into_iter()
+            .find_map(|dns| {
+                let (service, namespace) = dns.strip_suffix(".svc")?.split_once('.')?;
+                (is_dns_label(service) && is_dns_label(namespace))
+                    .then(|| (service.to_string(), namespace.to_string()))
+            }))
+    })
 }
 
 /// The Service to issue for: the flags, else the one the certificate in `--out` names (a

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod certs;
 pub mod check;
 pub mod duration;
+pub mod embedded;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod job;

@@ -1,6 +1,7 @@
 //! apimachinery's name validators (`k8s.io/apimachinery/pkg/util/validation`), message for
-//! message: the qualified names of pod condition types, and the RFC 1123 names of Services and
-//! Namespaces that `jobgate certs` puts in a certificate.
+//! message: the qualified names of pod condition types, the domain-prefixed path of a Job's
+//! `managedBy`, and the RFC 1123 names of Services and Namespaces that `jobgate certs` puts in a
+//! certificate.
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
@@ -132,6 +133,19 @@ fn dns1123_subdomain_errors(value: &str, messages: NameMessages) -> Vec<String> 
     errs
 }
 
+/// `httpPathFmt`: the path part of `IsDomainPrefixedPath` (`spec.managedBy`).
+const HTTP_PATH_FMT: &str = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+";
+
+/// `IsDomainPrefixedPath`'s complaint about the part after the first `/`, when it does not
+/// match `httpPathFmt`.
+pub(crate) fn http_path_error(path: &str) -> Option<String> {
+    let ok = !path.is_empty()
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-._~%!$&'()*+,;=:".contains(&b));
+    (!ok).then(|| regex_error("Invalid path", HTTP_PATH_FMT, &[]))
+}
+
 fn is_lower_alnum(c: u8) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit()
 }
@@ -155,6 +169,22 @@ fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_paths_as_is_domain_prefixed_path_reads_them() {
+        for ok in ["foo", "a/b", "job-controller", "x~%!$&'()*+,;=:._-"] {
+            assert_eq!(http_path_error(ok), None, "{ok}");
+        }
+        for bad in ["", "a b", "a?b", "é"] {
+            assert_eq!(
+                http_path_error(bad).as_deref(),
+                Some(
+                    r"Invalid path (regex used for validation is '[A-Za-z0-9/\-._~%!$&'()*+,;=:]+')"
+                ),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn dns1123_labels_as_is_dns1123_label() {

@@ -135,7 +135,7 @@ pub struct RuleArgs {
     /// The cluster's overrides of Job-related feature gates, as kube-apiserver's
     /// --feature-gates takes them: Name=true|false,... (JobPodReplacementPolicy, JobManagedBy,
     /// JobBackoffLimitPerIndex, JobSuccessPolicy, MutablePodResourcesForSuspendedJobs,
-    /// MutableSchedulingDirectivesForSuspendedJobs, WorkloadWithJob).
+    /// MutableSchedulingDirectivesForSuspendedJobs, WorkloadWithJob, GenericWorkload).
     #[arg(
         long = "feature-gates",
         env = "JOBGATE_FEATURE_GATES",

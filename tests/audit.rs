@@ -177,7 +177,7 @@ fn render(dir: &str) -> Vec<Value> {
         .arg("kustomize")
         .arg(&dir)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run kubectl (.ci/run installs it): {e}"));
+        .unwrap_or_else(|e| panic!("cannot run kubectl (tests/run installs it): {e}"));
     assert!(
         out.status.success(),
         "{}",

@@ -1,9 +1,8 @@
 //! `jobgate check` as a user runs it: the built binary on files, a directory and stdin.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
+use support::check_cli::{check, text};
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 
 const GOOD_JOB: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: pi\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: pi\n        image: perl\n";
@@ -15,44 +14,6 @@ fn opted_in_job() -> String {
 }
 
 const BAD_VALUES: &str = r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"codes"},"spec":{"podFailurePolicy":{"rules":[{"action":"FailJob","onExitCodes":{"operator":"In","values":[3,1]}}]},"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"main","image":"busybox"}]}}}}"#;
-
-fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("check")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for key in [
-        "JOBGATE_CONFIG",
-        "JOBGATE_POLICY",
-        "JOBGATE_RECOVERY_ANNOTATION_KEY",
-        "JOBGATE_OUTPUT",
-        "JOBGATE_KUBERNETES_VERSION",
-        "JOBGATE_FEATURE_GATES",
-    ] {
-        cmd.env_remove(key);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("run jobgate");
-    // A usage error exits before reading stdin: a broken pipe then is expected, not a failure.
-    match child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
-        _ => {}
-    }
-    child.wait_with_output().expect("wait")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 #[test]
 fn files_directories_and_stdin() {
@@ -485,9 +446,9 @@ fn typos_are_refused_as_kubectl_apply_refuses_them_by_default() {
         assert_eq!(
             text(&out.stdout),
             format!(
-                "{f}:6:3 Job/pi: strict decoding error: unknown field \"spec.backofLimit\"\n\
-                 {f}:8:5 Job/pi: strict decoding error: unknown field \"spec.podFailurePolicy.rule\"\n\
-                 {f}:15:9 Job/pi: strict decoding error: unknown field \"spec.template.spec.containers[0].imagePullPolcy\"\n"
+                "{f}:6:3 Job/pi: Job in version \"v1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.backofLimit\"\n\
+                 {f}:8:5 Job/pi: Job in version \"v1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.podFailurePolicy.rule\"\n\
+                 {f}:15:9 Job/pi: Job in version \"v1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.template.spec.containers[0].imagePullPolcy\"\n"
             ),
             "{flags:?}"
         );
@@ -516,15 +477,32 @@ fn typos_are_refused_as_kubectl_apply_refuses_them_by_default() {
     );
 }
 
+/// kubectl reads a manifest into a map (the last value of a repeated key wins) and sends that
+/// map, so kube-apiserver never sees the duplicate: a warning that the first value is lost, not
+/// a refusal, for YAML and JSON alike.
 #[test]
-fn duplicate_fields_are_refused_like_unknown_ones() {
+fn duplicate_fields_are_a_warning_that_kubectl_keeps_the_last() {
     let job = GOOD_JOB.replace("  name: pi\n", "  name: pi\n  name: pi2\n");
     let out = check(&["-"], &job, &[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         text(&out.stdout),
-        "-:5:3 Job/pi2: strict decoding error: duplicate field \"metadata.name\"\n"
+        "-:5:3 Job/pi2: Warning: duplicate field \"metadata.name\": kubectl sends only the last value\n"
     );
+    let json = r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a","name":"b"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}}"#;
+    let out = check(&["-o", "json", "-"], json, &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objects"][0]["name"], "b");
+    assert_eq!(v["objects"][0]["findings"][0]["source"], "kubectl");
+    assert_eq!(v["objects"][0]["findings"][0]["severity"], "warning");
+    assert_eq!(v["objects"][0]["findings"][0]["column"], 62);
+    assert_eq!(
+        check(&["--fail-on", "warning", "-"], &job, &[])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(check(&["--validate=ignore", "-"], &job, &[]).stdout, b"");
 }
 
 /// An AdmissionReview's object comes from the apiserver, which decoded it already: `check`
@@ -652,20 +630,24 @@ fn github_annotations_point_at_the_field() {
     assert_eq!(
         first,
         format!(
-            "::error file={f},line=6,col=3,title=jobgate (kube-apiserver) Job/pi::strict decoding error: unknown field \"spec.backofLimit\""
+            "::error file={f},line=6,col=3,title=jobgate (kube-apiserver) Job/pi::Job in version \"v1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.backofLimit\""
         )
     );
     let out = check(&["-o", "github", "-"], &opted_in_job(), &[]);
     assert!(
-        text(&out.stdout).starts_with("::warning file=-,line=5,col=1,title=jobgate (recovery-needs-failed) Job/train::jobgate: spec.podReplacementPolicy"),
+        text(&out.stdout).starts_with("::warning title=jobgate (recovery-needs-failed) Job/train::jobgate: spec.podReplacementPolicy"),
         "{}",
         text(&out.stdout)
     );
 }
 
 #[test]
-fn sarif_output_is_sarif_2_1_0_with_regions() {
-    let out = check(&["-o", "sarif", "-"], BAD_VALUES, &[]);
+fn sarif_output_is_sarif_2_1_0_with_regions_and_rules_that_explain_themselves() {
+    let out = check(
+        &["-o", "sarif", "--stdin-filename", "ml/codes.json", "-"],
+        BAD_VALUES,
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["version"], "2.1.0");
@@ -678,13 +660,45 @@ fn sarif_output_is_sarif_2_1_0_with_regions() {
         result["locations"][0]["physicalLocation"]["region"],
         serde_json::json!({"startLine": 1, "startColumn": 155})
     );
-    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|r| r["id"].as_str())
-        .collect();
-    assert!(rules.contains(&"recovery-needs-failed"), "{rules:?}");
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["artifactLocation"],
+        serde_json::json!({"uri": "ml/codes.json", "uriBaseId": "%SRCROOT%"})
+    );
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert!(ids.contains(&"recovery-needs-failed"), "{ids:?}");
+    for rule in rules {
+        for key in ["shortDescription", "fullDescription", "help"] {
+            assert!(
+                rule[key]["text"].as_str().is_some_and(|t| !t.is_empty()),
+                "{rule}"
+            );
+        }
+        assert!(rule["help"]["markdown"].as_str().is_some(), "{rule}");
+        let uri = rule["helpUri"].as_str().unwrap();
+        assert!(
+            uri.starts_with(&format!(
+                "https://github.com/jobgate/jobgate/blob/v{}/docs/src/",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{uri}"
+        );
+        // The page linked is in the book.
+        let page = uri
+            .rsplit("/docs/src/")
+            .next()
+            .unwrap()
+            .split('#')
+            .next()
+            .unwrap();
+        assert!(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("docs/src")
+                .join(page)
+                .exists(),
+            "{uri}"
+        );
+    }
 }
 
 #[test]
@@ -721,4 +735,332 @@ fn kubernetes_version_as_kubectl_version_prints_it() {
             text(&out.stderr)
         );
     }
+}
+
+/// kube-apiserver decodes every `resource.Quantity` of a pod template with `ParseQuantity`
+/// (`Quantity.UnmarshalJSON`) and refuses the request before any other check, whatever the
+/// field validation: `memory: 1 Gi` never reaches a webhook. Each place a PodSpec holds one.
+#[test]
+fn quantities_are_refused_at_decode_time_wherever_a_pod_template_has_them() {
+    let job = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: q
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      resources:
+        limits: {cpu: 2 cores}
+      overhead: {memory: 1Mb}
+      initContainers:
+      - name: init
+        image: busybox
+        resources: {requests: {cpu: 1mi}}
+      containers:
+      - name: main
+        image: busybox
+        resources:
+          limits:
+            memory: 1 Gi
+            cpu: 500m
+          requests: {memory: 0.5, cpu: " 1 "}
+        env:
+        - name: MEM
+          valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1 Mi}}
+      volumes:
+      - name: scratch
+        emptyDir: {sizeLimit: 10GB}
+      - name: info
+        downwardAPI: {items: [{path: cpu, resourceFieldRef: {resource: limits.cpu, divisor: true}}]}
+      - name: eph
+        ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1 G}}}}}
+"#;
+    let format = "Job in version \"v1\" cannot be handled as a Job: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    let suffix =
+        "Job in version \"v1\" cannot be handled as a Job: unable to parse quantity's suffix";
+    for validate in ["--validate=strict", "--validate=ignore"] {
+        let out = check(&[validate, "-o", "json", "-"], job, &[]);
+        assert_eq!(out.status.code(), Some(1), "{validate}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let found: Vec<(String, String, u64, u64)> = v["objects"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["field"].as_str().unwrap().to_string(),
+                    f["message"].as_str().unwrap().to_string(),
+                    f["line"].as_u64().unwrap(),
+                    f["column"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let p = |field: &str, message: &str, line, column| {
+            (field.to_string(), message.to_string(), line, column)
+        };
+        // In key order (a parsed document keeps its keys sorted); the trimmed " 1 ", 0.5 and
+        // 500m decode.
+        assert_eq!(
+            found,
+            [
+                p(
+                    "spec.template.spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor",
+                    format,
+                    26,
+                    67
+                ),
+                p(
+                    "spec.template.spec.containers[0].resources.limits.memory",
+                    format,
+                    21,
+                    13
+                ),
+                p(
+                    "spec.template.spec.initContainers[0].resources.requests.cpu",
+                    suffix,
+                    15,
+                    32
+                ),
+                p("spec.template.spec.overhead.memory", format, 11, 18),
+                p("spec.template.spec.resources.limits.cpu", format, 10, 18),
+                p(
+                    "spec.template.spec.volumes[0].emptyDir.sizeLimit",
+                    format,
+                    29,
+                    20
+                ),
+                p(
+                    "spec.template.spec.volumes[1].downwardAPI.items[0].resourceFieldRef.divisor",
+                    format,
+                    31,
+                    84
+                ),
+                p(
+                    "spec.template.spec.volumes[2].ephemeral.volumeClaimTemplate.spec.resources.requests.storage",
+                    format,
+                    33,
+                    103
+                ),
+            ],
+            "{validate}"
+        );
+    }
+    // A CronJob's Jobs are decoded with the CronJob.
+    let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: '* * * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n          - name: main\n            image: busybox\n            resources: {limits: {memory: 1 Gi}}\n";
+    let out = check(&["-"], cron, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "-:15:34 CronJob/c: CronJob in version \"v1\" cannot be handled as a CronJob: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\n"
+    );
+}
+
+/// kubectl cannot map a CronJob in `batch/v1beta1` on any supported release (removed in 1.25,
+/// k8s.io/api's APILifecycleRemoved): nothing is created, so the document is refused, not
+/// skipped.
+#[test]
+fn removed_api_versions_are_refused_naming_the_release_that_removed_them() {
+    let cron = "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: \"0 3 * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers: [{name: main, image: busybox}]\n";
+    let out = check(&["-"], cron, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "-:1:1 CronJob/nightly: no matches for kind \"CronJob\" in version \"batch/v1beta1\" (removed in Kubernetes 1.25; use batch/v1)\n"
+    );
+    let out = check(
+        &["-o", "json", "-"],
+        &cron.replace("v1beta1", "v2alpha1"),
+        &[],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objects"][0]["findings"][0]["field"], "apiVersion");
+    assert_eq!(
+        v["objects"][0]["findings"][0]["message"],
+        "no matches for kind \"CronJob\" in version \"batch/v2alpha1\" (removed in Kubernetes 1.21; use batch/v1)"
+    );
+    // A Job was never served in batch/v1beta1.
+    let job = GOOD_JOB.replace("batch/v1", "batch/v1beta1");
+    let out = check(&["-"], &job, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "-:1:1 Job/pi: no matches for kind \"Job\" in version \"batch/v1beta1\"\n"
+    );
+}
+
+/// Kinds jobgate does not review are counted per kind in the summary, not a line each; `-o json`
+/// has the counts too, and the schema version of its document.
+#[test]
+fn skipped_kinds_are_counted_in_the_summary() {
+    let input = format!(
+        "{GOOD_JOB}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: c}}\n---\nfoo: bar\n"
+    );
+    let out = check(&["-"], &input, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stderr),
+        "jobgate check: 1 checked, 0 denied, 0 with warnings, 4 skipped (<no kind>: 1, apps/v1/Deployment: 1, v1/ConfigMap: 2), 0 unreadable\n"
+    );
+    let out = check(&["-o", "json", "-"], &input, &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schemaVersion"], 1);
+    assert_eq!(
+        v["summary"]["skippedKinds"],
+        serde_json::json!({"<no kind>": 1, "apps/v1/Deployment": 1, "v1/ConfigMap": 2})
+    );
+    assert_eq!(v["summary"]["skipped"], 4);
+    let yaml = check(&["-o", "yaml", "-"], &input, &[]);
+    assert!(
+        text(&yaml.stdout).starts_with("schemaVersion: 1\n"),
+        "{}",
+        text(&yaml.stdout)
+    );
+}
+
+/// On a terminal (or any one place both streams go, as in a CI log) the findings come before
+/// the summary.
+#[test]
+fn findings_come_before_the_summary_where_both_streams_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args(["check", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(BAD_VALUES.as_bytes())
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    let log = std::fs::read_to_string(log).unwrap();
+    assert_eq!(
+        log,
+        "-:1:155 Job/codes: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,1]: must be ordered\n\
+         jobgate check: 1 checked, 1 denied, 0 with warnings, 0 skipped, 0 unreadable\n"
+    );
+}
+
+/// A pipe whose first command failed (GitHub's default shell has no pipefail) leaves stdin
+/// empty: that is not a pass. Nor is a named file, or a stream, holding no document.
+#[test]
+fn nothing_read_is_not_a_pass() {
+    for (stdin, why) in [
+        ("", "nothing was read"),
+        ("\n\n", "nothing was read"),
+        ("---\n# nothing here\n---\n", "no document in it"),
+    ] {
+        let out = check(&["-"], stdin, &[]);
+        assert_eq!(out.status.code(), Some(2), "{stdin:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "-: error: {why}: an empty input is not a pass (did the command before the pipe fail?)\n\
+                 jobgate check: 0 checked, 0 denied, 0 with warnings, 0 skipped, 1 unreadable\n"
+            ),
+            "{stdin:?}"
+        );
+    }
+    // With another input that passes, too.
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.yaml");
+    std::fs::write(&good, GOOD_JOB).unwrap();
+    let out = check(&["-", good.to_str().unwrap()], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    // A named empty file too; an empty file found in a directory beside others is fine.
+    let empty = dir.path().join("empty.yaml");
+    std::fs::write(&empty, "# generated\n").unwrap();
+    let out = check(&[empty.to_str().unwrap()], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with(&format!(
+            "{}: error: no document in it: an empty input is not a pass (did the command that wrote it fail?)\n",
+            empty.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = check(&[dir.path().to_str().unwrap()], "", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Documents of kinds jobgate skips are something read.
+    let out = check(
+        &["-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// GitHub attaches an annotation to the diff only by the path from the repository's root:
+/// no `./`, the working directory's place in `$GITHUB_WORKSPACE` added, and stdin named with
+/// `--stdin-filename` (without it, no file at all rather than `file=-`).
+#[test]
+fn github_annotations_name_files_from_the_repository_root() {
+    let repo = tempfile::tempdir().unwrap();
+    let deploy = repo.path().join("deploy");
+    std::fs::create_dir(&deploy).unwrap();
+    std::fs::write(deploy.join("pi.yaml"), TYPOS).unwrap();
+    let run = |args: &[&str], stdin: &str, workspace: &std::path::Path| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"));
+        cmd.arg("check")
+            .args(args)
+            .current_dir(&deploy)
+            .env("GITHUB_WORKSPACE", workspace)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        text(&out.stdout).lines().next().unwrap_or("").to_string()
+    };
+    let first = "line=6,col=3,title=jobgate (kube-apiserver) Job/pi::Job in version \"v1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.backofLimit\"";
+    for path in ["./pi.yaml", "pi.yaml", "../deploy/./pi.yaml"] {
+        assert_eq!(
+            run(&["-o", "github", path], "", repo.path()),
+            format!("::error file=deploy/pi.yaml,{first}"),
+            "{path}"
+        );
+    }
+    let absolute = deploy.join("pi.yaml");
+    assert_eq!(
+        run(
+            &["-o", "github", absolute.to_str().unwrap()],
+            "",
+            repo.path()
+        ),
+        format!("::error file=deploy/pi.yaml,{first}")
+    );
+    assert_eq!(
+        run(
+            &["-o", "github", "--stdin-filename", "pi.yaml", "-"],
+            TYPOS,
+            repo.path()
+        ),
+        format!("::error file=deploy/pi.yaml,{first}")
+    );
+    assert_eq!(
+        run(&["-o", "github", "-"], TYPOS, repo.path()),
+        "::error title=jobgate (kube-apiserver) Job/pi::Job in version \"v1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.backofLimit\""
+    );
+    // Text keeps the path as given, and stdin's name when there is one.
+    let out = check(&["--stdin-filename", "deploy/pi.yaml", "-"], TYPOS, &[]);
+    assert!(
+        text(&out.stdout).starts_with("deploy/pi.yaml:6:3 Job/pi: Job in version \"v1\" cannot be handled as a Job: strict decoding error"),
+        "{}",
+        text(&out.stdout)
+    );
 }

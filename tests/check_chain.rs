@@ -79,18 +79,7 @@ fn cluster(jg: &Jobgate, mutate_path: &str, review: &Value) -> Verdict {
     };
     let mut warnings = strings(&response["warnings"]);
     warnings.extend(strings(&v["warnings"]));
-    let errors = v["status"]["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c["field"].as_str().unwrap_or(""),
-                c["message"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
+    let errors = support::denial_causes(v);
     let untouched =
         v["allowed"] == true && warnings.is_empty() && patch == json!([]) && is_untouched(review);
     if untouched {

@@ -241,14 +241,7 @@ fn the_client_ca_file_is_reloaded_and_a_bad_one_keeps_the_previous_cas() {
     );
 
     assert!(jg.terminate(Duration::from_secs(20)).is_some());
-    let mut stderr = String::new();
-    use std::io::Read;
-    jg.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = jg.log_after_exit();
     assert_eq!(
         stderr.matches("new TLS files rejected").count(),
         1,

@@ -61,6 +61,21 @@ fn merge(target: &mut Value, patch: Value) {
     }
 }
 
+/// Opted into recovery with `TerminatingOrFailed`: kube-apiserver accepts it (no
+/// podFailurePolicy), jobgate's `recovery-needs-failed` policy does not.
+fn opted_in_terminating() -> Value {
+    job(
+        "opted-in-terminating",
+        json!({}),
+        json!({
+            "podReplacementPolicy": "TerminatingOrFailed",
+            "template": { "metadata": { "annotations": {
+                "kueue.x-k8s.io/safe-to-forcefully-terminate": "true",
+            }}},
+        }),
+    )
+}
+
 /// kubectl's `Warning: ` lines on standard error.
 fn warnings(stderr: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(stderr)
@@ -90,16 +105,10 @@ fn the_stored_objects_carry_jobgates_mutation_and_the_client_sees_its_warnings()
 
     // KEP-3939's default inside a CronJob's job template, which kube-apiserver does not default
     // (batch/v1 SetDefaults_Job runs on Jobs only): only jobgate's patch can put it there.
-    let out = cp.kubectl_output(
+    let (stored, _) = cp.kubectl_json(
         &["create", "-n", &ns, "-o", "json", "-f", "-"],
         Some(&cronjob("nightly", json!({})).to_string()),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stored: Value = serde_json::from_slice(&out.stdout).expect("stored CronJob");
     assert_eq!(
         stored.pointer("/spec/jobTemplate/spec/podReplacementPolicy"),
         Some(&json!("TerminatingOrFailed")),
@@ -118,16 +127,10 @@ fn the_stored_objects_carry_jobgates_mutation_and_the_client_sees_its_warnings()
             }]},
         }),
     );
-    let out = cp.kubectl_output(
+    let (stored, _) = cp.kubectl_json(
         &["create", "-n", &ns, "-o", "json", "-f", "-"],
         Some(&opted_in.to_string()),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stored: Value = serde_json::from_slice(&out.stdout).expect("stored Job");
     assert_eq!(
         stored.pointer(
             "/spec/template/metadata/annotations/kueue.x-k8s.io~1safe-to-forcefully-terminate"
@@ -176,16 +179,7 @@ async fn a_policy_denial_reaches_the_client_with_jobgates_message_as_check_print
 
     // Accepted by kube-apiserver's own rules (no podFailurePolicy, so TerminatingOrFailed is
     // valid), refused only by jobgate's policy: the denial is jobgate's and nobody else's.
-    let manifest = job(
-        "opted-in-terminating",
-        json!({}),
-        json!({
-            "podReplacementPolicy": "TerminatingOrFailed",
-            "template": { "metadata": { "annotations": {
-                "kueue.x-k8s.io/safe-to-forcefully-terminate": "true",
-            }}},
-        }),
-    );
+    let manifest = opted_in_terminating();
     let without_jobgate = cp.namespace("denial-control");
     cp.kubectl_ok(
         &[
@@ -451,43 +445,12 @@ fn only_the_writes_a_policy_can_judge_reach_the_fail_webhook_and_only_they_fail_
     );
 }
 
-/// Installs a CRD that tests/run fetched into target/crds/ and waits until it is served.
-fn install_crd(cp: &ControlPlane, file: &str) {
-    let path = support::controlplane::repo().join("target/crds").join(file);
-    assert!(
-        path.is_file(),
-        "{} is missing: tests/run fetches it",
-        path.display()
-    );
-    let path = path.display().to_string();
-    cp.kubectl_ok(&["apply", "--server-side", "-f", &path], None);
-    cp.kubectl_ok(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "-f",
-            &path,
-        ],
-        None,
-    );
-}
-
 #[test]
 fn audit_reads_the_clusters_jobs_and_writes_policy_reports() {
     let cp = ControlPlane::shared();
     // No webhook here: the Job was created before jobgate was installed, which is what audit is for.
     let ns = cp.namespace("audit");
-    let manifest = job(
-        "opted-in-terminating",
-        json!({}),
-        json!({
-            "podReplacementPolicy": "TerminatingOrFailed",
-            "template": { "metadata": { "annotations": {
-                "kueue.x-k8s.io/safe-to-forcefully-terminate": "true",
-            }}},
-        }),
-    );
+    let manifest = opted_in_terminating();
     cp.kubectl_ok(
         &["create", "-n", &ns, "-f", "-"],
         Some(&manifest.to_string()),
@@ -519,7 +482,7 @@ fn audit_reads_the_clusters_jobs_and_writes_policy_reports() {
     );
 
     // --apply writes a PolicyReport per namespace with server-side apply.
-    install_crd(cp, "wgpolicyk8s.io_policyreports.yaml");
+    cp.install_crd("wgpolicyk8s.io_policyreports.yaml");
     let (code, stdout, stderr) = audit(&["--apply"]);
     assert!(
         matches!(code, Some(0 | 1)),
@@ -583,13 +546,8 @@ fn the_readmes_first_use_prints_what_the_readme_says() {
     let shell = |namespace: &str, command: &str| {
         let kubeconfig = dir.path().join(format!("{namespace}.kubeconfig"));
         std::fs::copy(&cp.kubeconfig, &kubeconfig).expect("copy kubeconfig");
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).expect("bin");
+        let bin = support::controlplane::kubectl_shim();
         let kubectl = bin.join("kubectl");
-        if !kubectl.exists() {
-            let real = which(support::controlplane::KUBECTL);
-            std::os::unix::fs::symlink(real, &kubectl).expect("symlink kubectl");
-        }
         let path = format!(
             "{}:{}",
             bin.display(),
@@ -653,13 +611,4 @@ fn the_readmes_first_use_prints_what_the_readme_says() {
         created,
         "without jobgate the README's first command should pass:\n{output}"
     );
-}
-
-fn which(name: &str) -> std::path::PathBuf {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| std::path::Path::new(d).join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} is not on PATH: tests/run installs it"))
 }

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
-use support::controlplane::{ControlPlane, eventually, repo};
+use support::controlplane::{ControlPlane, copy_dir, eventually, repo};
 
 /// The control plane of this binary: the default controllers plus the deployment and ReplicaSet
 /// controllers, so a Deployment has pods `jobgate status` can find.
@@ -41,24 +41,7 @@ fn cluster() -> &'static ControlPlane {
             "wgpolicyk8s.io_policyreports.yaml",
             "wgpolicyk8s.io_clusterpolicyreports.yaml",
         ] {
-            let path = repo().join("target/crds").join(crd);
-            assert!(
-                path.is_file(),
-                "{} is missing: tests/run fetches it",
-                path.display()
-            );
-            let path = path.display().to_string();
-            cp.kubectl_ok(&["apply", "--server-side", "-f", &path], None);
-            cp.kubectl_ok(
-                &[
-                    "wait",
-                    "--for=condition=Established",
-                    "--timeout=60s",
-                    "-f",
-                    &path,
-                ],
-                None,
-            );
+            cp.install_crd(crd);
         }
         cp
     })
@@ -74,13 +57,7 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 /// Runs `script` with bash, `KUBECONFIG` set and kubectl 1.37 as `kubectl`; returns (success,
 /// stdout, stderr).
 fn sh(cp: &ControlPlane, script: &str) -> (bool, String, String) {
-    let bin = repo().join("target/controlplane/runs/bin");
-    std::fs::create_dir_all(&bin).expect("bin dir");
-    let kubectl = bin.join("kubectl");
-    if !kubectl.exists() {
-        let real = which(support::controlplane::KUBECTL);
-        let _ = std::os::unix::fs::symlink(real, &kubectl);
-    }
+    let bin = support::controlplane::kubectl_shim();
     let out = Command::new("bash")
         .args(["-euo", "pipefail", "-c", script])
         .env("KUBECONFIG", &cp.kubeconfig)
@@ -106,15 +83,6 @@ fn sh_ok(cp: &ControlPlane, script: &str) -> String {
     let (ok, stdout, stderr) = sh(cp, script);
     assert!(ok, "failed:\n{script}\n{stdout}{stderr}");
     stdout
-}
-
-fn which(name: &str) -> PathBuf {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} is not on PATH: tests/run installs it"))
 }
 
 /// The fenced ```sh blocks of a page of the book.
@@ -196,19 +164,6 @@ fn user_overlay(dir: &Path, overlay: &str, namespace: &str, components: &[&str])
     )
     .expect("write overlay");
     user
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 fn kustomize(dir: &Path) -> String {

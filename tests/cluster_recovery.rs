@@ -60,6 +60,31 @@ impl Cluster {
         Api::all(self.client.clone())
     }
 
+    /// Writes the node's `Ready` condition, as a kubelet (`True`) or the node lifecycle
+    /// controller (`Unknown`) does.
+    async fn report_ready(&self, name: &str, status: &str) {
+        self.node_api()
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": { "conditions": [ready(status)] } })),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("node {name} Ready={status}: {e}"));
+    }
+
+    /// Replaces the node's taints (`null`: none).
+    async fn set_taints(&self, name: &str, taints: Value) {
+        self.node_api()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "taints": taints } })),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("taints of node {name}: {e}"));
+    }
+
     /// Registers a Ready node in `zone`, as a kubelet does.
     async fn add_node(&mut self, name: &str, zone: &str) {
         let node: Node = serde_json::from_value(json!({
@@ -74,14 +99,7 @@ impl Cluster {
             .create(&PostParams::default(), &node)
             .await
             .unwrap_or_else(|e| panic!("create node {name}: {e}"));
-        self.node_api()
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": { "conditions": [ready("True")] } })),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("node {name} Ready: {e}"));
+        self.report_ready(name, "True").await;
         self.nodes.push(name.to_string());
     }
 
@@ -90,50 +108,23 @@ impl Cluster {
     async fn cut_off(&self, names: &[&str]) {
         let now = now();
         for name in names {
-            self.node_api()
-                .patch_status(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({ "status": { "conditions": [ready("Unknown")] } })),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("node {name} Unknown: {e}"));
+            self.report_ready(name, "Unknown").await;
         }
         // All taints in one pass, as the controller's monitor loop does.
         for name in names {
-            self.node_api()
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({ "spec": { "taints": [{
-                        "key": "node.kubernetes.io/unreachable",
-                        "effect": "NoExecute",
-                        "timeAdded": now,
-                    }]}})),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("taint node {name}: {e}"));
+            let taint = json!([{
+                "key": "node.kubernetes.io/unreachable",
+                "effect": "NoExecute",
+                "timeAdded": now,
+            }]);
+            self.set_taints(name, taint).await;
         }
     }
 
     /// The node reports again: `Ready=True`, no taint.
     async fn heal(&self, name: &str) {
-        self.node_api()
-            .patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "spec": { "taints": null } })),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("untaint node {name}: {e}"));
-        self.node_api()
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": { "conditions": [ready("True")] } })),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("node {name} Ready: {e}"));
+        self.set_taints(name, Value::Null).await;
+        self.report_ready(name, "True").await;
     }
 
     async fn create_job(&self, job: Value) {
@@ -380,6 +371,19 @@ impl Reconciler {
         Reconciler { child, admin, log }
     }
 
+    /// Starts it and waits until its `/readyz` answers.
+    async fn start_ready(cp: &ControlPlane, lease_namespace: &str, extra: &[&str]) -> Reconciler {
+        let reconciler = Reconciler::start(cp, lease_namespace, extra);
+        until(
+            "reconcile /readyz",
+            Duration::from_secs(60),
+            Some(&reconciler),
+            || async { reconciler.ready().then_some(()) },
+        )
+        .await;
+        reconciler
+    }
+
     fn log(&self) -> String {
         self.log.lock().expect("log").join("\n")
     }
@@ -465,14 +469,7 @@ async fn a_pod_stuck_terminating_on_an_unreachable_node_is_failed_by_jobgate_and
     let eager = c.run_pods("eager", 1, "recovery-a1").await.remove(0);
     let other = c.run_pods("not-opted-in", 1, "recovery-a1").await.remove(0);
 
-    let reconciler = Reconciler::start(cp, &c.ns, &[]);
-    until(
-        "reconcile /readyz",
-        Duration::from_secs(60),
-        Some(&reconciler),
-        || async { reconciler.ready().then_some(()) },
-    )
-    .await;
+    let reconciler = Reconciler::start_ready(cp, &c.ns, &[]).await;
 
     c.cut_off(&["recovery-a1"]).await;
     // The taint-eviction controller deletes the pods; nothing confirms, so they stay terminating.
@@ -638,14 +635,7 @@ async fn a_burst_of_unreachable_nodes_in_one_zone_is_held_as_a_partition_until_t
     c.create_job(training_job("wide", 10, "Failed", true)).await;
     let nodes: Vec<&str> = zone.iter().map(String::as_str).collect();
     let placed = c.run_pods_on("wide", &nodes).await;
-    let reconciler = Reconciler::start(cp, &c.ns, &[]);
-    until(
-        "reconcile /readyz",
-        Duration::from_secs(60),
-        Some(&reconciler),
-        || async { reconciler.ready().then_some(()) },
-    )
-    .await;
+    let reconciler = Reconciler::start_ready(cp, &c.ns, &[]).await;
 
     // The pods the brake exists for: already terminating (deleted, their kubelets not yet
     // confirming) and past their deadline when the network splits, so every one is due the
@@ -723,7 +713,7 @@ async fn episodes_back_off_and_stop_at_the_limit_which_suspends_the_job() {
         c.add_node(node, "episodes").await;
     }
     c.create_job(training_job("flaky", 1, "Failed", true)).await;
-    let reconciler = Reconciler::start(
+    let reconciler = Reconciler::start_ready(
         cp,
         &c.ns,
         &[
@@ -734,12 +724,6 @@ async fn episodes_back_off_and_stop_at_the_limit_which_suspends_the_job() {
             "--on-recovery-limit",
             "suspend",
         ],
-    );
-    until(
-        "reconcile /readyz",
-        Duration::from_secs(60),
-        Some(&reconciler),
-        || async { reconciler.ready().then_some(()) },
     )
     .await;
 

@@ -4,7 +4,7 @@
 //! paths the server serves, system namespaces never intercepted, no Job mutated twice,
 //! least-privilege RBAC, certificates wired to the webhook configurations.
 //!
-//! Needs `kubectl` >= 1.35 (kustomize v5.7 built in; `.ci/run` installs it); without it the
+//! Needs `kubectl` >= 1.35 (kustomize v5.7 built in; `tests/run` installs it); without it the
 //! rendering tests fail and say so.
 //! `jobgate certs` output is verified with rustls (webpki) and, when present, `openssl`.
 

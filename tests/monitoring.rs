@@ -2,7 +2,7 @@
 //! by promtool, every metric the alerts and the dashboard name is one jobgate registers, and a
 //! real Prometheus scraping a running `jobgate serve` and `jobgate reconcile` answers every
 //! dashboard query. promtool and prometheus come from Debian's `prometheus` package, kubectl
-//! (kustomize) from `.ci/run`'s tool install; without them those tests fail and say so.
+//! (kustomize) from `tests/run`'s tool install; without them those tests fail and say so.
 
 mod support;
 
@@ -212,7 +212,9 @@ fn tool(name: &str) -> &str {
             String::from_utf8_lossy(&out.stderr)
         ),
         Err(e) => {
-            panic!("cannot run {name} ({e}): install Debian's `prometheus` package (.ci/run does)")
+            panic!(
+                "cannot run {name} ({e}): install Debian's `prometheus` package (tests/run does)"
+            )
         }
     }
 }
@@ -406,7 +408,7 @@ fn chart_prometheus_rule(release: &str, namespace: &str) -> Value {
             "monitoring.prometheusRule.enabled=true",
         ])
         .output()
-        .unwrap_or_else(|e| panic!("cannot run helm ({e}): run .ci/run (it installs helm 4)"));
+        .unwrap_or_else(|e| panic!("cannot run helm ({e}): run tests/run (it installs helm 4)"));
     assert!(
         out.status.success(),
         "{}",

@@ -428,13 +428,7 @@ fn a_newer_kubernetes_release_is_served_with_the_newest_rules_and_said_once() {
     );
     jg.terminate(Duration::from_secs(10))
         .expect("exits within 10s");
-    let mut stderr = String::new();
-    jg.child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = jg.log_after_exit();
     let note = "Kubernetes 1.39 is newer than the releases jobgate knows (1.33 to 1.38): judging \
                 with 1.38's rules";
     assert_eq!(stderr.matches(note).count(), 1, "{stderr}");

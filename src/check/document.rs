@@ -5,8 +5,9 @@
 use serde_json::Value;
 
 use super::input::Unreadable;
-use super::locate::{Positions, segments};
-use super::report::{Checked, Ignored, Located, Location, Report};
+use super::locate::{Position, segments};
+use super::report::{self, Checked, Ignored, Located, Location, Report};
+use crate::embedded::Owner;
 use crate::job::review::{self, Finding, Source};
 use crate::job::{self, Config, JobObject, Kind, Operation, RecoveryScope, defaults, schema};
 
@@ -73,22 +74,27 @@ impl Chain<'_> {
     }
 }
 
-/// Where a document (or an item inside one) is: its source's name, the positions of the
-/// document's fields, and the path from the document's root to this value.
+/// Where a document (or an item inside one) is: its source's name, the document's number in it
+/// (for locating its fields later), where it starts, the keys it repeats, and the path from the
+/// document's root to this value.
 #[derive(Debug, Clone)]
 pub(crate) struct Place<'a> {
     pub(crate) name: &'a str,
-    pub(crate) positions: &'a Positions,
+    /// `None` for a document without text (`audit`).
+    pub(crate) doc: Option<usize>,
+    pub(crate) root: Option<Position>,
+    pub(crate) duplicates: &'a [Vec<schema::Step>],
     pub(crate) prefix: Vec<String>,
 }
 
 impl<'a> Place<'a> {
-    /// A place with no positions (`audit`: the namespace).
+    /// A place with no text (`audit`: the namespace).
     pub(crate) fn unpositioned(name: &'a str) -> Place<'a> {
-        static NONE: std::sync::LazyLock<Positions> = std::sync::LazyLock::new(Positions::default);
         Place {
             name,
-            positions: &NONE,
+            doc: None,
+            root: None,
+            duplicates: &[],
             prefix: Vec::new(),
         }
     }
@@ -97,29 +103,34 @@ impl<'a> Place<'a> {
         let mut prefix = self.prefix.clone();
         prefix.push(segment.into());
         Place {
-            name: self.name,
-            positions: self.positions,
             prefix,
+            ..self.clone()
         }
     }
 
-    /// Where `path` (segments under this place) is written.
-    fn at(&self, path: &[String]) -> Location {
+    /// Where `path` (segments under this place) is written, once located.
+    pub(super) fn at(&self, path: &[String]) -> Location {
         let mut full = self.prefix.clone();
         full.extend_from_slice(path);
-        Location {
-            file: self.name.to_string(),
-            at: self.positions.find(&full),
+        match self.doc.filter(|_| !full.is_empty()) {
+            Some(doc) => Location {
+                at: self.root,
+                ..Location::field(self.name, doc, full)
+            },
+            None => Location {
+                at: self.root,
+                ..Location::file(self.name)
+            },
         }
     }
 
-    fn location(&self) -> Location {
+    pub(super) fn location(&self) -> Location {
         self.at(&[])
     }
 
-    fn unreadable(&self, reason: String) -> Unreadable {
+    pub(super) fn unreadable(&self, reason: String) -> Unreadable {
         Unreadable {
-            location: self.location().to_string(),
+            location: self.location(),
             reason,
         }
     }
@@ -148,8 +159,9 @@ pub(crate) fn check_document(
     let api_version = str_at(&doc, "apiVersion");
     let kind = str_at(&doc, "kind");
     let batch_v1 = matches!(api_version, "" | "batch/v1");
-    match (kind, Kind::from_kind(kind)) {
-        (_, Some(k)) if batch_v1 => {
+    let owner = Owner::of(api_version, kind);
+    match (kind, Kind::from_kind(kind), owner) {
+        (_, Some(k), _) if batch_v1 => {
             let decoded = decode(place, k, &doc, chain);
             let object = Object {
                 operation: Operation::Create,
@@ -158,22 +170,29 @@ pub(crate) fn check_document(
                 old_doc: None,
                 namespace_hint: String::new(),
                 name_hint: String::new(),
+                from_template: None,
             };
             check_object(place, object, decoded, chain, report)
         }
-        ("AdmissionReview", _) if api_version.starts_with("admission.k8s.io/") => {
+        (_, Some(k), _) if api_version.starts_with("batch/") => {
+            unserved(place, k, api_version, &doc, chain, report)
+        }
+        (_, _, Some(owner)) => super::templates::check_owner(place, owner, doc, chain, report),
+        ("AdmissionReview", _, _) if api_version.starts_with("admission.k8s.io/") => {
             check_review(place, doc, chain, report)
         }
-        (k, _) if k.ends_with("List") && doc.get("items").is_some_and(Value::is_array) => {
+        (k, _, _) if k.ends_with("List") && doc.get("items").is_some_and(Value::is_array) => {
             let items = place.child("items");
-            if let Some(Value::Array(list)) = doc.get("items").cloned() {
+            if let Value::Object(mut list) = doc
+                && let Some(Value::Array(list)) = list.remove("items")
+            {
                 for (i, item) in list.into_iter().enumerate() {
                     check_document(&items.child(i.to_string()), item, chain, report);
                 }
             }
         }
         _ => report.ignored.push(Ignored {
-            location: place.location().to_string(),
+            location: place.location(),
             api_version: api_version.to_string(),
             kind: kind.to_string(),
             name: doc
@@ -184,90 +203,215 @@ pub(crate) fn check_document(
     }
 }
 
-/// kube-apiserver's strict decoding of a document as `kind`: unknown fields from the schema of
-/// the cluster's release, duplicate keys from the text. An AdmissionReview's object comes from
+/// A Job or CronJob in a `batch` version kube-apiserver does not serve: kubectl finds no
+/// resource for it (`no matches for kind "CronJob" in version "batch/v1beta1"`) and nothing is
+/// created. Where the version was removed, the release that removed it is named (k8s.io/api's
+/// `APILifecycleRemoved`: batch/v1beta1 CronJob in 1.25; batch/v2alpha1, alpha, in 1.21), long
+/// before any release jobgate supports.
+fn unserved(
+    place: &Place<'_>,
+    kind: Kind,
+    api_version: &str,
+    doc: &Value,
+    chain: &Chain<'_>,
+    report: &mut Report,
+) {
+    let removed = match (api_version, kind) {
+        ("batch/v1beta1", Kind::CronJob) => Some("1.25"),
+        ("batch/v2alpha1", Kind::CronJob) => Some("1.21"),
+        _ => None,
+    };
+    let mut message = format!(
+        "no matches for kind {} in version {}",
+        go_quoted(kind.as_str()),
+        go_quoted(api_version)
+    );
+    if let Some(release) = removed {
+        message.push_str(&format!(" (removed in Kubernetes {release}; use batch/v1)"));
+    }
+    let metadata = doc.get("metadata").unwrap_or(&Value::Null);
+    let namespace = match str_at(metadata, "namespace") {
+        "" => chain.default_namespace,
+        ns => ns,
+    };
+    let name = match (str_at(metadata, "name"), str_at(metadata, "generateName")) {
+        ("", "") => "<unnamed>",
+        ("", generate) => generate,
+        (n, _) => n,
+    };
+    report.objects.push(Checked {
+        location: place.location(),
+        namespace: namespace.to_string(),
+        kind: kind.as_str(),
+        name: name.to_string(),
+        operation: Operation::Create.as_str(),
+        findings: vec![Located {
+            finding: Finding {
+                source: Source::KubeApiserver,
+                path: Some("apiVersion".into()),
+                said: review::Said::Rejected(message),
+            },
+            at: place.at(&["apiVersion".to_string()]),
+        }],
+        patch: json_patch::Patch::default(),
+        mutation_changes: false,
+        built: None,
+    });
+}
+
+/// How kube-apiserver answers a write whose body it cannot decode, strict decoding errors
+/// included: `transformDecodeError` (k8s.io/apiserver `pkg/endpoints/handlers/rest.go`) puts
+/// `Job in version "v1" cannot be handled as a Job: ` before the decoder's error.
+pub(super) fn cannot_be_handled(kind: &str, version: &str) -> String {
+    format!(
+        "{kind} in version {} cannot be handled as a {kind}: ",
+        go_quoted(version)
+    )
+}
+
+/// kube-apiserver's decoding of a document as `kind`, as the cluster's release decodes it: a
+/// quantity it cannot parse fails the request whatever the field validation
+/// (`Quantity.UnmarshalJSON`, `ParseQuantity`'s error behind [`cannot_be_handled`];
+/// kube-apiserver stops at the first, `check` names each); then, unless
+/// `--validate=ignore`, keys the text repeats (`duplicates`) and, as `--validate` asks, fields
+/// the release's schema does not have (`unknown_field`). An AdmissionReview's object comes from
 /// the apiserver, which has decoded it already, so it never gets here.
 fn decode(place: &Place<'_>, kind: Kind, doc: &Value, chain: &Chain<'_>) -> Vec<Located> {
     let validation = chain.field_validation;
     let release = chain.config.cluster.release();
-    if validation == FieldValidation::Ignore {
-        return Vec::new();
-    }
-    // `sigs.k8s.io/json` reports duplicates first, then unknown fields; only the positions know
-    // about duplicates (a parsed value keeps the last one).
-    let duplicates = place
-        .positions
-        .duplicates
+    let found = schema::decode_findings(kind, doc, release, &|v| {
+        quantity_decode_error(v, release).is_some()
+    });
+    let handled_as = cannot_be_handled(kind.as_str(), "v1");
+    let mut out: Vec<Located> = found
+        .quantities
         .iter()
-        .filter_map(|(steps, at)| {
-            let under = schema::segments(steps);
-            under.starts_with(&place.prefix).then(|| {
-                let printed = schema::printed(&steps[place.prefix.len()..]);
-                (
-                    format!("duplicate field {}", go_quoted(&printed)),
-                    Some(*at),
-                )
-            })
-        })
-        .collect::<Vec<_>>();
-    // Where the release may have fields jobgate did not read, an unknown field is a warning:
-    // never stricter than the cluster.
-    let incomplete = schema::fields_may_be_incomplete(release);
-    let unknown = schema::unknown_fields(kind, doc, release)
-        .into_iter()
-        .map(|f| {
-            let at = place.at(&schema::segments(&f.0)).at;
-            let message = format!("unknown field {}", go_quoted(&f.printed()));
-            match (&incomplete, validation) {
-                (Some(why), FieldValidation::Strict) => (
-                    format!("{message} ({why}; the cluster may know it)"),
-                    at,
-                    false,
-                ),
-                _ => (message, at, true),
-            }
-        });
-    duplicates
-        .into_iter()
-        .map(|(message, at)| (message, at, true))
-        .chain(unknown)
-        .map(|(message, at, as_configured)| {
-            let said = match validation {
-                // `runtime.NewStrictDecodingError`: every error behind one prefix.
-                FieldValidation::Strict if as_configured => {
-                    review::Said::Rejected(format!("strict decoding error: {message}"))
-                }
-                _ => review::Said::Warning(message),
-            };
-            Located {
+        .filter_map(|(path, value)| {
+            let error = quantity_decode_error(value, release)?;
+            Some(Located {
                 finding: Finding {
                     source: Source::KubeApiserver,
-                    path: None,
-                    said,
+                    path: Some(schema::printed(path)),
+                    said: review::Said::Rejected(format!("{handled_as}{error}")),
                 },
-                at: Location {
-                    file: place.name.to_string(),
-                    at: at.or_else(|| place.location().at),
-                },
+                at: place.at(&schema::segments(path)),
+            })
+        })
+        .collect();
+    if validation == FieldValidation::Ignore {
+        return out;
+    }
+    out.extend(duplicates(place, &place.prefix));
+    let incomplete = schema::fields_may_be_incomplete(release);
+    for f in &found.unknown {
+        let at = place.at(&schema::segments(&f.0));
+        out.push(unknown_field(
+            schema::printed(&f.0),
+            at,
+            validation,
+            &handled_as,
+            incomplete.as_deref(),
+        ));
+    }
+    out
+}
+
+/// A field the release's schema does not have, as `--validate` asks: refused under `strict`
+/// (`runtime.NewStrictDecodingError`'s prefix behind `handled_as`, [`cannot_be_handled`]'s
+/// words), else a warning. Where the release may have
+/// fields jobgate did not read (newer than any it read), a warning too: never stricter than the
+/// cluster.
+pub(super) fn unknown_field(
+    printed: String,
+    at: Location,
+    validation: FieldValidation,
+    handled_as: &str,
+    incomplete: Option<&str>,
+) -> Located {
+    let message = format!("unknown field {}", go_quoted(&printed));
+    let finding = match (validation, incomplete) {
+        (FieldValidation::Strict, None) => Finding {
+            source: Source::KubeApiserver,
+            path: Some(printed),
+            said: review::Said::Rejected(format!("{handled_as}strict decoding error: {message}")),
+        },
+        (FieldValidation::Strict, Some(why)) => Finding::warning(
+            Source::KubeApiserver,
+            Some(printed),
+            format!("{message} ({why}; the cluster may know it)"),
+        ),
+        _ => Finding::warning(Source::KubeApiserver, Some(printed), message),
+    };
+    Located { finding, at }
+}
+
+/// Keys written twice in one object under `prefix` (segments from the document's root). kubectl
+/// reads a manifest into a map (`sigs.k8s.io/yaml` for YAML, `encoding/json` for JSON: the last
+/// value wins) and sends that map re-encoded, so kube-apiserver's strict decoding never sees a
+/// duplicate from `kubectl apply`, `create` or `--server-side`: a warning, not a refusal, that
+/// the first value is lost.
+pub(super) fn duplicates(place: &Place<'_>, prefix: &[String]) -> Vec<Located> {
+    place
+        .duplicates
+        .iter()
+        .filter(|steps| schema::segments(steps).starts_with(prefix))
+        .map(|steps| {
+            let path = schema::printed(&steps[place.prefix.len()..]);
+            let message = format!(
+                "duplicate field {}: kubectl sends only the last value",
+                go_quoted(&path)
+            );
+            Located {
+                finding: Finding::warning(Source::Kubectl, Some(path), message),
+                at: place.at(&schema::segments(&steps[place.prefix.len()..])),
             }
         })
         .collect()
+}
+
+/// The error `Quantity.UnmarshalJSON` returns for a JSON value in `release`: a string is parsed
+/// trimmed, a number always parses, any other value is read as its JSON text (which no quantity
+/// matches).
+pub(crate) fn quantity_decode_error(
+    value: &Value,
+    release: crate::job::version::KubernetesVersion,
+) -> Option<&'static str> {
+    use crate::job::quantity;
+    match value {
+        Value::Null | Value::Number(_) => None,
+        Value::String(s) => quantity::parse_error(s.trim(), release),
+        Value::Bool(_) | Value::Array(_) | Value::Object(_) => Some(quantity::ERR_FORMAT_WRONG),
+    }
 }
 
 fn go_quoted(s: &str) -> String {
     crate::job::field::go_quote(s)
 }
 
-/// A Job or CronJob to check, as read from a document or an AdmissionReview.
-struct Object {
-    operation: Operation,
-    kind: Kind,
-    doc: Value,
-    old_doc: Option<Value>,
+/// A Job or CronJob to check, as read from a document or an AdmissionReview, or built by a
+/// controller from a template.
+pub(super) struct Object {
+    pub(super) operation: Operation,
+    pub(super) kind: Kind,
+    pub(super) doc: Value,
+    pub(super) old_doc: Option<Value>,
     /// The review's `request.namespace`, when the object came in one.
-    namespace_hint: String,
+    pub(super) namespace_hint: String,
     /// The review's `request.name`.
-    name_hint: String,
+    pub(super) name_hint: String,
+    pub(super) from_template: Option<FromTemplate>,
+}
+
+/// A Job a controller builds from a template held in another object (`embedded`).
+pub(super) struct FromTemplate {
+    /// The object holding the template, by kind and name.
+    pub(super) owner_kind: &'static str,
+    pub(super) owner_name: String,
+    /// Where the template is in it, printed and as segments.
+    pub(super) template: String,
+    pub(super) segments: Vec<String>,
+    /// How many Jobs are built from it.
+    pub(super) replicas: u32,
 }
 
 fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut Report) {
@@ -286,7 +430,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
         (parsed.job_kind, parsed.operation)
     else {
         report.ignored.push(Ignored {
-            location: place.location().to_string(),
+            location: place.location(),
             api_version: str_at(&doc, "apiVersion").to_string(),
             kind: format!(
                 "AdmissionReview ({} {}/{} {kind})",
@@ -312,6 +456,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
         old_doc: old,
         namespace_hint: parsed.namespace.clone().unwrap_or_default(),
         name_hint: name,
+        from_template: None,
     };
     check_object(
         &place.child("request").child("object"),
@@ -324,8 +469,17 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
 
 /// Reads `doc` as `kind` the way `/validate` reads `request.object`.
 fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
-    let mut object = JobObject::from_value(o.kind, doc.clone())
-        .map_err(|e| place.unreadable(format!("{at}not a valid {}: {e}", o.kind.as_str())))?;
+    let mut object =
+        JobObject::from_value_ref(o.kind, doc).map_err(|e| match &o.from_template {
+            Some(t) => place.unreadable(format!(
+                "{}: the Job built from it is not a valid Job: {e}",
+                t.template
+            )),
+            None => place.unreadable(format!("{at}not a valid {}: {e}", o.kind.as_str())),
+        })?;
+    if let Some(t) = &o.from_template {
+        object.template_at = Some(job::model::TemplateAt::new(&t.template));
+    }
     if o.operation == Operation::Update && o.kind == Kind::Job {
         object.keep_whole_template(doc);
         // The immutability rule must not pass silently on a template it cannot read.
@@ -336,9 +490,9 @@ fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObjec
     Ok(object)
 }
 
-fn check_object(
+pub(super) fn check_object(
     place: &Place<'_>,
-    o: Object,
+    mut o: Object,
     decoded: Vec<Located>,
     chain: &Chain<'_>,
     report: &mut Report,
@@ -370,15 +524,30 @@ fn check_object(
         ("", hint) => hint.to_string(),
         (n, _) => n.to_string(),
     };
+    // A Job built from a template is reported as the object holding it, at the template.
+    let (kind, name, location, built) = match &o.from_template {
+        Some(t) => (
+            t.owner_kind,
+            t.owner_name.clone(),
+            place.at(&t.segments),
+            Some(report::Built {
+                template: t.template.clone(),
+                job: name,
+                replicas: t.replicas,
+            }),
+        ),
+        None => (o.kind.as_str(), name, place.location(), None),
+    };
     let mut checked = Checked {
-        location: place.location(),
+        location: location.clone(),
         namespace,
-        kind: o.kind.as_str(),
+        kind,
         name,
         operation: o.operation.as_str(),
         findings: Vec::new(),
         patch: json_patch::Patch::default(),
         mutation_changes: false,
+        built,
     };
     let rejected = decoded
         .iter()
@@ -401,10 +570,11 @@ fn check_object(
             chain.scope(&checked.namespace),
         );
         if !mutated.patch.0.is_empty() {
-            let mut doc = o.doc.clone();
-            let applied = json_patch::patch(&mut doc, &mutated.patch.0)
+            // The document is patched in place: it is not needed unpatched any more, and a copy
+            // of a large one costs as much again.
+            let applied = json_patch::patch(&mut o.doc, &mutated.patch.0)
                 .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))
-                .and_then(|()| read(place, &o, &doc, ""));
+                .and_then(|()| read(place, &o, &o.doc, ""));
             let mut patched = match applied {
                 Ok(patched) => patched,
                 Err(u) => return report.unreadable.push(u),
@@ -425,6 +595,9 @@ fn check_object(
     }
     // kube-apiserver defaults the object (again, after mutation) before it validates it.
     defaults::apply_apiserver_defaults(&mut object, &config.cluster);
+    if o.operation == Operation::Create {
+        defaults::prepare_job_for_create(&mut object, &config.cluster);
+    }
     if let Some(old) = old.as_mut() {
         defaults::apply_apiserver_defaults(old, &config.cluster);
     }
@@ -442,7 +615,7 @@ fn check_object(
         .extend(outcome.findings.into_iter().map(|finding| {
             let at = match finding.field() {
                 Some(p) => place.at(&segments(p)),
-                None => place.location(),
+                None => location.clone(),
             };
             Located { finding, at }
         }));

@@ -1,11 +1,13 @@
 //! `jobgate check [FILE|DIR|-]...`: the cluster's verdict offline, for CI before `kubectl apply`.
 //!
-//! Every Job and CronJob found (also inside `List`s and AdmissionReviews) goes through the chain
-//! the cluster runs (`document`): kube-apiserver's strict decoding (unknown and duplicate fields,
-//! `--validate` as kubectl), jobgate's mutating webhook as the deployed configuration calls it
-//! (`/mutate`, or `/mutate/recovery` for `--recovery-namespace`s), the apiserver's defaulting,
-//! then `/validate` (kube-apiserver's rules and jobgate's policies). Other kinds are skipped with
-//! a note.
+//! Documents are read as kubectl reads them (`yaml`, `input`), one at a time. Every Job and
+//! CronJob found (also inside `List`s and AdmissionReviews) goes through the chain the cluster
+//! runs (`document`): kube-apiserver's decoding (quantities; unknown fields as `--validate` asks,
+//! as kubectl), jobgate's mutating webhook as the deployed configuration calls it (`/mutate`, or
+//! `/mutate/recovery` for `--recovery-namespace`s), the apiserver's defaulting, then `/validate`
+//! (kube-apiserver's rules and jobgate's policies). A JobSet's or Trainer runtime's Job templates
+//! go through it as the Jobs their controllers create (`templates`). Other kinds are counted as
+//! skipped. Where findings' fields are written is looked up last (`locate`).
 //!
 //! Output (`render`): `file:line:column Kind/name: message` lines, or JSON, YAML, GitHub
 //! Actions annotations, SARIF 2.1.0. Exit status: 0 when everything passes (warnings allowed
@@ -17,6 +19,8 @@ pub(crate) mod input;
 pub(crate) mod locate;
 mod render;
 pub(crate) mod report;
+mod templates;
+pub(crate) mod yaml;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -64,9 +68,10 @@ pub struct CheckArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text, env = "JOBGATE_OUTPUT")]
     pub(crate) output: OutputFormat,
 
-    /// What to do with unknown and duplicate fields, as `kubectl apply --validate=...`: strict
-    /// (or true, or `--validate` alone) refuses them as kube-apiserver does by default, warn
-    /// reports them as warnings, ignore (or false) says nothing.
+    /// What to do with unknown fields, as `kubectl apply --validate=...`: strict (or true, or
+    /// `--validate` alone) refuses them as kube-apiserver does by default, warn reports them as
+    /// warnings, ignore (or false) says nothing (also of keys written twice, otherwise a
+    /// warning: kubectl sends only the last).
     #[arg(
         long,
         value_name = "strict|warn|ignore",
@@ -95,6 +100,11 @@ pub struct CheckArgs {
     /// Exit 1 on errors only, or on warnings too.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub(crate) fail_on: FailOn,
+
+    /// The path stdin's documents are reported under, as you would name the file (`-` without
+    /// it): `-o github` and `-o sarif` then point at the file the pipe was made from.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) stdin_filename: Option<String>,
 
     /// Skip files whose path matches this glob (`*` within a path segment, `**` across
     /// segments, `?` one character); repeatable.
@@ -193,33 +203,37 @@ pub(crate) fn run_with(
     }
     let mut documents = 0;
     if read_stdin {
+        let name = args.stdin_filename.as_deref().unwrap_or("-");
         let mut text = String::new();
         match stdin.read_to_string(&mut text) {
             Ok(_) => {
-                documents += check_source(&Source::named("-", text), &chain, &mut report);
+                documents += check_named(&Source::named(name, text), true, &chain, &mut report)
             }
-            Err(e) => report.unreadable.push(Unreadable {
-                location: "-".into(),
-                reason: format!("cannot read stdin: {e}"),
-            }),
+            Err(e) => report
+                .unreadable
+                .push(Unreadable::input(name, format!("cannot read stdin: {e}"))),
         }
     }
     for file in input::expand(&files) {
-        if let Ok(path) = &file
-            && args.exclude.iter().any(|g| input::glob_matches(g, path))
-        {
+        let (path, named) = match file {
+            Ok(file) => file,
+            Err(u) => {
+                report.unreadable.push(u);
+                continue;
+            }
+        };
+        if args.exclude.iter().any(|g| input::glob_matches(g, &path)) {
             continue;
         }
-        match file.and_then(|path| {
-            std::fs::read_to_string(&path)
-                .map(|text| Source::named(&path.display().to_string(), text))
-                .map_err(|e| Unreadable {
-                    location: path.display().to_string(),
-                    reason: e.to_string(),
-                })
-        }) {
-            Ok(source) => documents += check_source(&source, &chain, &mut report),
-            Err(u) => report.unreadable.push(u),
+        let name = path.display().to_string();
+        match std::fs::read_to_string(&path) {
+            Ok(text) if named => {
+                documents += check_named(&Source::named(&name, text), false, &chain, &mut report)
+            }
+            Ok(text) => documents += check_source(&Source::named(&name, text), &chain, &mut report),
+            Err(e) => report
+                .unreadable
+                .push(Unreadable::input(&name, e.to_string())),
         }
     }
     let nothing = documents == 0 && report.unreadable.is_empty();
@@ -236,6 +250,21 @@ pub(crate) fn run_with(
         return EXIT_UNREADABLE;
     }
     exit_code(&report, args.fail_on)
+}
+
+/// The documents of a YAML stream as kubectl sends them to kube-apiserver (empty ones left out),
+/// or why it cannot be read: what `check` judges. Public for the comparison with kubectl itself
+/// (`tests/check_kubectl_yaml.rs`).
+pub fn yaml_as_kubectl_sends_it(text: &str) -> Result<Vec<serde_json::Value>, String> {
+    let mut out = Vec::new();
+    for doc in yaml::documents(text) {
+        match doc {
+            Ok(d) if d.value.is_null() => {}
+            Ok(d) => out.push(d.value),
+            Err(f) => return Err(f.reason),
+        }
+    }
+    Ok(out)
 }
 
 /// The exit status for `report`.
@@ -270,19 +299,72 @@ fn list_policies(out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Checks every document of one source into `report`; returns how many documents it held.
+/// `check_source` for an input named on the command line (a file, or stdin): one that holds no
+/// document (nothing, blanks, comments, `---` alone) is unreadable, not a pass. An upstream
+/// command that failed (`kubectl kustomize overlays/prod | jobgate check -`, without pipefail)
+/// leaves exactly that.
+fn check_named(source: &Source, stdin: bool, chain: &Chain<'_>, report: &mut Report) -> usize {
+    let failures = report.unreadable.len();
+    let documents = check_source(source, chain, report);
+    if documents == 0 && report.unreadable.len() == failures {
+        let what = if source.text.trim().is_empty() {
+            "nothing was read"
+        } else {
+            "no document in it"
+        };
+        let hint = if stdin {
+            "did the command before the pipe fail?"
+        } else {
+            "did the command that wrote it fail?"
+        };
+        report.unreadable.push(Unreadable::input(
+            &source.name,
+            format!("{what}: an empty input is not a pass ({hint})"),
+        ));
+    }
+    documents
+}
+
+/// Checks every document of one source into `report`, one at a time; returns how many
+/// documents it held (empty ones, `---` alone, not counted). The fields the findings name are located afterwards, in one pass.
 pub(crate) fn check_source(source: &Source, chain: &Chain<'_>, report: &mut Report) -> usize {
-    let (docs, failure) = input::documents(source);
-    let count = docs.len();
-    for doc in docs {
+    let (first_object, first_ignored, first_unreadable) = (
+        report.objects.len(),
+        report.ignored.len(),
+        report.unreadable.len(),
+    );
+    let mut reader = input::Reader::new(source);
+    let mut count = 0;
+    while let Some(doc) = reader.next_document() {
+        if doc.value.is_null() {
+            continue; // an empty YAML document (`---` alone)
+        }
+        count += 1;
         let place = Place {
             name: &source.name,
-            positions: &doc.positions,
+            doc: Some(doc.index),
+            root: doc.root,
+            duplicates: &doc.duplicates,
             prefix: Vec::new(),
         };
         check_document(&place, doc.value, chain, report);
     }
-    report.unreadable.extend(failure);
+    report.unreadable.extend(reader.failure.take());
+    reader.locate(
+        report.objects[first_object..]
+            .iter_mut()
+            .flat_map(report::Checked::locations_mut)
+            .chain(
+                report.ignored[first_ignored..]
+                    .iter_mut()
+                    .map(|i| &mut i.location),
+            )
+            .chain(
+                report.unreadable[first_unreadable..]
+                    .iter_mut()
+                    .map(|u| &mut u.location),
+            ),
+    );
     count
 }
 

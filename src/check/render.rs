@@ -6,7 +6,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 
 use super::OutputFormat;
-use super::report::{Located, Report};
+use super::report::{Location, Report};
 use crate::job::PolicyName;
 use crate::job::review::Severity;
 
@@ -36,8 +36,9 @@ pub(crate) fn write(
 }
 
 /// `<file>:<line>:<column> <Kind>/<name>: <message>` per finding (warnings as kubectl prints them,
-/// `Warning: ...`); what the mutation changed, skipped documents, unreadable inputs and the
-/// summary on `err`.
+/// `Warning: ...`); then, on `err`, what the mutation changed, unreadable inputs and the summary
+/// (skipped documents counted by kind). `out` is flushed first, so that a terminal showing both
+/// shows the findings before the summary.
 pub(crate) fn write_text(
     report: &Report,
     out: &mut dyn Write,
@@ -45,39 +46,24 @@ pub(crate) fn write_text(
 ) -> std::io::Result<()> {
     for o in &report.objects {
         o.write_lines(out, |f| format!("{} {}/{}", f.at, o.kind, o.name))?;
+    }
+    out.flush()?;
+    for o in &report.objects {
+        let on = match &o.built {
+            Some(b) => format!(" on Job {}", b.job),
+            None => String::new(),
+        };
         for op in o.patch.0.iter().filter(|_| o.mutation_changes) {
             writeln!(
                 err,
-                "{}: note: jobgate's mutating webhook would {}",
+                "{}: note: jobgate's mutating webhook would {}{on}",
                 o.who(),
                 describe(op)
             )?;
         }
     }
-    for i in &report.ignored {
-        let what = match (i.kind.as_str(), i.name.as_str()) {
-            ("", _) => "a document without kind".to_string(),
-            (k, "") => k.to_string(),
-            (k, n) => format!("{k}/{n}"),
-        };
-        let api = if i.api_version.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", i.api_version)
-        };
-        writeln!(
-            err,
-            "{}: note: skipped {what}{api}: jobgate checks batch/v1 Jobs and CronJobs",
-            i.location
-        )?;
-    }
     report.write_unreadable(err)?;
-    let s = report.summary();
-    writeln!(
-        err,
-        "jobgate check: {} checked, {} denied, {} with warnings, {} skipped, {} unreadable",
-        s.checked, s.denied, s.warned, s.skipped, s.unreadable
-    )
+    writeln!(err, "jobgate check: {}", report.summary_line())
 }
 
 /// `add /spec/podReplacementPolicy "Failed"`.
@@ -120,64 +106,157 @@ fn write_github(report: &Report, out: &mut dyn Write, err: &mut dyn Write) -> st
             writeln!(
                 out,
                 "::{level} {}title={}::{}",
-                github_position(f),
+                github_position(&f.at),
                 escape_property(&title),
                 escape_data(&f.finding.message())
             )?;
         }
     }
     for u in &report.unreadable {
-        let (file, rest) = split_location(&u.location);
         writeln!(
             out,
-            "::error file={}{rest},title=jobgate::{}",
-            escape_property(file),
+            "::error {}title=jobgate::{}",
+            github_position(&u.location),
             escape_data(&u.reason)
         )?;
     }
-    let s = report.summary();
-    writeln!(
-        err,
-        "jobgate check: {} checked, {} denied, {} with warnings, {} skipped, {} unreadable",
-        s.checked, s.denied, s.warned, s.skipped, s.unreadable
-    )
+    out.flush()?;
+    writeln!(err, "jobgate check: {}", report.summary_line())
 }
 
-fn github_position(f: &Located) -> String {
-    let file = format!("file={},", escape_property(&f.at.file));
-    match f.at.at {
+/// `file=...,line=...,col=...,` with the path relative to the repository (`repository_path`);
+/// nothing for stdin without `--stdin-filename` (GitHub can attach it to no file).
+fn github_position(l: &Location) -> String {
+    let Some(path) = repository_path(&l.file) else {
+        return String::new();
+    };
+    let file = format!("file={},", escape_property(&path));
+    match l.at {
         Some(p) => format!("{file}line={},col={},", p.line, p.column),
         None => file,
     }
 }
 
-/// `file:line:col` (as unreadable inputs are located) into the file and `,line=..,col=..`.
-fn split_location(location: &str) -> (&str, String) {
-    let mut parts = location.rsplitn(3, ':');
-    let (col, line, file) = (parts.next(), parts.next(), parts.next());
-    match (
-        file,
-        line.and_then(|l| l.parse::<usize>().ok()),
-        col.and_then(|c| c.parse::<usize>().ok()),
-    ) {
-        (Some(file), Some(line), Some(col)) => (file, format!(",line={line},col={col}")),
-        _ => (location, String::new()),
+/// A path as GitHub (annotations, code scanning) and SARIF consumers want it: relative to the
+/// repository's root, `/`-separated, without `./`. The root is `$GITHUB_WORKSPACE` when set
+/// (a relative path is taken from the working directory, which may be a subdirectory of it),
+/// else the working directory; a path outside it stays absolute. `None` for stdin (`-`).
+pub(crate) fn repository_path(file: &str) -> Option<String> {
+    use std::path::{Component, Path, PathBuf};
+    if file == "-" {
+        return None;
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let root = std::env::var_os("GITHUB_WORKSPACE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cwd.clone());
+    let path = Path::new(file);
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    // `.` and `..` resolved by their names, not by the filesystem.
+    let mut clean = PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other),
+        }
+    }
+    let shown = match clean.strip_prefix(&root) {
+        Ok(relative) => relative.to_path_buf(),
+        Err(_) => clean,
+    };
+    let shown: Vec<String> = shown
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(if shown.first().is_some_and(|c| c == "/") {
+        format!("/{}", shown[1..].join("/"))
+    } else {
+        shown.join("/")
+    })
+}
+
+/// The docs of this release, where SARIF rules link.
+fn help_uri(page: &str) -> String {
+    format!(
+        "https://github.com/jobgate/jobgate/blob/v{}/docs/src/{page}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// A SARIF `reportingDescriptor`: id, short description, help (text and markdown) and link.
+fn rule(id: &str, short: &str, help: &str, page: &str) -> Value {
+    let uri = help_uri(page);
+    json!({
+        "id": id,
+        "name": id,
+        "shortDescription": {"text": short},
+        "fullDescription": {"text": help},
+        "help": {"text": format!("{help} See {uri}"), "markdown": format!("{help} See [the documentation]({uri}).")},
+        "helpUri": uri,
+    })
+}
+
+/// A SARIF `artifactLocation`: the path relative to the repository (`%SRCROOT%`), or stdin's
+/// name as given.
+fn artifact(file: &str) -> Value {
+    match repository_path(file) {
+        Some(path) if !path.starts_with('/') => json!({"uri": path, "uriBaseId": "%SRCROOT%"}),
+        Some(path) => json!({"uri": format!("file://{path}")}),
+        None => json!({"uri": file}),
     }
 }
 
 /// SARIF 2.1.0 (OASIS): one run of the `jobgate` driver, one rule per source (kube-apiserver,
 /// each policy, the mutating webhook), one result per finding and unreadable input.
 fn sarif(report: &Report) -> Value {
-    let mut rules = vec![
-        json!({"id": "kube-apiserver", "shortDescription": {"text": "kube-apiserver's decoding and validation of Jobs and CronJobs"}}),
-        json!({"id": "jobgate-mutation", "shortDescription": {"text": "what jobgate's mutating webhook changes or leaves"}}),
-        json!({"id": "jobgate-input", "shortDescription": {"text": "an input jobgate check cannot read"}}),
-    ];
-    rules.extend(
-        PolicyName::ALL
-            .iter()
-            .map(|p| json!({"id": p.as_str(), "shortDescription": {"text": p.description()}})),
-    );
+    let rules: Vec<Value> = [
+        rule(
+            "kube-apiserver",
+            "kube-apiserver's decoding and validation of Jobs and CronJobs, and of the Jobs built from a JobSet's or Trainer runtime's templates",
+            "kube-apiserver refuses this object (or the Job a controller builds from it) when it is applied: fix the field named in the message. The rules are upstream's for the --kubernetes-version checked.",
+            "validation.md#kube-apiservers-rules",
+        ),
+        rule(
+            "jobgate-mutation",
+            "what jobgate's mutating webhook changes or leaves",
+            "jobgate's mutating webhook changes the object (or leaves a value it would have set) as the message says; the object is admitted.",
+            "mutation.md#warnings",
+        ),
+        rule(
+            "kubectl",
+            "how kubectl reads the manifest before anything reaches kube-apiserver",
+            "kubectl reads a manifest into a map before it sends it: of a key written twice only the last value is sent, silently. Remove the other.",
+            "check.md",
+        ),
+        rule(
+            "jobgate-input",
+            "an input jobgate check cannot read",
+            "The file (or stdin) could not be read as YAML or JSON, holds no document, or holds an object that cannot be read as its kind: nothing in it was checked.",
+            "check.md#exit-status",
+        ),
+    ]
+    .into_iter()
+    .chain(PolicyName::ALL.iter().map(|p| {
+        rule(
+            p.as_str(),
+            p.description(),
+            &format!(
+                "jobgate policy {}: {}. Its level (off, warn, deny) is set with --policy {}=LEVEL or the configuration file.",
+                p.as_str(),
+                p.description(),
+                p.as_str()
+            ),
+            "validation.md#jobgates-policies",
+        )
+    }))
+    .collect();
     let mut results = Vec::new();
     for o in &report.objects {
         for f in &o.findings {
@@ -193,19 +272,22 @@ fn sarif(report: &Report) -> Value {
                 },
                 "message": {"text": format!("{}/{}: {}", o.kind, o.name, f.finding.message())},
                 "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": f.at.file},
+                    "artifactLocation": artifact(&f.at.file),
                     "region": region,
                 }}],
             }));
         }
     }
     for u in &report.unreadable {
-        let (file, _) = split_location(&u.location);
+        let mut location = json!({"artifactLocation": artifact(&u.location.file)});
+        if let Some(p) = u.location.at {
+            location["region"] = json!({"startLine": p.line, "startColumn": p.column});
+        }
         results.push(json!({
             "ruleId": "jobgate-input",
             "level": "error",
             "message": {"text": u.reason},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": file}}}],
+            "locations": [{"physicalLocation": location}],
         }));
     }
     json!({

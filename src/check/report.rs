@@ -8,6 +8,10 @@ use super::input::Unreadable;
 use super::locate::Position;
 use crate::job::review::{Finding, Said, Severity};
 
+/// The version of the `-o json` / `-o yaml` document's shape: a field removed, renamed or
+/// changed in meaning raises it; a field added does not.
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+
 /// Everything `check` found, in input order.
 #[derive(Debug, Default)]
 pub(crate) struct Report {
@@ -22,6 +26,36 @@ pub(crate) struct Report {
 pub(crate) struct Location {
     pub(crate) file: String,
     pub(crate) at: Option<Position>,
+    /// A field still to be looked for in the file's text (`input::Reader::locate`, once the
+    /// source's documents are checked); `at` is where its document starts meanwhile.
+    pub(crate) field: Option<Field>,
+}
+
+/// A field of a document, by the document's number in its source and the path's segments.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Field {
+    pub(crate) doc: usize,
+    pub(crate) path: Vec<String>,
+}
+
+impl Location {
+    /// A whole file (or namespace).
+    pub(crate) fn file(file: &str) -> Location {
+        Location {
+            file: file.to_string(),
+            at: None,
+            field: None,
+        }
+    }
+
+    /// `path` of document `doc` of `file`, to be located.
+    pub(crate) fn field(file: &str, doc: usize, path: Vec<String>) -> Location {
+        Location {
+            file: file.to_string(),
+            at: None,
+            field: Some(Field { doc, path }),
+        }
+    }
 }
 
 impl std::fmt::Display for Location {
@@ -54,9 +88,27 @@ pub(crate) struct Checked {
     /// Whether the patch changes the object as stored (not only writing the apiserver's
     /// defaults).
     pub(crate) mutation_changes: bool,
+    /// For a Job a controller builds from a template in this object: which.
+    pub(crate) built: Option<Built>,
+}
+
+/// The Job template of an object (a JobSet, a Trainer runtime) a Job was built from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Built {
+    /// Where the template is (`spec.replicatedJobs[0].template`).
+    pub(crate) template: String,
+    /// The name of the (first) Job built from it.
+    pub(crate) job: String,
+    /// How many Jobs are built from it.
+    pub(crate) replicas: u32,
 }
 
 impl Checked {
+    /// Every location in this object's report (to locate them).
+    pub(crate) fn locations_mut(&mut self) -> impl Iterator<Item = &mut Location> {
+        std::iter::once(&mut self.location).chain(self.findings.iter_mut().map(|f| &mut f.at))
+    }
+
     pub(crate) fn allowed(&self) -> bool {
         self.findings
             .iter()
@@ -103,7 +155,8 @@ impl Checked {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Ignored {
-    pub(crate) location: String,
+    #[serde(serialize_with = "location_string")]
+    pub(crate) location: Location,
     pub(crate) api_version: String,
     pub(crate) kind: String,
     pub(crate) name: String,
@@ -121,7 +174,47 @@ pub(crate) struct Summary {
     pub(crate) unreadable: usize,
 }
 
+impl Ignored {
+    /// `apiVersion/kind`, what skipped documents are counted by (`<no kind>` without one).
+    pub(crate) fn what(&self) -> String {
+        match (self.api_version.as_str(), self.kind.as_str()) {
+            (_, "") => "<no kind>".to_string(),
+            ("", kind) => kind.to_string(),
+            (api, kind) => format!("{api}/{kind}"),
+        }
+    }
+}
+
 impl Report {
+    /// How many documents of each `apiVersion/kind` were skipped.
+    pub(crate) fn skipped_kinds(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for i in &self.ignored {
+            *counts.entry(i.what()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// The summary line: `3 checked, 1 denied, 1 with warnings, 2 skipped (v1/ConfigMap: 2),
+    /// 0 unreadable`.
+    pub(crate) fn summary_line(&self) -> String {
+        let s = self.summary();
+        let kinds = self
+            .skipped_kinds()
+            .into_iter()
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect::<Vec<_>>();
+        let skipped = if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", kinds.join(", "))
+        };
+        format!(
+            "{} checked, {} denied, {} with warnings, {} skipped{skipped}, {} unreadable",
+            s.checked, s.denied, s.warned, s.skipped, s.unreadable
+        )
+    }
+
     pub(crate) fn summary(&self) -> Summary {
         let count = |s: Severity| {
             self.objects
@@ -169,7 +262,7 @@ impl Serialize for Located {
 
 impl Serialize for Checked {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Checked", 12)?;
+        let mut st = s.serialize_struct("Checked", 15)?;
         st.serialize_field("location", &self.location.to_string())?;
         st.serialize_field("file", &self.location.file)?;
         st.serialize_field("line", &self.location.at.map(|p| p.line))?;
@@ -182,23 +275,47 @@ impl Serialize for Checked {
         st.serialize_field("findings", &self.findings)?;
         st.serialize_field("patch", &self.patch)?;
         st.serialize_field("mutated", &self.mutation_changes)?;
+        if let Some(b) = &self.built {
+            st.serialize_field("template", &b.template)?;
+            st.serialize_field("job", &b.job)?;
+            st.serialize_field("replicas", &b.replicas)?;
+        }
         st.end()
     }
 }
 
+fn location_string<S: serde::Serializer>(l: &Location, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&l.to_string())
+}
+
 impl Serialize for Unreadable {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde_json::json!({"location": self.location, "reason": self.reason}).serialize(s)
+        serde_json::json!({"location": self.location.to_string(), "reason": self.reason})
+            .serialize(s)
     }
 }
 
 impl Serialize for Report {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Report", 4)?;
+        let mut st = s.serialize_struct("Report", 5)?;
+        st.serialize_field("schemaVersion", &SCHEMA_VERSION)?;
         st.serialize_field("objects", &self.objects)?;
         st.serialize_field("ignored", &self.ignored)?;
         st.serialize_field("unreadable", &self.unreadable)?;
-        st.serialize_field("summary", &self.summary())?;
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct SummaryOut {
+            #[serde(flatten)]
+            counts: Summary,
+            skipped_kinds: std::collections::BTreeMap<String, usize>,
+        }
+        st.serialize_field(
+            "summary",
+            &SummaryOut {
+                counts: self.summary(),
+                skipped_kinds: self.skipped_kinds(),
+            },
+        )?;
         st.end()
     }
 }

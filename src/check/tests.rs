@@ -14,6 +14,7 @@ fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
         recovery_namespaces: Vec::new(),
         namespace: "default".into(),
         fail_on: FailOn::Error,
+        stdin_filename: None,
         exclude: Vec::new(),
         list_policies: false,
         rules: RuleArgs::default(),
@@ -108,10 +109,7 @@ fn stdin_multi_document_yaml_denied_warned_and_skipped() {
     );
     assert_eq!(
         err,
-        concat!(
-            "-:47:1: note: skipped ConfigMap/settings (v1): jobgate checks batch/v1 Jobs and CronJobs\n",
-            "jobgate check: 3 checked, 1 denied, 1 with warnings, 1 skipped, 0 unreadable\n",
-        )
+        "jobgate check: 3 checked, 1 denied, 1 with warnings, 1 skipped (v1/ConfigMap: 1), 0 unreadable\n"
     );
 }
 
@@ -168,7 +166,11 @@ fn unreadable_input_exits_two_with_the_reason_and_wins_over_denied() {
     assert_eq!(code, EXIT_UNREADABLE);
     assert_eq!(out.lines().count(), 1, "{out}");
     assert!(
-        err.contains(&format!("{}:18:1: error: invalid YAML: ", bad.display())),
+        // At the bracket left open.
+        err.contains(&format!(
+            "{}:17:7: error: invalid YAML: unclosed bracket '['",
+            bad.display()
+        )),
         "{err}"
     );
     assert!(
@@ -194,6 +196,24 @@ fn a_wrongly_typed_field_is_unreadable_with_its_path() {
     );
 }
 
+/// A resource quantity kube-apiserver's decoder cannot read (`resource.Quantity`'s
+/// `UnmarshalJSON`) refuses the whole request, whatever `--validate` says.
+#[test]
+fn an_unreadable_quantity_is_refused_as_the_decoder_refuses_it() {
+    let input = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: q}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: m, image: i, resources: {requests: {memory: 1Gb}}}]\n";
+    for validate in [FieldValidation::Strict, FieldValidation::Ignore] {
+        let mut a = args(&[], OutputFormat::Text);
+        a.validate = validate;
+        let (code, out, _) = run_on(&a, input);
+        assert_eq!(code, EXIT_DENIED, "{validate:?}");
+        assert_eq!(
+            out,
+            "-:8:63 Job/q: Job in version \"v1\" cannot be handled as a Job: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\n",
+            "{validate:?}"
+        );
+    }
+}
+
 #[test]
 fn json_output_for_tools() {
     let input = format!("{BAD_JOB}---\n{CONFIG_MAP}");
@@ -204,6 +224,7 @@ fn json_output_for_tools() {
     assert_eq!(
         v,
         serde_json::json!({
+            "schemaVersion": 1,
             "objects": [{
                 "location": "-:1:1", "file": "-", "line": 1, "column": 1, "namespace": "default",
                 "kind": "Job", "name": "broken", "operation": "CREATE", "allowed": false,
@@ -217,7 +238,7 @@ fn json_output_for_tools() {
             }],
             "ignored": [{"location": "-:17:1", "apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}],
             "unreadable": [],
-            "summary": {"checked": 1, "denied": 1, "warned": 0, "errors": 1, "warnings": 0, "skipped": 1, "unreadable": 0}
+            "summary": {"checked": 1, "denied": 1, "warned": 0, "errors": 1, "warnings": 0, "skipped": 1, "skippedKinds": {"v1/ConfigMap": 1}, "unreadable": 0}
         })
     );
 }
@@ -278,15 +299,15 @@ fn thousands_of_documents_are_checked_quickly() {
 }
 
 #[test]
-fn admission_reviews_of_deletes_and_other_kinds_are_skipped_with_a_note() {
+fn admission_reviews_of_deletes_and_other_kinds_are_skipped_and_counted() {
     let review = serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "operation": "DELETE",
             "name": "j", "oldObject": {"kind": "Job"}}});
     let (code, out, err) = run_on(&args(&[], OutputFormat::Text), &review.to_string());
     assert_eq!((code, out.as_str()), (EXIT_OK, ""));
-    assert!(
-        err.starts_with("-:1:1: note: skipped AdmissionReview (DELETE batch/v1 Job)/j (admission.k8s.io/v1): jobgate checks batch/v1 Jobs and CronJobs\n"),
-        "{err}"
+    assert_eq!(
+        err,
+        "jobgate check: 0 checked, 0 denied, 0 with warnings, 1 skipped (admission.k8s.io/v1/AdmissionReview (DELETE batch/v1 Job): 1), 0 unreadable\n"
     );
 }
 

@@ -20,7 +20,8 @@ pub(crate) fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
 
 /// Applies the apiserver's defaults that change what validation sees, as `cluster`'s release
 /// does: `podReplacementPolicy` (absent or null only; with the 1.33 gate
-/// `JobPodReplacementPolicy` off the field is dropped instead, `dropDisabledFields`),
+/// `JobPodReplacementPolicy` off a Job's field is dropped instead, `dropDisabledFields`, and a
+/// CronJob's is left as written),
 /// `onPodConditions[].status` `""` -> `True` (in a CronJob's job template only from 1.34,
 /// kubernetes#131525), and the pod template's `restartPolicy` `""` -> `Always`.
 ///
@@ -45,13 +46,18 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
             .get_or_insert_with(|| "NonIndexed".to_string());
         spec.suspend.get_or_insert(false);
     }
+    let job = object.kind == super::Kind::Job;
     let spec = &mut object.spec;
     if !cluster.enabled(FeatureGate::JobPodReplacementPolicy) {
-        // Kept aside: on UPDATE the apiserver keeps the field when the old Job had one
-        // (`dropDisabledFields`), which `validate` restores.
-        let dropped = std::mem::replace(&mut spec.pod_replacement_policy, Presence::Absent);
-        if dropped.is_set() {
-            spec.dropped_pod_replacement_policy = Some(dropped);
+        // Only the Job strategy drops the field: a CronJob's job template keeps it, neither
+        // defaulted nor dropped, and it is validated (pkg/registry/batch/cronjob, 1.33).
+        if job {
+            // Kept aside: on UPDATE the apiserver keeps the field when the old Job had one
+            // (`dropDisabledFields`), which `validate` restores.
+            let dropped = std::mem::replace(&mut spec.pod_replacement_policy, Presence::Absent);
+            if dropped.is_set() {
+                spec.dropped_pod_replacement_policy = Some(dropped);
+            }
         }
     } else if !spec.pod_replacement_policy.is_set() {
         spec.pod_replacement_policy =
@@ -79,6 +85,15 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
         .is_empty()
     {
         spec.template.spec.restart_policy = Some("Always".to_string());
+    }
+}
+
+/// The Job strategy's `PrepareForCreate` (pkg/registry/batch/job/strategy.go): with the gate
+/// `JobManagedBy` off (beta in 1.33 and 1.34) a new Job's `spec.managedBy` is dropped before
+/// validation. An UPDATE keeps it (it is immutable), and so does a CronJob's job template.
+pub(crate) fn prepare_job_for_create(object: &mut JobObject, cluster: &Cluster) {
+    if object.kind == super::Kind::Job && !cluster.enabled(FeatureGate::JobManagedBy) {
+        object.spec.managed_by = None;
     }
 }
 
@@ -129,6 +144,32 @@ mod tests {
             JobObject::from_json(Kind::CronJob, r#"{"spec":{"jobTemplate":{"spec":{}}}}"#).unwrap();
         apply_apiserver_defaults(&mut cj, &Cluster::default());
         assert_eq!((cj.spec.completions, cj.spec.completion_mode), (None, None));
+    }
+
+    /// With the 1.33 gate `JobPodReplacementPolicy` off only the Job strategy drops the field
+    /// (`PrepareForCreate`); the CronJob strategy has no such drop, so a CronJob's job template
+    /// keeps it, undefaulted, and validation sees it (k8s.io/kubernetes v1.33.13).
+    #[test]
+    fn with_the_1_33_gate_off_a_cron_job_keeps_its_pod_replacement_policy() {
+        let off = Cluster::with_gates(
+            crate::job::version::KubernetesVersion::V1_33,
+            &[(FeatureGate::JobPodReplacementPolicy, false)].into(),
+        )
+        .unwrap();
+        let mut j = job(r#"{"spec":{"podReplacementPolicy":"Bogus"}}"#);
+        apply_apiserver_defaults(&mut j, &off);
+        assert_eq!(j.spec.pod_replacement_policy, Presence::Absent);
+        let cron_job = |spec: &str| {
+            let text = format!(r#"{{"spec":{{"jobTemplate":{{"spec":{spec}}}}}}}"#);
+            let mut cj = JobObject::from_json(Kind::CronJob, &text).unwrap();
+            apply_apiserver_defaults(&mut cj, &off);
+            cj.spec.pod_replacement_policy
+        };
+        assert_eq!(
+            cron_job(r#"{"podReplacementPolicy":"Bogus"}"#),
+            Presence::Value("Bogus".into())
+        );
+        assert_eq!(cron_job("{}"), Presence::Absent);
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod go_values;
 pub(crate) mod model;
 pub(crate) mod patch;
 pub(crate) mod policy;
-mod quantity;
+pub(crate) mod quantity;
 pub(crate) mod read;
 pub(crate) mod review;
 pub(crate) mod schema;

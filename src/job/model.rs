@@ -119,6 +119,26 @@ pub struct JobObject {
     pub(crate) suspended_condition: bool,
     /// A Job's `status.active` (absent is 0).
     pub(crate) active: i64,
+    /// For a Job another controller builds from a template (a JobSet's), where that template is
+    /// in the object the user wrote: findings name its fields there.
+    pub(crate) template_at: Option<TemplateAt>,
+}
+
+/// Where the Job template a Job is built from is, printed (`spec.replicatedJobs[0].template`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TemplateAt {
+    spec: String,
+    metadata: String,
+}
+
+impl TemplateAt {
+    /// The template at `path` (printed as `field.Path` prints it).
+    pub(crate) fn new(path: &str) -> TemplateAt {
+        TemplateAt {
+            spec: format!("{path}.spec"),
+            metadata: format!("{path}.metadata"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -164,6 +184,10 @@ pub(crate) struct JobSpec {
     pub(crate) max_failed_indexes: Option<i32>,
     #[serde(default)]
     pub(crate) completion_mode: Option<String>,
+    /// KEP-4368: the controller that reconciles the Job (`kubernetes.io/job-controller` when
+    /// unset).
+    #[serde(default)]
+    pub(crate) managed_by: Option<String>,
     #[serde(default)]
     pub(crate) suspend: Option<bool>,
     #[serde(default, deserialize_with = "presence")]
@@ -359,6 +383,24 @@ pub(crate) struct NamedContainer {
 }
 
 impl JobObject {
+    /// Where the Job spec is, as findings name it: `spec`, a CronJob's `spec.jobTemplate.spec`,
+    /// or the template's `spec` for a Job built from one.
+    pub(crate) fn spec_path(&self) -> FieldPath<'_> {
+        match &self.template_at {
+            Some(t) => FieldPath::new(&t.spec),
+            None => self.kind.spec_path(),
+        }
+    }
+
+    /// Where the object's own metadata is: `metadata`, or the template's for a Job built from
+    /// one.
+    pub(crate) fn metadata_path(&self) -> FieldPath<'_> {
+        match &self.template_at {
+            Some(t) => FieldPath::new(&t.metadata),
+            None => FieldPath::new("metadata"),
+        }
+    }
+
     /// The name kube-apiserver uses in messages: `metadata.name`, else `generateName`.
     pub(crate) fn display_name(&self) -> &str {
         match (&self.metadata.name, &self.metadata.generate_name) {

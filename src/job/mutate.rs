@@ -62,7 +62,7 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
     }
     let spec = &object.spec;
     let spec_tokens = object.kind.spec_pointer();
-    let spec_path = object.kind.spec_path();
+    let spec_path = object.spec_path();
     let mut warnings = Vec::new();
     let mut annotation_ops = Vec::new();
     let mut added_keys: Vec<&str> = Vec::new();

@@ -227,7 +227,7 @@ pub(crate) fn evaluate(review: &Review<'_>, config: &Config) -> Vec<review::Find
 fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
     let policies = &config.policies;
     let on = |p: PolicyName| policies.level(p) != Level::Off;
-    let spec_path = object.kind.spec_path();
+    let spec_path = object.spec_path();
     let template_path = spec_path.child("template");
     let template_metadata_path = template_path.child("metadata");
     let template_annotations = template_metadata_path.child("annotations");
@@ -265,7 +265,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
                 }
             }
         };
-        misplaced(&object.metadata, FieldPath::new("metadata"));
+        misplaced(&object.metadata, object.metadata_path());
         if let (Kind::CronJob, Some(meta)) = (object.kind, &object.job_template_metadata) {
             misplaced(
                 meta,

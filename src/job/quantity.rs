@@ -114,10 +114,6 @@ impl Quantity {
     /// 1.38 also a decimal exponent that narrows to `math.MinInt32` on the `inf.Dec` path
     /// (apimachinery v0.38.0-alpha.2; in 1.33-1.37 that scale's negation wraps and the value is
     /// `10^(2^31)` times the number, as [`Quantity::parse`] reads it).
-    #[allow(
-        dead_code,
-        reason = "for check's decode-time quantity errors, which follow the cluster's release"
-    )]
     pub(crate) fn parse_in(s: &str, release: KubernetesVersion) -> Option<Quantity> {
         let refuses_min_int32_exponent = release.rules() >= KubernetesVersion::V1_38;
         Quantity::parse_with(s, refuses_min_int32_exponent)
@@ -269,6 +265,62 @@ impl Quantity {
             std::cmp::Ordering::Less => false,
         }
     }
+}
+
+/// `ErrFormatWrong` (k8s.io/apimachinery `pkg/api/resource/quantity.go`).
+pub(crate) const ERR_FORMAT_WRONG: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+/// `ErrSuffix`.
+pub(crate) const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
+/// `ErrNumeric`.
+pub(crate) const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
+
+/// The error `ParseQuantity(s)` returns in `release`, as kube-apiserver prints it, or `None`
+/// when `s` parses there ([`Quantity::parse_in`] decides; this only names which of its checks
+/// failed).
+pub(crate) fn parse_error(s: &str, release: KubernetesVersion) -> Option<&'static str> {
+    if Quantity::parse_in(s, release).is_some() {
+        return None;
+    }
+    if Quantity::parse(s).is_some() {
+        // Only 1.38's refusal of an exponent narrowing to math.MinInt32 (`ErrSuffix`).
+        return Some(ERR_SUFFIX);
+    }
+    Some(match quantity_suffix(s) {
+        None => ERR_FORMAT_WRONG,
+        Some(suffix) if interpret(suffix).is_none() => ERR_SUFFIX,
+        Some(_) => ERR_NUMERIC,
+    })
+}
+
+/// The suffix `parseQuantityString` splits off `s`, or `None` where it returns
+/// `ErrFormatWrong` (an empty string, or characters after the suffix's digits).
+fn quantity_suffix(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    if b.is_empty() {
+        return None;
+    }
+    let mut pos = usize::from(matches!(b[0], b'-' | b'+'));
+    while pos < b.len() && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    if pos < b.len() && b[pos] == b'.' {
+        pos += 1;
+        while pos < b.len() && b[pos].is_ascii_digit() {
+            pos += 1;
+        }
+    }
+    let start = pos;
+    while pos < b.len() && b"eEinumkKMGTP".contains(&b[pos]) {
+        pos += 1;
+    }
+    if pos < b.len() && matches!(b[pos], b'-' | b'+') {
+        pos += 1;
+    }
+    while pos < b.len() && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    (pos == b.len()).then(|| &s[start..])
 }
 
 /// `digits × 2^power` (power at most 60), digits most significant first.
@@ -448,6 +500,31 @@ mod tests {
         ] {
             assert_eq!(Quantity::parse(bad), None, "{bad:?}");
         }
+    }
+
+    /// What kube-apiserver answers a Job whose quantity it cannot decode, per error.
+    #[test]
+    fn parse_errors_name_the_check_that_failed() {
+        for (s, e) in [
+            ("1 Gi", Some(ERR_FORMAT_WRONG)),
+            ("1Gb", Some(ERR_FORMAT_WRONG)),
+            ("", Some(ERR_FORMAT_WRONG)),
+            ("1.2.3", Some(ERR_FORMAT_WRONG)),
+            ("1mi", Some(ERR_SUFFIX)),
+            ("1ee", Some(ERR_SUFFIX)),
+            ("-.e-10", Some(ERR_NUMERIC)),
+            ("1Gi", None),
+            ("0.5", None),
+            ("-", None),
+        ] {
+            assert_eq!(parse_error(s, KubernetesVersion::V1_37), e, "{s:?}");
+        }
+        // 1.38 refuses the one exponent 1.37 wraps, as a suffix it cannot use.
+        assert_eq!(parse_error("1e-2147483648", KubernetesVersion::V1_37), None);
+        assert_eq!(
+            parse_error("1e-2147483648", KubernetesVersion::V1_38),
+            Some(ERR_SUFFIX)
+        );
     }
 
     #[test]

@@ -166,12 +166,29 @@ impl JobObject {
     }
 
     /// Builds from an already-decoded JSON value (`jobgate check` reads YAML into values).
+    #[cfg(test)]
     pub(crate) fn from_value(
         kind: Kind,
         value: serde_json::Value,
     ) -> Result<JobObject, ParseError> {
+        JobObject::from_value_ref(kind, &value)
+    }
+
+    /// `from_value` without taking the document (`jobgate check` keeps it for the patch and the
+    /// strict decoding, and a copy of a large one costs as much again).
+    pub(crate) fn from_value_ref(
+        kind: Kind,
+        value: &serde_json::Value,
+    ) -> Result<JobObject, ParseError> {
         if !value.is_object() {
-            return Err(not_an_object(kind, value.to_string().chars().next()));
+            let first = match value {
+                serde_json::Value::Array(_) => '[',
+                serde_json::Value::String(_) => '"',
+                serde_json::Value::Null => 'n',
+                serde_json::Value::Bool(_) => 't',
+                _ => '0',
+            };
+            return Err(not_an_object(kind, Some(first)));
         }
         let job_template_json = match kind {
             Kind::CronJob => value
@@ -219,6 +236,7 @@ impl JobObject {
             started: d.status.start_time.as_ref().is_some_and(|t| !t.is_empty()),
             suspended_condition: d.status.suspended_condition(),
             active: d.status.active.map_or(0, i64::from),
+            template_at: None,
         }
     }
 
@@ -232,6 +250,7 @@ impl JobObject {
             started: false,
             suspended_condition: false,
             active: 0,
+            template_at: None,
         }
     }
 

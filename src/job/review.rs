@@ -18,6 +18,8 @@ pub(crate) enum Source {
     Policy(PolicyName),
     /// jobgate's mutating webhook (`/mutate`, `/mutate/recovery`): what it changed or left.
     Mutation,
+    /// How kubectl reads a manifest before anything reaches kube-apiserver (`jobgate check`).
+    Kubectl,
 }
 
 impl Source {
@@ -27,6 +29,7 @@ impl Source {
             Source::KubeApiserver => "kube-apiserver",
             Source::Policy(p) => p.as_str(),
             Source::Mutation => "jobgate-mutation",
+            Source::Kubectl => "kubectl",
         }
     }
 }
@@ -154,7 +157,7 @@ pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Outcome {
         .collect();
     findings.extend(policy::evaluate(review, config));
     if let Some(w) = rules::template_unreadable(review, &config.cluster) {
-        let path = review.object.kind.spec_path().child("template").to_string();
+        let path = review.object.spec_path().child("template").to_string();
         findings.push(Finding::warning(Source::KubeApiserver, Some(path), w));
     }
     Outcome {

@@ -61,8 +61,9 @@ pub(crate) fn fields_may_be_incomplete(release: KubernetesVersion) -> Option<Str
     ))
 }
 
-/// One step of a path: a key of an object or an index of an array.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One step of a path: a key of an object or an index of an array. Ordered as a traversal of
+/// an object whose keys are sorted bytewise (Go's `encoding/json` map order) meets them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Step {
     Key(String),
     Index(usize),
@@ -75,6 +76,7 @@ pub(crate) struct UnknownField(pub(crate) Vec<Step>);
 impl UnknownField {
     /// The path as `sigs.k8s.io/json` prints it in strict errors: keys joined with `.`, indexes
     /// in brackets (`spec.template.spec.containers[0].imagePullPolcy`).
+    #[cfg(test)]
     pub(crate) fn printed(&self) -> String {
         printed(&self.0)
     }
@@ -116,11 +118,37 @@ pub(crate) fn unknown_fields(
     object: &Value,
     release: KubernetesVersion,
 ) -> Vec<UnknownField> {
+    decode_findings(kind, object, release, &|_| false).unknown
+}
+
+/// What the walk of [`decode_findings`] found.
+#[derive(Debug, Default)]
+pub(crate) struct DecodeFindings {
+    /// As [`unknown_fields`].
+    pub(crate) unknown: Vec<UnknownField>,
+    /// Every `resource.Quantity` of the object that the caller's `refused` picked, by path,
+    /// with its value (a quantity is a string or a number in JSON; `null` is none). Nothing
+    /// under an unknown field: strict decoding skips its value.
+    pub(crate) quantities: Vec<(Vec<Step>, Value)>,
+}
+
+/// [`unknown_fields`], and in the same walk the quantities `refused` picks (for the message of
+/// the decoder that refuses them: `ParseQuantity`'s for a Job, a CRD's pattern for a JobSet).
+pub(crate) fn decode_findings(
+    kind: Kind,
+    object: &Value,
+    release: KubernetesVersion,
+    refused: &dyn Fn(&Value) -> bool,
+) -> DecodeFindings {
     use k8s_openapi::api::batch::v1 as batch;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    let found = RefCell::new(Vec::new());
+    let found = Found {
+        unknown: RefCell::new(Vec::new()),
+        quantities: RefCell::new(Vec::new()),
+        refused,
+    };
     let Some(map) = object.as_object() else {
-        return Vec::new();
+        return DecodeFindings::default();
     };
     for (key, value) in map {
         let at = Walk {
@@ -138,12 +166,27 @@ pub(crate) fn unknown_fields(
             ("spec", Kind::CronJob) => walk::<batch::CronJobSpec>(at),
             ("status", Kind::CronJob) => walk::<batch::CronJobStatus>(at),
             _ => {
-                found.borrow_mut().push(UnknownField(at.path));
+                found.unknown.borrow_mut().push(UnknownField(at.path));
                 Ok(())
             }
         };
     }
-    found.into_inner()
+    let mut unknown = found.unknown.into_inner();
+    // kubectl sends JSON with every object's keys sorted (it decodes a manifest into Go maps and
+    // encodes them again, sigs.k8s.io/yaml and encoding/json), and the apiserver's strict decoder
+    // reports unknown fields as it meets them: in that order.
+    unknown.sort_by(|a, b| a.0.cmp(&b.0));
+    DecodeFindings {
+        unknown,
+        quantities: found.quantities.into_inner(),
+    }
+}
+
+/// What a walk collects.
+struct Found<'r> {
+    unknown: RefCell<Vec<UnknownField>>,
+    quantities: RefCell<Vec<(Vec<Step>, Value)>>,
+    refused: &'r dyn Fn(&Value) -> bool,
 }
 
 fn walk<'de, T: serde::Deserialize<'de>>(at: Walk<'de, '_>) -> Result<(), WalkError> {
@@ -173,7 +216,7 @@ impl de::Error for WalkError {
 struct Walk<'de, 'f> {
     value: Option<&'de Value>,
     path: Vec<Step>,
-    found: &'f RefCell<Vec<UnknownField>>,
+    found: &'f Found<'f>,
     release: KubernetesVersion,
 }
 
@@ -208,7 +251,7 @@ impl<'de, 'f> Walk<'de, 'f> {
                 if !has_field(self.release, name, fields, key) {
                     let mut path = self.path.clone();
                     path.push(Step::Key(key.clone()));
-                    self.found.borrow_mut().push(UnknownField(path));
+                    self.found.unknown.borrow_mut().push(UnknownField(path));
                     unknown.push(key);
                 }
             }
@@ -279,7 +322,12 @@ impl<'de> SeqAccess<'de> for SeqWalk<'de, '_> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, WalkError> {
-        match self.items.next() {
+        // A scalar item holds no field: it is not walked (a long list would otherwise be built
+        // again as the typed list).
+        match self
+            .items
+            .find(|(_, v)| matches!(v, Value::Object(_) | Value::Array(_)))
+        {
             Some((i, v)) => seed
                 .deserialize(self.at.child(Step::Index(i), Some(v)))
                 .map(Some),
@@ -367,9 +415,22 @@ impl<'de, 'f> Deserializer<'de> for Walk<'de, 'f> {
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, WalkError> {
+        // k8s-openapi's `Quantity` names itself here. Its visitor reads a string or a number
+        // only; anything else is read as a zero quantity so the walk goes on.
+        if name == "Quantity" {
+            let value = self.value.filter(|v| !v.is_null());
+            if let Some(v) = value.filter(|v| (self.found.refused)(v)) {
+                let entry = (self.path.clone(), v.clone());
+                self.found.quantities.borrow_mut().push(entry);
+            }
+            if !matches!(value, None | Some(Value::String(_) | Value::Number(_))) {
+                return visitor
+                    .visit_newtype_struct(IntoDeserializer::<WalkError>::into_deserializer("0"));
+            }
+        }
         visitor.visit_newtype_struct(self)
     }
 

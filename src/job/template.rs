@@ -25,6 +25,7 @@
 //! nesting past 128 levels, a repeated key) is `Unreadable`: the rule must not pass silently.
 //! A quantity kube-apiserver could not parse (`1x`) never reaches a webhook (the object fails to
 //! decode); here it is compared by its text, which is never stricter than the apiserver.
+//! `jobgate check` refuses such a manifest as the decoder does (`quantity::parse_error`).
 
 mod one_pass;
 mod schema;

@@ -3,10 +3,11 @@
 //! gates in `Config::cluster` (1.33-1.38, `version.rs`), followed by jobgate's own policies
 //! (`policy.rs`).
 //!
-//! The order of errors is upstream's: `validateJobSpec` (counts, completion mode, pod failure
-//! policy rule by rule, success policy, pod replacement policy, restart policy), then on UPDATE
-//! of a Job `ValidateJobSpecUpdate`'s immutability checks. Paths of a CronJob are prefixed
-//! `spec.jobTemplate.`; a CronJob's job template has no immutable fields (`ValidateCronJobUpdate`).
+//! The order of errors is upstream's: `validateJobSpec` (counts, `managedBy`, completion mode,
+//! pod failure policy rule by rule, success policy, pod replacement policy, restart policy), then
+//! on UPDATE of a Job `ValidateJobSpecUpdate`'s immutability checks. Paths of a CronJob are
+//! prefixed `spec.jobTemplate.`; a CronJob's job template has no immutable fields
+//! (`ValidateCronJobUpdate`).
 //!
 //! The object is validated as received: kube-apiserver defaults before it validates, and so do
 //! webhooks' objects; `jobgate check` calls `defaults::apply_apiserver_defaults` first.
@@ -19,7 +20,7 @@ use super::model::{
     JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
     PodFailurePolicyRule, Presence, SuccessPolicy,
 };
-use super::version::{Cluster, OldJobState, TemplateUpdateOptions};
+use super::version::{Cluster, KubernetesVersion, OldJobState, TemplateUpdateOptions};
 use super::{BadValue, FieldError, Kind, Operation, Review};
 #[cfg(test)]
 use super::{Config, Verdict};
@@ -36,6 +37,8 @@ pub(crate) const MAX_ON_EXIT_CODES_VALUES: usize = 255;
 pub(crate) const MAX_ON_POD_CONDITIONS_PATTERNS: usize = 20;
 const MAX_SUCCEEDED_INDEXES_LENGTH: usize = 64 * 1024;
 const MAX_SUCCESS_POLICY_RULES: usize = 20;
+/// `maxManagedByLength`.
+const MAX_MANAGED_BY_LENGTH: usize = 63;
 
 /// `sets.List(...)`: sorted.
 const ACTIONS: [&str; 4] = ["Count", "FailIndex", "FailJob", "Ignore"];
@@ -69,6 +72,13 @@ pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<Fi
     if let (Operation::Update, Some(old), Kind::Job) =
         (review.operation, review.old_object, review.object.kind)
     {
+        // Up to 1.36 the Job strategy's `ValidateUpdate` ran `ValidateJob` and then
+        // `ValidateJobUpdate`, which runs `validateJobSpec` again: every spec error of an UPDATE
+        // is reported twice (pkg/registry/batch/job/strategy.go, 1.33-1.36). 1.37 runs
+        // `ValidateJobUpdate` alone.
+        if cluster.version() < KubernetesVersion::V1_37 {
+            errors.extend(errors.clone());
+        }
         errors.extend(validate_job_update(review.object, old, cluster));
     }
     let style = cluster.value_style();
@@ -107,7 +117,7 @@ fn kept_pod_replacement_policy(review: &Review<'_>, cluster: &Cluster) -> Option
 /// messages of `cluster`'s release.
 pub(crate) fn validate_object(object: &JobObject, cluster: &Cluster) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_job_spec(&object.spec, &object.kind.spec_path(), cluster, &mut errs);
+    validate_job_spec(&object.spec, &object.spec_path(), cluster, &mut errs);
     errs
 }
 
@@ -150,6 +160,9 @@ fn validate_job_spec(
                 "when maxFailedIndexes is specified",
             ));
         }
+    }
+    if let Some(managed_by) = &spec.managed_by {
+        validate_managed_by(managed_by, p("managedBy"), errs);
     }
     if let Some(mode) = spec.completion_mode.as_deref() {
         if mode != NON_INDEXED && mode != INDEXED {
@@ -199,6 +212,30 @@ fn validate_job_spec(
         p("template").child("spec").child("restartPolicy"),
         errs,
     );
+}
+
+/// KEP-4368 `spec.managedBy`: apimachinery's `IsDomainPrefixedPath` (a DNS-1123 subdomain, `/`,
+/// a non-empty HTTP path), then at most `maxManagedByLength` bytes.
+fn validate_managed_by(value: &str, path: FieldPath, errs: &mut Vec<FieldError>) {
+    match value.split_once('/') {
+        _ if value.is_empty() => errs.push(FieldError::required(path, "")),
+        Some((host, rest)) if !host.is_empty() && !rest.is_empty() => {
+            for msg in crate::names::is_dns1123_subdomain(host) {
+                errs.push(FieldError::invalid(path, BadValue::str(host), msg));
+            }
+            if let Some(msg) = crate::names::http_path_error(rest) {
+                errs.push(FieldError::invalid(path, BadValue::str(rest), msg));
+            }
+        }
+        _ => errs.push(FieldError::invalid(
+            path,
+            BadValue::str(value),
+            r#"must be a domain-prefixed path (such as "acme.io/foo")"#,
+        )),
+    }
+    if value.len() > MAX_MANAGED_BY_LENGTH {
+        errs.push(FieldError::too_long(path, MAX_MANAGED_BY_LENGTH));
+    }
 }
 
 fn validate_indexed_limits(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
@@ -687,15 +724,16 @@ fn validate_restart_policy(spec: &JobSpec, path: FieldPath, errs: &mut Vec<Field
 }
 
 /// `ValidateJobSpecUpdate` after `ValidateJobSpec`: completions (elastic Indexed Jobs),
-/// template, completionMode, podFailurePolicy, backoffLimitPerIndex, successPolicy. What may
-/// change in the template depends on the old Job's state and the cluster (`version.rs`).
+/// template, completionMode, podFailurePolicy, backoffLimitPerIndex, managedBy, successPolicy.
+/// What may change in the template depends on the old Job's state and the cluster
+/// (`version.rs`).
 pub(crate) fn validate_job_update(
     new: &JobObject,
     old: &JobObject,
     cluster: &Cluster,
 ) -> Vec<FieldError> {
     let (spec, old_spec) = (&new.spec, &old.spec);
-    let fld_path = new.kind.spec_path();
+    let fld_path = new.spec_path();
     let mut errs = Vec::new();
     if spec.completions != old_spec.completions {
         let indexed = spec.completion_mode.as_deref() == Some(INDEXED);
@@ -743,6 +781,16 @@ pub(crate) fn validate_job_update(
         errs.push(FieldError::invalid(
             fld_path.child("backoffLimitPerIndex"),
             opt_int(spec.backoff_limit_per_index),
+            IMMUTABLE,
+        ));
+    }
+    if spec.managed_by != old_spec.managed_by {
+        errs.push(FieldError::invalid(
+            fld_path.child("managedBy"),
+            // A `*string`: `json.Marshal`ed from 1.34, dereferenced and `%q`-quoted before.
+            spec.managed_by
+                .as_deref()
+                .map_or_else(BadValue::null, BadValue::named_str),
             IMMUTABLE,
         ));
     }
@@ -853,7 +901,7 @@ pub(crate) fn template_unreadable(review: &Review<'_>, cluster: &Cluster) -> Opt
         return None;
     }
     let old = review.old_object?;
-    let spec_path = review.object.kind.spec_path();
+    let spec_path = review.object.spec_path();
     let options = template_update_options(old, cluster);
     let reason =
         validate_pod_template_update(&review.object.spec, &old.spec, &spec_path, options).err()?;

@@ -162,8 +162,8 @@ pub(crate) enum FeatureGate {
     /// KEP-3939. Off: the apiserver drops `spec.podReplacementPolicy` (`dropDisabledFields`), so
     /// it is neither defaulted nor validated.
     JobPodReplacementPolicy,
-    /// KEP-4368 `spec.managedBy`. jobgate does not model `managedBy`; known so that a cluster's
-    /// gate list can be passed as is.
+    /// KEP-4368 `spec.managedBy`. Off: the apiserver drops a new Job's `spec.managedBy`
+    /// (`PrepareForCreate`), so it is not validated.
     JobManagedBy,
     /// KEP-3850.
     JobBackoffLimitPerIndex,
@@ -179,6 +179,9 @@ pub(crate) enum FeatureGate {
     /// pkg/api/job/util.go 1.37). jobgate does not mirror its validation (gang `minCount`,
     /// immutability): known so that a cluster's gate list can be passed as is.
     WorkloadWithJob,
+    /// KEP-4671 Workload API. Known because `WorkloadWithJob` depends on it (`defaultKubernetes
+    /// FeatureGateDependencies`): a cluster that enables the one enables the other.
+    GenericWorkload,
 }
 
 /// A gate's state in one release.
@@ -257,11 +260,20 @@ const GATE_STAGES: &[(FeatureGate, &[(u16, GateState)])] = {
         ),
         // Alpha (off) from 1.36, still alpha in v1.37.2 and v1.38.0-alpha.0.
         (WorkloadWithJob, &[(36, Default(false))]),
+        // Alpha (off) from 1.35, beta (off) from 1.37; the same in v1.38.0-alpha.0.
+        (GenericWorkload, &[(35, Default(false))]),
     ]
 };
 
+/// `defaultKubernetesFeatureGateDependencies` (pkg/features/kube_features.go, v1.36.3 to
+/// v1.38.0-alpha.0) of the gates jobgate knows: an enabled gate whose dependency is disabled is
+/// refused (component-base `featuregate`: "%s is enabled, but depends on features that are
+/// disabled: %v").
+const GATE_DEPENDENCIES: &[(FeatureGate, FeatureGate)] =
+    &[(FeatureGate::WorkloadWithJob, FeatureGate::GenericWorkload)];
+
 impl FeatureGate {
-    pub(crate) const ALL: [FeatureGate; 7] = [
+    pub(crate) const ALL: [FeatureGate; 8] = [
         FeatureGate::JobPodReplacementPolicy,
         FeatureGate::JobManagedBy,
         FeatureGate::JobBackoffLimitPerIndex,
@@ -269,6 +281,7 @@ impl FeatureGate {
         FeatureGate::MutablePodResourcesForSuspendedJobs,
         FeatureGate::MutableSchedulingDirectivesForSuspendedJobs,
         FeatureGate::WorkloadWithJob,
+        FeatureGate::GenericWorkload,
     ];
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -284,6 +297,7 @@ impl FeatureGate {
                 "MutableSchedulingDirectivesForSuspendedJobs"
             }
             FeatureGate::WorkloadWithJob => "WorkloadWithJob",
+            FeatureGate::GenericWorkload => "GenericWorkload",
         }
     }
 
@@ -409,10 +423,19 @@ impl Cluster {
                 _ => {}
             }
         }
-        Ok(Cluster {
+        let cluster = Cluster {
             version,
             overrides: overrides.clone(),
-        })
+        };
+        for &(gate, dependency) in GATE_DEPENDENCIES {
+            if cluster.enabled(gate) && !cluster.enabled(dependency) {
+                return Err(format!(
+                    "{gate} is enabled, but depends on features that are disabled: [{dependency}] \
+                     ({judged})"
+                ));
+            }
+        }
+        Ok(cluster)
     }
 
     /// The release whose rules apply: the cluster's, or the newest known for a newer one.

@@ -2,19 +2,10 @@
 //! `jobgate_tls_certificate_expiration_timestamp_seconds` (named like cert-manager's
 //! `certmanager_certificate_expiration_timestamp_seconds`, so one alert shape fits both).
 
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
-
 /// `notAfter` of the first certificate of a PEM chain (the leaf: rustls serves `chain[0]` as the
 /// end-entity certificate), in seconds since the Unix epoch.
 pub(crate) fn not_after(cert_pem: &[u8]) -> Result<i64, String> {
-    let leaf = CertificateDer::pem_slice_iter(cert_pem)
-        .next()
-        .ok_or("no PEM certificate found")?
-        .map_err(|e| e.to_string())?;
-    let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref())
-        .map_err(|e| format!("not an X.509 certificate: {e}"))?;
-    Ok(cert.validity().not_after.timestamp())
+    super::leaf::with_leaf(cert_pem, |cert| Ok(cert.validity().not_after.timestamp()))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub(crate) mod allocator;
 pub(crate) mod budget;
 pub(crate) mod expiry;
 pub(crate) mod extract;
+pub(crate) mod leaf;
 pub mod linger;
 pub mod metrics;
 pub(crate) mod rejection;

@@ -4,41 +4,23 @@
 //! every handshake, and with `failurePolicy: Fail` every Job write with it, so `serve` reports
 //! not-ready with it (`--tls-server-name`) and never swaps it in on a reload.
 
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
-use x509_parser::extensions::GeneralName;
+use super::leaf::{dns_names, with_leaf};
 
 /// `Ok` when the leaf of `cert_pem` (the first certificate, the one rustls serves) names `host`
 /// in its subjectAltName DNS names, as a TLS client checks it (RFC 6125 section 6.4: ASCII
 /// case-insensitive, a `*` only as the whole left-most label, matching exactly one label).
 /// `Err` lists the names it has instead.
 pub(crate) fn names_host(cert_pem: &[u8], host: &str) -> Result<(), String> {
-    let leaf = CertificateDer::pem_slice_iter(cert_pem)
-        .next()
-        .ok_or("no PEM certificate found")?
-        .map_err(|e| e.to_string())?;
-    let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref())
-        .map_err(|e| format!("not an X.509 certificate: {e}"))?;
-    let names: Vec<&str> = match cert.subject_alternative_name() {
-        Ok(Some(san)) => san
-            .value
-            .general_names
-            .iter()
-            .filter_map(|n| match n {
-                GeneralName::DNSName(name) => Some(*name),
-                _ => None,
-            })
-            .collect(),
-        Ok(None) => Vec::new(),
-        Err(e) => return Err(format!("unreadable subjectAltName: {e}")),
-    };
-    if names.iter().any(|name| dns_name_matches(name, host)) {
-        return Ok(());
-    }
-    Err(if names.is_empty() {
-        "it has no DNS subjectAltName".to_string()
-    } else {
-        format!("it names {}", names.join(", "))
+    with_leaf(cert_pem, |cert| {
+        let names = dns_names(cert)?;
+        if names.iter().any(|name| dns_name_matches(name, host)) {
+            return Ok(());
+        }
+        Err(if names.is_empty() {
+            "it has no DNS subjectAltName".to_string()
+        } else {
+            format!("it names {}", names.join(", "))
+        })
     })
 }
 

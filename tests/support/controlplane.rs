@@ -175,6 +175,44 @@ impl ControlPlane {
         kube::Client::try_from(config).expect("client")
     }
 
+    /// Installs a CRD that tests/run fetched into `target/crds/` (from its project's own
+    /// module) and waits until the apiserver serves it.
+    pub(crate) fn install_crd(&self, file: &str) {
+        let path = repo().join("target/crds").join(file);
+        assert!(
+            path.is_file(),
+            "{} is missing: tests/run fetches it",
+            path.display()
+        );
+        let path = path.display().to_string();
+        self.kubectl_ok(&["apply", "--server-side", "-f", &path], None);
+        self.kubectl_ok(
+            &[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
+                "-f",
+                &path,
+            ],
+            None,
+        );
+    }
+
+    /// Runs a kubectl invocation that must succeed and prints JSON, and returns what it printed
+    /// to standard error with the parsed output (`-o json` is the caller's).
+    pub(crate) fn kubectl_json(
+        &self,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> (serde_json::Value, String) {
+        let out = self.kubectl_output(args, stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "kubectl {}: {stderr}", args.join(" "));
+        let value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("kubectl {}: not JSON ({e})", args.join(" ")));
+        (value, stderr)
+    }
+
     /// The PEM of the control plane's CA (which also signs the administrator's certificate).
     pub(crate) fn ca_pem(&self) -> String {
         std::fs::read_to_string(self.dir.join("pki/ca.crt")).expect("ca.crt")
@@ -203,6 +241,42 @@ impl Drop for ControlPlane {
             }
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+}
+
+/// A directory holding `kubectl` (a link to [`KUBECTL`]), to put first on PATH when a test runs
+/// the docs' commands as written.
+pub(crate) fn kubectl_shim() -> PathBuf {
+    let bin = repo().join("target/controlplane/runs/bin");
+    std::fs::create_dir_all(&bin).expect("shim directory");
+    let link = bin.join("kubectl");
+    if !link.exists() {
+        let _ = std::os::unix::fs::symlink(which(KUBECTL), &link);
+    }
+    bin
+}
+
+/// `name` found on PATH, or a failure that says tests/run installs it.
+pub(crate) fn which(name: &str) -> PathBuf {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH: tests/run installs it"))
+}
+
+/// Copies a directory tree.
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
         }
     }
 }

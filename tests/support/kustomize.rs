@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The oldest kubectl whose kustomize (v5.7) the install is tested with; `.ci/run` installs it.
+/// The oldest kubectl whose kustomize (v5.7) the install is tested with; `tests/run` installs it.
 const KUBECTL_MIN_MINOR: u32 = 35;
 
 /// `kubectl` from PATH, at least 1.[`KUBECTL_MIN_MINOR`]. Missing or older, the test fails and
@@ -19,7 +19,7 @@ pub(crate) fn kubectl() -> &'static str {
         Ok(out) => out,
         Err(e) => panic!(
             "cannot run kubectl ({e}): deploy/ is rendered with kubectl >= 1.{KUBECTL_MIN_MINOR}; \
-             run .ci/run (it installs kubectl and helm) or put one first on PATH"
+             run tests/run (it installs kubectl and helm) or put one first on PATH"
         ),
     };
     assert!(
@@ -38,7 +38,7 @@ pub(crate) fn kubectl() -> &'static str {
     assert!(
         minor >= KUBECTL_MIN_MINOR,
         "kubectl 1.{minor} is too old (kustomize differs); need >= 1.{KUBECTL_MIN_MINOR}: run \
-         .ci/run (it installs it under target/tools) or put a newer kubectl first on PATH"
+         tests/run (it installs it under target/tools) or put a newer kubectl first on PATH"
     );
     "kubectl"
 }
@@ -88,12 +88,14 @@ pub(crate) fn helm() -> &'static str {
         .args(["version", "--short"])
         .output()
         .unwrap_or_else(|e| {
-            panic!("cannot run helm ({e}): run .ci/run (it installs helm 4) or put helm 4 on PATH")
+            panic!(
+                "cannot run helm ({e}): run tests/run (it installs helm 4) or put helm 4 on PATH"
+            )
         });
     let version = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && version.starts_with("v4."),
-        "helm 4 is needed, found {version:?}: run .ci/run (it installs it under target/tools)"
+        "helm 4 is needed, found {version:?}: run tests/run (it installs it under target/tools)"
     );
     "helm"
 }

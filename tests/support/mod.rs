@@ -1,13 +1,20 @@
 //! Starting the real `jobgate` binary for integration tests, and talking to it with curl.
 #![allow(dead_code)]
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub(crate) mod api_server;
+pub(crate) mod cases;
+pub(crate) mod check_cli;
 pub(crate) mod controlplane;
+pub(crate) mod generate;
+pub(crate) mod judge;
+pub(crate) mod keep_alive;
 pub(crate) mod kustomize;
 pub(crate) mod render;
 pub(crate) mod webhooks;
@@ -19,7 +26,13 @@ pub(crate) struct Jobgate {
     pub dir: tempfile::TempDir,
     pub ca: PathBuf,
     pub stdout_lines: Vec<String>,
+    /// The last lines of the server's log (stderr).
+    pub stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_thread: Option<std::thread::JoinHandle<()>>,
 }
+
+/// How many lines of a server's log `Jobgate::stderr_tail` keeps.
+const STDERR_TAIL: usize = 200;
 
 impl Jobgate {
     /// Starts `jobgate serve` in dev mode on free ports, in a temporary working directory.
@@ -39,6 +52,20 @@ impl Jobgate {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn jobgate");
+        // Keep draining stderr (the log), so that a busy server never blocks on a full pipe;
+        // its last lines are kept for failure messages.
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let tail = stderr_tail.clone();
+        let stderr_thread = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut tail = tail.lock().expect("stderr tail");
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        });
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = Vec::new();
         let (mut port, mut admin_port) = (0, 0);
@@ -78,6 +105,8 @@ impl Jobgate {
             dir,
             ca,
             stdout_lines: lines,
+            stderr_tail,
+            stderr_thread: Some(stderr_thread),
         }
     }
 
@@ -87,6 +116,16 @@ impl Jobgate {
 
     pub(crate) fn admin_url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{}", self.admin_port, path)
+    }
+
+    /// The end of the server's log (its last 200 lines), once the server has exited (after
+    /// `terminate`): every line it wrote is read by then.
+    pub(crate) fn log_after_exit(&mut self) -> String {
+        if let Some(drain) = self.stderr_thread.take() {
+            let _ = drain.join();
+        }
+        let tail = self.stderr_tail.lock().expect("stderr tail");
+        tail.iter().map(|l| format!("{l}\n")).collect()
     }
 
     /// Sends SIGTERM and waits for the exit status (at most `within`).
@@ -211,6 +250,22 @@ pub(crate) fn tls_client_config(jg: &Jobgate, alpn: &[u8]) -> rustls::ClientConf
         .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
     config
+}
+
+/// `field: message` of each cause of a denial in an AdmissionReview `response`, in order.
+pub(crate) fn denial_causes(response: &serde_json::Value) -> Vec<String> {
+    response["status"]["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
 }
 
 /// The `*.request.json` AdmissionReviews under `tests/fixtures/<dir>`, in name order.

@@ -797,13 +797,13 @@ fn test_job_strategy_prepare_for_update_keeps_pod_replacement_policy_in_use_with
             .map(ToString::to_string)
             .collect()
     };
-    // The old Job had one: kept, and validated.
+    // The old Job had one: kept, and validated (twice: 1.33's `ValidateUpdate` runs
+    // `validateJobSpec` in `ValidateJob` and again in `ValidateJobUpdate`).
     let old_in_use = defaulted(json!({"podReplacementPolicy": "Failed"}));
+    let unsupported = r#"spec.podReplacementPolicy: Unsupported value: "Bogus": supported values: "Failed", "TerminatingOrFailed""#;
     assert_eq!(
         review_errors(&defaulted(bogus.clone()), &old_in_use),
-        vec![
-            r#"spec.podReplacementPolicy: Unsupported value: "Bogus": supported values: "Failed", "TerminatingOrFailed""#
-        ]
+        vec![unsupported, unsupported]
     );
     // It had none: dropped, so nothing to validate.
     let old_without = defaulted(json!({}));
@@ -1889,4 +1889,108 @@ mod never_panics {
             }
         }
     }
+}
+
+/// KEP-4368 `spec.managedBy` (`validateJobSpec`: apimachinery's `IsDomainPrefixedPath`, then
+/// `maxManagedByLength`), as k8s.io/kubernetes v1.33.13-v1.37.2 word it.
+#[test]
+fn managed_by_is_a_domain_prefixed_path_of_at_most_63_bytes() {
+    for ok in [
+        "kubernetes.io/job-controller",
+        "kueue.x-k8s.io/multikueue",
+        "example.com/a/b",
+    ] {
+        assert_eq!(
+            errors(json!({"managedBy": ok})),
+            Vec::<String>::new(),
+            "{ok}"
+        );
+    }
+    assert_eq!(
+        errors(json!({"managedBy": ""})),
+        vec!["spec.managedBy: Required value"]
+    );
+    assert_eq!(
+        errors(json!({"managedBy": "controller"})),
+        vec![
+            r#"spec.managedBy: Invalid value: "controller": must be a domain-prefixed path (such as "acme.io/foo")"#
+        ]
+    );
+    assert_eq!(
+        errors(json!({"managedBy": "Example.com/x"})),
+        vec![
+            r#"spec.managedBy: Invalid value: "Example.com": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"#
+        ]
+    );
+    assert_eq!(
+        errors(json!({"managedBy": "example.com/a b"})),
+        vec![
+            r#"spec.managedBy: Invalid value: "a b": Invalid path (regex used for validation is '[A-Za-z0-9/\-._~%!$&'()*+,;=:]+')"#
+        ]
+    );
+    let long = format!("example.com/{}", "x".repeat(52));
+    assert_eq!(
+        errors(json!({ "managedBy": long })),
+        vec!["spec.managedBy: Too long: may not be more than 63 bytes"]
+    );
+}
+
+/// `ValidateJobSpecUpdate`: `managedBy` is immutable; the value is a `*string`, dereferenced
+/// and `%q`-quoted by 1.33, `json.Marshal`ed from 1.34 (`null` when unset).
+#[test]
+fn update_managed_by_is_immutable() {
+    let old = stored(json!({}));
+    let new = stored(json!({"managedBy": "example.com/a<b"}));
+    let on = |version, new: &JobObject, old: &JobObject| -> Vec<String> {
+        validate_job_update(new, old, &Cluster::new(version))
+            .into_iter()
+            .map(|mut e| {
+                e.value = e.value.in_style(Cluster::new(version).value_style());
+                e.to_string()
+            })
+            .collect()
+    };
+    assert_eq!(
+        on(KubernetesVersion::V1_33, &new, &old),
+        vec![r#"spec.managedBy: Invalid value: "example.com/a<b": field is immutable"#]
+    );
+    assert_eq!(
+        on(KubernetesVersion::V1_37, &new, &old),
+        vec![r#"spec.managedBy: Invalid value: "example.com/a\u003cb": field is immutable"#]
+    );
+    assert_eq!(
+        on(KubernetesVersion::V1_33, &old, &new),
+        vec![r#"spec.managedBy: Invalid value: "null": field is immutable"#]
+    );
+    assert_eq!(
+        on(KubernetesVersion::V1_34, &old, &new),
+        vec!["spec.managedBy: Invalid value: null: field is immutable"]
+    );
+}
+
+/// The Job strategy's `ValidateUpdate` up to 1.36 ran `ValidateJob` and then
+/// `ValidateJobUpdate`, each with `validateJobSpec`: an UPDATE reports every spec error twice,
+/// before the update's own errors. 1.37 runs `ValidateJobUpdate` alone.
+#[test]
+fn update_reports_spec_errors_twice_before_1_37() {
+    let old = stored(json!({}));
+    let new = stored(json!({"parallelism": -1, "completionMode": "Indexed"}));
+    let review = Review {
+        operation: Operation::Update,
+        object: &new,
+        old_object: Some(&old),
+    };
+    let on = |version| -> Vec<String> {
+        apiserver_errors(&review, &Cluster::new(version))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    let negative = "spec.parallelism: Invalid value: -1: must be greater than or equal to 0";
+    let immutable = r#"spec.completionMode: Invalid value: "Indexed": field is immutable"#;
+    assert_eq!(
+        on(KubernetesVersion::V1_36),
+        vec![negative, negative, immutable]
+    );
+    assert_eq!(on(KubernetesVersion::V1_37), vec![negative, immutable]);
 }

@@ -229,9 +229,32 @@ fn kep_5547_workload_with_job_is_an_alpha_gate_from_1_36() {
     }
     for release in ["1.36", "1.37", "1.38"] {
         assert!(!Cluster::new(v(release)).enabled(WorkloadWithJob));
-        let on = Cluster::with_gates(v(release), &gates(&[(WorkloadWithJob, true)])).unwrap();
+        let on = Cluster::with_gates(
+            v(release),
+            &gates(&[(WorkloadWithJob, true), (GenericWorkload, true)]),
+        )
+        .unwrap();
         assert!(on.enabled(WorkloadWithJob), "{release}");
     }
+}
+
+/// `WorkloadWithJob` depends on `GenericWorkload` (`defaultKubernetesFeatureGateDependencies`,
+/// v1.36.3 to v1.38.0-alpha.0): kube-apiserver refuses the one on without the other, in
+/// component-base's words (the parity test found jobgate taking it).
+#[test]
+fn workload_with_job_needs_generic_workload_as_kube_apiserver_says() {
+    use FeatureGate::*;
+    for release in ["1.36", "1.37", "1.38"] {
+        assert_eq!(
+            Cluster::with_gates(v(release), &gates(&[(WorkloadWithJob, true)])).unwrap_err(),
+            format!(
+                "WorkloadWithJob is enabled, but depends on features that are disabled: \
+                 [GenericWorkload] (Kubernetes {release})"
+            )
+        );
+    }
+    assert!(Cluster::with_gates(v("1.35"), &gates(&[(GenericWorkload, true)])).is_ok());
+    assert!(Cluster::with_gates(v("1.34"), &gates(&[(GenericWorkload, true)])).is_err());
 }
 
 /// `admissionregistration.k8s.io/v1` MutatingAdmissionPolicy is served by default from 1.36,
@@ -535,6 +558,32 @@ fn from_1_36_both_relaxations_require_no_active_pods_even_before_the_job_started
             (false, false),
             (false, false)
         ]
+    );
+}
+
+/// With 1.35's alpha gate on, scheduling directives need the `JobSuspended` condition: a
+/// suspended Job that never started may no longer change them (kubernetes#139281, fixed in 1.36
+/// only).
+#[test]
+fn on_1_35_the_scheduling_gate_requires_the_suspended_condition_even_before_the_job_started() {
+    let gates = BTreeMap::from([(
+        FeatureGate::MutableSchedulingDirectivesForSuspendedJobs,
+        true,
+    )]);
+    let cluster = Cluster::with_gates(KubernetesVersion::V1_35, &gates).unwrap();
+    let never_started = OldJobState {
+        suspended: true,
+        ..OldJobState::default()
+    };
+    assert!(
+        !cluster
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
+    );
+    assert!(
+        Cluster::new(KubernetesVersion::V1_35)
+            .template_update_options(&never_started)
+            .allow_mutable_scheduling_directives
     );
 }
 

@@ -126,8 +126,16 @@ func main() {
 	}
 }
 
-func judge(req request) verdict {
-	v := verdict{ID: req.ID}
+func judge(req request) (v verdict) {
+	v = verdict{ID: req.ID}
+	// A panic in upstream's code fails that one request, as the apiserver's panic recovery
+	// (k8s.io/apiserver pkg/server/filters WithPanicRecovery) answers it with a 500.
+	defer func() {
+		if r := recover(); r != nil {
+			v = verdict{ID: req.ID, Code: 500, Reason: string(metav1.StatusReasonInternalError),
+				Message: fmt.Sprintf("panic: %v", r)}
+		}
+	}()
 	recorder := &warnings{}
 	var obj runtime.Object
 	var err error
@@ -231,11 +239,21 @@ func decode(body json.RawMessage) (runtime.Object, error) {
 		return nil, fmt.Errorf("no strict JSON serializer")
 	}
 	decoder := legacyscheme.Codecs.DecoderToVersion(info.StrictSerializer, batch.SchemeGroupVersion)
-	obj, _, err := decoder.Decode(body, nil, nil)
+	obj, gvk, err := decoder.Decode(body, nil, nil)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+		return nil, transformDecodeError(err, gvk, body)
 	}
 	return obj, nil
+}
+
+// transformDecodeError words a body that does not decode as the write handlers do, strict
+// decoding errors included (k8s.io/apiserver pkg/endpoints/handlers/rest.go). The endpoint's
+// kind, which the judge has no URL for, is the body's own.
+func transformDecodeError(err error, gvk *schema.GroupVersionKind, body []byte) error {
+	if gvk != nil && gvk.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	}
+	return apierrors.NewBadRequest(err.Error())
 }
 
 func strategyFor(obj runtime.Object) (strategy, schema.GroupVersionResource, error) {
