@@ -849,20 +849,7 @@ fn webhook_denial(status: &Value) -> Option<Vec<String>> {
     if !message.starts_with("admission webhook \"validate.jobgate.dev\" denied the request: ") {
         return None;
     }
-    Some(
-        status["details"]["causes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                format!(
-                    "{}: {}",
-                    c["field"].as_str().unwrap_or(""),
-                    c["message"].as_str().unwrap_or("")
-                )
-            })
-            .collect(),
-    )
+    Some(support::denial_causes(&json!({ "status": status })))
 }
 
 /// The jobgate policy a cause or a policy object's name is of.

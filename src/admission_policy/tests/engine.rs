@@ -258,7 +258,7 @@ fn prepare<'a>(
     }
     evaluation.ctx.add_variable_from_value(
         "namespaceObject",
-        cel::to_value(&admission.namespace_object()).expect("JSON is a CEL value"),
+        cel::to_value(admission.namespace_object()).expect("JSON is a CEL value"),
     );
     let mut variables: HashMap<Key, Cel> = HashMap::new();
     for variable in spec["variables"].as_array().into_iter().flatten() {
