@@ -13,6 +13,8 @@
 //! - with both installed, as in the migration's first step, the objects stored are the same
 //!   and the webhook finds nothing left to patch;
 //! - a large Job stays within CEL's cost limits;
+//! - a MutatingAdmissionPolicy that applies changes a Job's labels even with an empty patch,
+//!   which is why render's apply only to a request they patch;
 //! - the `Object{}` initializer inside a list that render never writes does panic 1.36.3
 //!   (kubernetes#142181), even under `failurePolicy: Ignore`: the request goes unanswered;
 //! - 1.33 serves MutatingAdmissionPolicy only as v1alpha1 behind a feature gate, as render's
@@ -194,7 +196,21 @@ async fn install_policies(
     namespaces: &[&str],
 ) -> Vec<Value> {
     let objects = rendered_for(&cp.minor, name, settings, namespaces);
-    apply(cp, &objects);
+    apply_and_wait(cp, client, name, &objects, namespaces).await;
+    objects
+}
+
+/// Applies `objects` (admission policies whose first names their MutatingAdmissionPolicy
+/// version) and the sentinels `<name>-sentinel` for `namespaces`, and waits until
+/// kube-apiserver runs the sentinels, and so `objects`.
+async fn apply_and_wait(
+    cp: &ControlPlane,
+    client: &kube::Client,
+    name: &str,
+    objects: &[Value],
+    namespaces: &[&str],
+) {
+    apply(cp, objects);
     let sentinel = format!("{name}-sentinel");
     let api_version = objects[0]["apiVersion"].as_str().expect("apiVersion");
     apply(cp, &sentinels(&sentinel, api_version, namespaces));
@@ -214,7 +230,7 @@ async fn install_policies(
             .iter()
             .any(|w| w.contains(&format!("'{sentinel}'")));
         if mutated && warned {
-            return objects;
+            return;
         }
         assert!(
             Instant::now() < deadline,
@@ -1507,37 +1523,43 @@ fn kubernetes_1_33_serves_mutating_admission_policy_only_as_v1alpha1() {
 // ---------------------------------------------------------------------------------------------
 // Why render writes no `Object{...}` initializer into a patch.
 
-/// A MutatingAdmissionPolicy whose JSON Patch value is a list holding an `Object{...}`
-/// initializer, with `failurePolicy: Ignore`, applied to a Job in `namespace`: what render never
-/// writes (src/admission_policy/mutating.rs).
-fn initializer_in_a_list(name: &str, api_version: &str, namespace: &str) -> Vec<Value> {
+/// A MutatingAdmissionPolicy (v1) `name` with its binding, for Job CREATEs in `namespace`:
+/// `failurePolicy` and the JSON Patch `expression`.
+fn job_patch_policy(
+    name: &str,
+    namespace: &str,
+    failure_policy: &str,
+    expression: &str,
+) -> Vec<Value> {
     vec![
         json!({
-            "apiVersion": api_version,
+            "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingAdmissionPolicy",
             "metadata": {"name": name},
             "spec": {
-                "failurePolicy": "Ignore",
+                "failurePolicy": failure_policy,
                 "reinvocationPolicy": "Never",
                 "matchConstraints": {
                     "namespaceSelector": {"matchExpressions": [in_namespaces(&[namespace])]},
                     "resourceRules": [{"apiGroups": ["batch"], "apiVersions": ["v1"],
                         "operations": ["CREATE"], "resources": ["jobs"]}],
                 },
-                "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
-                    "[JSONPatch{op: 'add', path: '/spec/template/spec/tolerations', value: \
-                     [Object.spec.template.spec.tolerations{key: 'example.com/initializer', operator: 'Exists'}]}]"
-                }}],
+                "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}],
             },
         }),
         json!({
-            "apiVersion": api_version,
+            "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingAdmissionPolicyBinding",
             "metadata": {"name": name},
             "spec": {"policyName": name},
         }),
     ]
 }
+
+/// A JSON Patch whose value is a list holding an `Object{...}` initializer: what render never
+/// writes (src/admission_policy/mutating.rs).
+const INITIALIZER_IN_A_LIST: &str = "[JSONPatch{op: 'add', path: '/spec/template/spec/tolerations', \
+    value: [Object.spec.template.spec.tolerations{key: 'example.com/initializer', operator: 'Exists'}]}]";
 
 /// The answer to a dry-run Job create in a namespace of its own once the policy has been
 /// applied: the first that is not a Job without tolerations (the policy not yet running).
@@ -1548,7 +1570,7 @@ async fn with_initializer_in_a_list(minor: &str) -> Result<Outcome, kube::Error>
     let namespace = cp.namespace(&name);
     apply(
         cp,
-        &initializer_in_a_list(&name, "admissionregistration.k8s.io/v1", &namespace),
+        &job_patch_policy(&name, &namespace, "Ignore", INITIALIZER_IN_A_LIST),
     );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -1604,4 +1626,96 @@ fn on_1_37_an_object_initializer_inside_a_patch_list_is_patched() {
             json!([{"key": "example.com/initializer", "operator": "Exists"}])
         );
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Why each mutating policy applies only to a request it patches.
+
+/// A Job without labels of its own, whose template has one: defaulting gives the Job its
+/// template's label map itself (k8s.io/kubernetes `pkg/apis/batch/v1/defaults.go`), so the
+/// `job-name` and `controller-uid` labels kube-apiserver generates later
+/// (`pkg/registry/batch/job/strategy.go`, `generateSelector`) land on both.
+fn unlabelled_job() -> Value {
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "unlabelled"},
+        "spec": {"template": {
+            "metadata": {"labels": {"app": "trainer"}},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "registry.example/trainer:1"}],
+            },
+        }},
+    })
+}
+
+/// A JSON Patch with no operation (a typed empty list: `[]` is refused as `list(dyn)`).
+const EMPTY_PATCH: &str =
+    "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {}}].filter(p, false)";
+
+/// A MutatingAdmissionPolicy that applies changes a Job even with an empty patch: kube-apiserver
+/// encodes the object and decodes it anew (k8s.io/apiserver `admission/plugin/policy/mutating/
+/// patch/json_patch.go`), the Job's labels and its template's become two maps, and the generated
+/// labels go on the template only. A Job stored without the policy has them on both. This is why
+/// render's mutating policies have the `patches` match condition.
+async fn an_applied_empty_patch_changes_a_jobs_labels(minor: &str) {
+    let cp = control_plane(minor);
+    let client = cp.client().await;
+    let name = unique("empty-patch-");
+    let (with, without) = (cp.namespace(&name), cp.namespace(&name));
+    apply_and_wait(
+        cp,
+        &client,
+        &name,
+        &job_patch_policy(&name, &with, "Fail", EMPTY_PATCH),
+        &[&with],
+    )
+    .await;
+    let labels = |out: &Outcome| {
+        assert!(out.allowed(), "{out:#?}");
+        let has = |pointer: &str| {
+            out.body
+                .pointer(pointer)
+                .and_then(Value::as_object)
+                .is_some_and(|l| l.contains_key("job-name"))
+        };
+        (
+            has("/metadata/labels"),
+            has("/spec/template/metadata/labels"),
+        )
+    };
+    let create = |namespace: String| {
+        let client = &client;
+        async move {
+            send(
+                client,
+                Verb::Create { dry_run: true },
+                &namespace,
+                "Job",
+                &unlabelled_job(),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        labels(&create(without).await),
+        (true, true),
+        "without the policy"
+    );
+    assert_eq!(
+        labels(&create(with).await),
+        (false, true),
+        "with the empty patch"
+    );
+}
+
+#[test]
+fn on_1_37_a_mutating_policy_that_applies_with_an_empty_patch_changes_a_jobs_labels() {
+    on_a_large_stack(|| an_applied_empty_patch_changes_a_jobs_labels("1.37"));
+}
+
+#[test]
+fn on_1_36_a_mutating_policy_that_applies_with_an_empty_patch_changes_a_jobs_labels() {
+    on_a_large_stack(|| an_applied_empty_patch_changes_a_jobs_labels("1.36"));
 }
