@@ -55,7 +55,7 @@ pub(crate) enum Command {
     /// policyreport (wgpolicyk8s.io/v1alpha2 PolicyReport YAML, one per namespace). Exit 1 when
     /// something would be denied, 2 when the cluster or an object could not be read.
     Audit(jobgate::audit::AuditArgs),
-    /// Print jobgate's admission as a MutatingAdmissionPolicy and ValidatingAdmissionPolicies
+    /// Print jobgate's admission as MutatingAdmissionPolicies and ValidatingAdmissionPolicies
     /// with their bindings (YAML for `kubectl apply -f -`), for --kubernetes-version and the
     /// settings `serve` reads: the webhook-less install. Exit 1 when the release has no beta or
     /// GA MutatingAdmissionPolicy (before 1.34) or the settings cannot be read.

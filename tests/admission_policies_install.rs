@@ -10,49 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use support::controlplane::repo;
 use support::kustomize::{helm, kubectl, render};
-
-const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `jobgate render args...`: exit status, stdout, stderr.
-fn jobgate_render(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("render").args(args);
-    // The settings' variables of the environment the tests run in are not the test's.
-    for var in [
-        "JOBGATE_POLICY",
-        "JOBGATE_INJECT_RECOVERY_ANNOTATION_KEY",
-        "JOBGATE_CONFIG",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env_remove("JOBGATE_KUBERNETES_VERSION");
-    cmd.envs(env.iter().copied());
-    let out = cmd.output().expect("run jobgate render");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).expect("UTF-8"),
-        String::from_utf8(out.stderr).expect("UTF-8"),
-    )
-}
-
-fn documents(yaml: &str) -> Vec<Value> {
-    serde_yaml_ng::Deserializer::from_str(yaml)
-        .map(|d| serde::Deserialize::deserialize(d).expect("a YAML document"))
-        .filter(|v: &Value| !v.is_null())
-        .collect()
-}
-
-/// The rendered objects `jobgate render args` prints.
-fn rendered(args: &[&str]) -> Vec<Value> {
-    let (code, out, err) = jobgate_render(args, &[]);
-    assert_eq!(code, 0, "jobgate render {args:?}: {err}");
-    documents(&out)
-}
+use support::render::{documents, jobgate_render, rendered};
 
 fn is_policy_object(doc: &Value) -> bool {
     doc["kind"]

@@ -10,82 +10,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::Jobgate;
-use support::controlplane::{ControlPlane, eventually};
+use support::controlplane::ControlPlane;
+use support::webhooks::reviews;
 
-/// The shipped webhook configurations, rendered with kustomize, each renamed `<name>-<ns>`,
-/// pointed at `jg` and limited to namespace `ns` (one more `namespaceSelector` expression, so
-/// tests running at once in other namespaces never meet this jobgate). Applied and returned.
+/// The shipped webhook configurations, pointed at `jg` and limited to namespace `ns`
+/// (`support::webhooks::install`), applied and returned.
 fn install_webhooks(cp: &ControlPlane, jg: &Jobgate, ns: &str) -> Vec<Value> {
-    let kubectl = support::kustomize::kubectl();
-    let docs =
-        support::kustomize::render(kubectl, &support::controlplane::repo().join("deploy/base"));
-    let ca = base64(&std::fs::read(&jg.ca).expect("dev CA"));
-    let mut configs = Vec::new();
-    for mut doc in docs {
-        let kind = doc["kind"].as_str().unwrap_or_default().to_string();
-        if !kind.ends_with("WebhookConfiguration") {
-            continue;
-        }
-        let name = format!("{}-{ns}", doc["metadata"]["name"].as_str().expect("name"));
-        doc["metadata"] = json!({ "name": name });
-        for webhook in doc["webhooks"].as_array_mut().expect("webhooks") {
-            let path = webhook["clientConfig"]["service"]["path"]
-                .as_str()
-                .expect("a service path")
-                .to_string();
-            webhook["clientConfig"] = json!({
-                "url": format!("https://127.0.0.1:{}{path}", jg.port),
-                "caBundle": ca,
-            });
-            webhook["namespaceSelector"]["matchExpressions"]
-                .as_array_mut()
-                .expect("matchExpressions")
-                .push(json!({
-                    "key": "kubernetes.io/metadata.name",
-                    "operator": "In",
-                    "values": [ns],
-                }));
-        }
-        configs.push(doc);
-    }
-    assert_eq!(
-        configs.len(),
-        2,
-        "deploy/base has a mutating and a validating configuration"
-    );
-    let list = json!({ "apiVersion": "v1", "kind": "List", "items": configs });
-    cp.kubectl_ok(&["apply", "-f", "-"], Some(&list.to_string()));
-    // The apiserver's webhook informers take a moment: wait until a dry-run create is mutated.
-    eventually(
-        "the apiserver to call jobgate's webhooks",
-        Duration::from_secs(30),
-        || {
-            let out = cp.kubectl_output(
-                &[
-                    "create",
-                    "--dry-run=server",
-                    "-n",
-                    ns,
-                    "-o",
-                    "json",
-                    "-f",
-                    "-",
-                ],
-                Some(&cronjob("probe", json!({})).to_string()),
-            );
-            let stored: Value = serde_json::from_slice(&out.stdout).ok()?;
-            stored
-                .pointer("/spec/jobTemplate/spec/podReplacementPolicy")
-                .is_some()
-                .then_some(())
-        },
-    );
-    configs
-}
-
-fn base64(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
+    support::webhooks::install(cp, jg, ns, &[ns], &[])
 }
 
 /// An Indexed-free Job with one container; `spec` is merged over the defaults.
@@ -141,30 +72,6 @@ fn warnings(stderr: &[u8]) -> Vec<String> {
         .filter_map(|l| l.strip_prefix("Warning: "))
         .map(str::to_string)
         .collect()
-}
-
-/// `jobgate_admission_requests_total` by `endpoint/operation`, read from jobgate's admin port.
-fn reviews(jg: &Jobgate) -> BTreeMap<String, u64> {
-    let reply = support::curl(&[&jg.admin_url("/metrics")]);
-    assert_eq!(reply.status, 200, "GET /metrics: {reply:?}");
-    let mut counts = BTreeMap::new();
-    for line in reply.body.lines() {
-        let Some(rest) = line.strip_prefix("jobgate_admission_requests_total{") else {
-            continue;
-        };
-        let (labels, value) = rest.split_once("} ").expect("a sample");
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
-                .map(|v| v.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        *counts
-            .entry(format!("{}/{}", label("endpoint"), label("operation")))
-            .or_default() += value.trim().parse::<f64>().expect("a number") as u64;
-    }
-    counts
 }
 
 /// How many more reviews each `endpoint/operation` has in `after` than in `before`.

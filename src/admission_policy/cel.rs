@@ -28,14 +28,34 @@ pub(crate) fn true_map<'a>(keys: impl IntoIterator<Item = &'a str>) -> String {
     format!("{{{}}}", entries.join(", "))
 }
 
+/// `{target}.?{field}`, a list, as a list: `[]` when it is absent, `null` or empty. kube-apiserver
+/// hands admission a list field without `omitempty` as `null` when it has no items
+/// (`podFailurePolicy.rules`, a pod's `containers`), and `.orValue([])` alone keeps that `null`.
+pub(crate) fn list(target: &str, field: &str) -> String {
+    format!("optional.ofNonZeroValue({target}.?{field}.orValue([])).orValue([])")
+}
+
 /// `request.kind.kind`, not `object.kind`: the AdmissionRequest always names the object's kind,
 /// while a typed object's `apiVersion` and `kind` may be empty when CEL reads it.
 pub(crate) const CRON_JOB: &str = "request.kind.kind == 'CronJob'";
 
 /// The Job spec under review: a Job's own, a CronJob's job template's (which the CronJob
-/// controller copies into every Job it creates).
-pub(crate) const SPEC: &str =
-    "variables.cronJob ? object.spec.?jobTemplate.?spec.orValue({}) : object.?spec.orValue({})";
+/// controller copies into every Job it creates); `cron_job` says which.
+pub(crate) fn spec(cron_job: &str) -> String {
+    format!(
+        "{cron_job} ? object.spec.?jobTemplate.?spec.orValue({{}}) : object.?spec.orValue({{}})"
+    )
+}
+
+/// The optional value of the annotation `key` where it opts a Job in: the Job's own, a CronJob's
+/// job template's (the CronJob's own is not copied to its Jobs); `cron_job` says which.
+pub(crate) fn opt_in(cron_job: &str, key: &str) -> String {
+    let key = string(key);
+    format!(
+        "{cron_job} ? object.spec.?jobTemplate.?metadata.?annotations[?{key}] \
+         : object.metadata.?annotations[?{key}]"
+    )
+}
 
 /// The object is not being deleted: an object being deleted starts no pods, and the webhooks
 /// are not called for it either (their `matchConditions`).

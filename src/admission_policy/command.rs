@@ -12,7 +12,7 @@ pub struct RenderArgs {
     #[arg(long, short = 'n', default_value = "jobgate-system")]
     pub(crate) namespace: String,
 
-    /// The objects' name prefix: <NAME>-mutate, <NAME>-<policy>.
+    /// The objects' name prefix: <NAME>-mutate, <NAME>-mutate-recovery, <NAME>-<policy>.
     #[arg(long, value_name = "NAME", default_value = "jobgate")]
     pub(crate) name: String,
 
@@ -25,7 +25,7 @@ pub struct RenderArgs {
     pub(crate) excluded_namespaces: Vec<String>,
 
     /// What a ValidatingAdmissionPolicy that cannot be evaluated does to the request (the
-    /// MutatingAdmissionPolicy is always Ignore, as the mutating webhooks).
+    /// MutatingAdmissionPolicies are always Ignore, as the mutating webhooks).
     #[arg(long, value_enum, ignore_case = true, default_value_t = FailurePolicy::Fail)]
     pub(crate) failure_policy: FailurePolicy,
 

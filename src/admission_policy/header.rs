@@ -16,13 +16,14 @@ pub(crate) fn lines(config: &Config, install: &Install, api: MutatingApi) -> Vec
             env!("CARGO_PKG_VERSION")
         ),
         format!(
-            "A MutatingAdmissionPolicy ({}) does what /mutate and",
+            "Two MutatingAdmissionPolicies ({}) do what /mutate and",
             api.api_version()
         ),
-        "/mutate/recovery do; a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) for"
+        "/mutate/recovery do (namespaces without and with the opt-in label), each only for a Job it"
             .to_string(),
-        "each policy at warn or deny does what /validate's policies do; each with its binding."
+        "changes; a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) for each policy at"
             .to_string(),
+        "warn or deny does what /validate's policies do; each with its binding.".to_string(),
         "Policies:".to_string(),
     ];
     out.extend(

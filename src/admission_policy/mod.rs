@@ -1,5 +1,5 @@
-//! `jobgate render`: jobgate's admission as objects kube-apiserver runs itself, a
-//! MutatingAdmissionPolicy (`/mutate` and `/mutate/recovery`) and one ValidatingAdmissionPolicy
+//! `jobgate render`: jobgate's admission as objects kube-apiserver runs itself, two
+//! MutatingAdmissionPolicies (`/mutate` and `/mutate/recovery`) and one ValidatingAdmissionPolicy
 //! per jobgate policy at `warn` or `deny` (`/validate`'s policies), with their bindings. No TLS,
 //! no webhook pods, no network hop; the reconciler is still what recovers pods.
 //!
@@ -34,7 +34,7 @@ pub(crate) use api::MutatingApi;
 pub(crate) type Object = Value;
 
 /// The ValidatingAdmissionPolicies' `failurePolicy`: what a policy that cannot be evaluated
-/// does to the request. The MutatingAdmissionPolicy is always `Ignore`.
+/// does to the request. The MutatingAdmissionPolicies are always `Ignore`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub(crate) enum FailurePolicy {
     /// refuse the request, as the validating webhook's default `Fail`
@@ -58,7 +58,8 @@ impl FailurePolicy {
 /// Where and under which name jobgate is installed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Install {
-    /// Every object's name starts with it: `<name>-mutate`, `<name>-<policy>`.
+    /// Every object's name starts with it: `<name>-mutate`, `<name>-mutate-recovery`,
+    /// `<name>-<policy>`.
     pub(crate) name: String,
     /// jobgate's own namespace: kept out, as the webhook configurations keep it out.
     pub(crate) namespace: String,
@@ -142,7 +143,7 @@ pub(crate) struct Rendered {
     /// The header comment, without `# ` prefixes.
     pub(crate) header: Vec<String>,
     pub(crate) api: MutatingApi,
-    /// The MutatingAdmissionPolicy and its binding, then each ValidatingAdmissionPolicy and
+    /// The MutatingAdmissionPolicies and their bindings, then each ValidatingAdmissionPolicy and
     /// its binding.
     pub(crate) objects: Vec<Object>,
 }
@@ -152,7 +153,7 @@ pub(crate) fn render(config: &Config, install: &Install) -> Result<Rendered, Ren
     let release = config.cluster.version();
     let api =
         MutatingApi::for_release(release).ok_or(RenderError::NoMutatingAdmissionPolicy(release))?;
-    let mut objects: Vec<Object> = mutating::objects(config, install, api.api_version()).into();
+    let mut objects: Vec<Object> = mutating::objects(config, install, api.api_version());
     objects.extend(validating::objects(config, install));
     Ok(Rendered {
         header: header::lines(config, install, api),

@@ -78,7 +78,7 @@ fn all_variables(recognized: &str) -> Vec<(&'static str, String)> {
             "specField",
             "variables.cronJob ? 'spec.jobTemplate.spec' : 'spec'".to_string(),
         ),
-        ("spec", cel::SPEC.to_string()),
+        ("spec", cel::spec("variables.cronJob")),
         (
             "oldSpec",
             "!variables.update ? {} : variables.cronJob \
@@ -140,9 +140,10 @@ fn all_variables(recognized: &str) -> Vec<(&'static str, String)> {
 
 fn ignores_disruption(spec: &str) -> String {
     format!(
-        "{spec}.?podFailurePolicy.?rules.orValue([]).exists(r, r.?action.orValue('') == 'Ignore' \
+        "{}.exists(r, r.?action.orValue('') == 'Ignore' \
          && r.?onPodConditions.orValue([]).exists(c, c.?type.orValue('') == 'DisruptionTarget' \
-         && c.?status.orValue('') in ['', 'True']))"
+         && c.?status.orValue('') in ['', 'True']))",
+        cel::list(&format!("{spec}.?podFailurePolicy"), "rules")
     )
 }
 

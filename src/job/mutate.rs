@@ -280,6 +280,8 @@ fn add_template_annotations(
 }
 
 #[cfg(test)]
-pub(crate) mod properties;
+mod properties;
+#[cfg(test)]
+pub(crate) mod strategies;
 #[cfg(test)]
 mod tests;

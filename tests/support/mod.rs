@@ -16,6 +16,8 @@ pub(crate) mod generate;
 pub(crate) mod judge;
 pub(crate) mod keep_alive;
 pub(crate) mod kustomize;
+pub(crate) mod render;
+pub(crate) mod webhooks;
 
 pub(crate) struct Jobgate {
     pub child: Child,

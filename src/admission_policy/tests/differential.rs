@@ -19,37 +19,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use base64::Engine as _;
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::engine::{Admission, Answer, Cluster};
+use super::corpus::{self, Admission, RECOVERY_LABEL, apiserver_form};
+use super::engine::{Answer, Cluster};
+use super::strategies::KEYS;
 use crate::admission::{Endpoint, review as webhook};
 use crate::admission_policy::{Install, render};
-use crate::job::mutate::properties;
 use crate::job::review::{self, Said, Source};
 use crate::job::{Config, JobObject, Kind, Level, Operation, PolicyName, Review};
-
-pub(crate) const NAMESPACE: &str = "ml-team";
-pub(crate) const RECOVERY_LABEL: &str = "jobgate.dev/failure-recovery";
-
-/// The object as kube-apiserver hands it to admission, decoded into Go types and encoded again:
-/// an explicit `null` is an unset field, and an empty `annotations` or `labels` map is none
-/// (`omitempty`).
-pub(crate) fn apiserver_form(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, v)| {
-                    let empty_map = matches!(k.as_str(), "annotations" | "labels")
-                        && v.as_object().is_some_and(Map::is_empty);
-                    !(v.is_null() || empty_map)
-                })
-                .map(|(k, v)| (k.clone(), apiserver_form(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(apiserver_form).collect()),
-        other => other.clone(),
-    }
-}
 
 /// The rendered objects for `config`, read back from the YAML `jobgate render` prints.
 pub(crate) fn rendered(config: &Config) -> Vec<Value> {
@@ -271,7 +249,14 @@ pub(crate) fn compare(raw: &Admission, config: &Config) -> Result<Tally, String>
     };
 
     let (webhook_ops, _) = webhook_mutation(&admission, config);
-    let policy_ops = cluster.mutate(&admission)?.unwrap_or_default();
+    let policy_ops = match cluster.mutate(&admission)? {
+        // kube-apiserver decodes an object a MutatingAdmissionPolicy applied to anew, patch or
+        // none, which a Job's labels show (`mutating`): a policy applies only to what it patches.
+        Some(ops) if ops.is_empty() => {
+            return Err("a mutating policy applied with nothing to patch".to_string());
+        }
+        ops => ops.unwrap_or_default(),
+    };
     if webhook_ops != policy_ops {
         return Err(format!(
             "patches differ\n  webhook: {}\n  policy:  {}",
@@ -293,14 +278,14 @@ pub(crate) fn compare(raw: &Admission, config: &Config) -> Result<Tally, String>
     let mut again = admission.clone();
     again.object = patched;
     // Reinvocation (`reinvocationPolicy: IfNeeded`): each on the patched object, which is the
-    // other's output as well, patches nothing.
-    let policy_again = cluster.mutate(&again)?.unwrap_or_default();
+    // other's output as well, patches nothing; the policy does not even apply.
+    let policy_again = cluster.mutate(&again)?;
     let (webhook_again, _) = webhook_mutation(&again, config);
-    if !policy_again.is_empty() || !webhook_again.is_empty() {
+    if policy_again.is_some() || !webhook_again.is_empty() {
         return Err(format!(
-            "reinvocation patched again\n  webhook: {}\n  policy:  {}",
+            "reinvocation applied again\n  webhook: {}\n  policy:  {:?}",
             Value::from(webhook_again),
-            Value::from(policy_again)
+            policy_again.map(Value::from)
         ));
     }
     // Validation sees the mutated object.
@@ -341,26 +326,6 @@ fn export(admission: &Admission) {
 // ---------------------------------------------------------------------------------------------
 // Every fixture.
 
-fn fixture_requests() -> Vec<(String, Value)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut out = Vec::new();
-    let mut dirs = vec![root];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("fixtures") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.to_string_lossy().ends_with(".request.json") {
-                let text = std::fs::read_to_string(&path).expect("readable");
-                let review: Value = serde_json::from_str(&text).expect("JSON");
-                out.push((path.display().to_string(), review["request"].clone()));
-            }
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
 /// Settings the fixtures run under: the defaults, every policy at each level, other keys.
 fn fixture_configs() -> Vec<Config> {
     let mut configs = vec![Config::default()];
@@ -371,7 +336,7 @@ fn fixture_configs() -> Vec<Config> {
         });
     }
     configs.push(Config {
-        recovery_annotation_keys: properties::KEYS.iter().map(|k| k.to_string()).collect(),
+        recovery_annotation_keys: KEYS.iter().map(|k| k.to_string()).collect(),
         policies: crate::job::Policies::all(Level::Warn),
         ..Config::default()
     });
@@ -390,26 +355,7 @@ fn every_fixture_gets_the_webhooks_patch_and_verdict_from_the_policies() {
 fn every_fixture() {
     let mut tally = Tally::default();
     let mut fixtures = 0;
-    for (path, request) in fixture_requests() {
-        let kind = match request["kind"]["kind"].as_str() {
-            Some("Job") => "Job",
-            Some("CronJob") => "CronJob",
-            _ => continue,
-        };
-        let operation = match request["operation"].as_str() {
-            Some("CREATE") => "CREATE",
-            Some("UPDATE") => "UPDATE",
-            _ => continue,
-        };
-        // A review whose object is not of the kind it says (the webhook answers 400; kube-apiserver
-        // never sends one).
-        if !request["object"].is_object()
-            || request["object"]["kind"]
-                .as_str()
-                .is_some_and(|k| k != kind)
-        {
-            continue;
-        }
+    for (path, fixture) in corpus::fixtures() {
         fixtures += 1;
         for config in fixture_configs() {
             for opted_in in [false, true] {
@@ -418,17 +364,8 @@ fn every_fixture() {
                     labels.insert(RECOVERY_LABEL.to_string(), "enabled".to_string());
                 }
                 let admission = Admission {
-                    operation,
-                    kind,
-                    namespace: request["namespace"]
-                        .as_str()
-                        .unwrap_or(NAMESPACE)
-                        .to_string(),
                     namespace_labels: labels,
-                    object: request["object"].clone(),
-                    old_object: request["oldObject"]
-                        .as_object()
-                        .map(|o| Value::Object(o.clone())),
+                    ..fixture.clone()
                 };
                 match compare(&admission, &config) {
                     Ok(t) => tally += t,
@@ -448,171 +385,11 @@ fn every_fixture() {
 // ---------------------------------------------------------------------------------------------
 // Generated Jobs and CronJobs.
 
-/// Extra fields the policies read, beyond the mutation's strategies: completionMode, a
-/// podFailurePolicy whose rules do or do not ignore DisruptionTarget, recovery keys on the
-/// object's own metadata (and a CronJob's job template's), a deletionTimestamp.
-#[derive(Debug, Clone)]
-struct Extras {
-    completion_mode: Option<&'static str>,
-    pod_failure_policy: Option<Value>,
-    own_keys: Vec<(&'static str, &'static str)>,
-    template_keys: Vec<(&'static str, &'static str)>,
-    deleting: bool,
-}
-
-fn extras() -> impl Strategy<Value = Extras> {
-    let key_value = (
-        prop::sample::select(properties::KEYS.to_vec()),
-        prop::sample::select(vec!["true", "false", "True", ""]),
-    );
-    (
-        prop_oneof![Just(None), Just(Some("Indexed")), Just(Some("NonIndexed"))],
-        prop_oneof![
-            4 => Just(None),
-            1 => Just(Some(json!({"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}))),
-            1 => Just(Some(json!({"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "False"}]}]}))),
-            1 => Just(Some(json!({"rules": [{"action": "Count", "onPodConditions": [{"type": "DisruptionTarget"}]}]}))),
-            1 => Just(Some(json!({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}, {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": ""}]}]}))),
-        ],
-        prop::collection::vec(key_value.clone(), 0..2),
-        prop::collection::vec(key_value, 0..2),
-        prop::bool::weighted(0.05),
-    )
-        .prop_map(|(completion_mode, pod_failure_policy, own_keys, template_keys, deleting)| Extras {
-            completion_mode,
-            pod_failure_policy,
-            own_keys,
-            template_keys,
-            deleting,
-        })
-}
-
-fn add_annotations(metadata: &mut Value, keys: &[(&str, &str)]) {
-    if keys.is_empty() {
-        return;
-    }
-    if !metadata["annotations"].is_object() {
-        metadata["annotations"] = json!({});
-    }
-    for (k, v) in keys {
-        metadata["annotations"][*k] = json!(v);
-    }
-}
-
-/// A Job or CronJob: the mutation strategies' spec and opt-in annotations, with `extras`.
-fn object() -> impl Strategy<Value = Value> {
-    (
-        any::<bool>(),
-        properties::opt_in_annotations(),
-        properties::opt_in_annotations(),
-        properties::job_spec(),
-        extras(),
-    )
-        .prop_map(|(cron, own, template_opt_in, mut spec, extras)| {
-            if let Some(mode) = extras.completion_mode {
-                spec["completionMode"] = json!(mode);
-            }
-            if let Some(pfp) = &extras.pod_failure_policy
-                && spec.get("podFailurePolicy").is_none_or(Value::is_null)
-            {
-                spec["podFailurePolicy"] = pfp.clone();
-            }
-            let mut metadata = properties::metadata(own);
-            add_annotations(&mut metadata, &extras.own_keys);
-            if extras.deleting {
-                metadata["deletionTimestamp"] = json!("2026-12-16T03:00:00Z");
-            }
-            if cron {
-                let mut template_metadata = properties::metadata(template_opt_in);
-                add_annotations(&mut template_metadata, &extras.template_keys);
-                json!({
-                    "apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata,
-                    "spec": {"schedule": "0 3 * * *", "jobTemplate": {"metadata": template_metadata, "spec": spec}},
-                })
-            } else {
-                json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec})
-            }
-        })
-}
-
-/// How an UPDATE's new object relates to its old one.
-#[derive(Debug, Clone)]
-enum Edit {
-    /// Unchanged (a label, a finalizer: the policies' inputs are as they were).
-    Same,
-    /// Another generated object's spec (and job template metadata) under the old metadata.
-    Spec(Value),
-    /// The old object with another object's metadata annotations.
-    Annotations(Value),
-}
-
-fn request() -> impl Strategy<Value = Admission> {
-    let labels = prop_oneof![
-        2 => Just(BTreeMap::new()),
-        1 => Just(BTreeMap::from([(RECOVERY_LABEL.to_string(), "enabled".to_string())])),
-        1 => Just(BTreeMap::from([(RECOVERY_LABEL.to_string(), "disabled".to_string())])),
-    ];
-    let namespace = prop_oneof![
-        20 => Just(NAMESPACE),
-        1 => Just("kube-system"),
-        1 => Just("jobgate-system"),
-    ];
-    let edit = prop_oneof![
-        Just(Edit::Same),
-        object().prop_map(Edit::Spec),
-        object().prop_map(Edit::Annotations),
-    ];
-    (
-        object(),
-        prop::option::weighted(0.4, edit),
-        labels,
-        namespace,
-    )
-        .prop_map(|(object, edit, namespace_labels, namespace)| {
-            let kind = if object["kind"] == "CronJob" {
-                "CronJob"
-            } else {
-                "Job"
-            };
-            let Some(edit) = edit else {
-                return Admission {
-                    operation: "CREATE",
-                    kind,
-                    namespace: namespace.to_string(),
-                    namespace_labels,
-                    object,
-                    old_object: None,
-                };
-            };
-            let old = object;
-            let mut new = old.clone();
-            match edit {
-                Edit::Same => {
-                    new["metadata"]["labels"] = json!({"edited": "true"});
-                }
-                Edit::Spec(other) if other["kind"] == old["kind"] => {
-                    new["spec"] = other["spec"].clone();
-                }
-                Edit::Spec(other) | Edit::Annotations(other) => {
-                    new["metadata"]["annotations"] = other["metadata"]["annotations"].clone();
-                }
-            }
-            Admission {
-                operation: "UPDATE",
-                kind,
-                namespace: namespace.to_string(),
-                namespace_labels,
-                object: new,
-                old_object: Some(old),
-            }
-        })
-}
-
 /// Settings: the keys `/mutate` sets (none to all three, with repeats), each policy's level.
 fn config() -> impl Strategy<Value = Config> {
     let level = prop_oneof![Just(Level::Off), Just(Level::Warn), Just(Level::Deny)];
     (
-        prop::collection::vec(prop::sample::select(properties::KEYS.to_vec()), 0..4),
+        prop::collection::vec(prop::sample::select(KEYS.to_vec()), 0..4),
         prop::array::uniform5(level),
     )
         .prop_map(|(keys, levels)| {
@@ -648,7 +425,7 @@ fn generated_jobs_and_cron_jobs_get_the_webhooks_patch_and_verdict_from_the_poli
             ..ProptestConfig::default()
         });
         let tally = RefCell::new(Tally::default());
-        let result = runner.run(&(request(), config()), |(admission, config)| {
+        let result = runner.run(&(corpus::request(), config()), |(admission, config)| {
             match compare(&admission, &config) {
                 Ok(t) => *tally.borrow_mut() += t,
                 Err(e) => prop_assert!(false, "{e}\n{admission:#?}\n{config:?}"),

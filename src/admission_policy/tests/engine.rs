@@ -24,6 +24,8 @@ use cel::objects::{Key, Map};
 use cel::{Context, Env, ExecutionError, Program, StructType, Value as Cel};
 use serde_json::{Value, json};
 
+use super::corpus::Admission;
+
 static JSON_PATCH: Type = Type::new_struct_type("JSONPatch");
 
 /// The `JSONPatch` type of MutatingAdmissionPolicy expressions (k8s.io/apiserver
@@ -100,19 +102,6 @@ fn program(expression: &str) -> Result<Arc<Program>, String> {
     })
 }
 
-/// One admission request as kube-apiserver presents it to the policies.
-#[derive(Debug, Clone)]
-pub(crate) struct Admission {
-    /// `CREATE` or `UPDATE`.
-    pub(crate) operation: &'static str,
-    /// `Job` or `CronJob`.
-    pub(crate) kind: &'static str,
-    pub(crate) namespace: String,
-    pub(crate) namespace_labels: BTreeMap<String, String>,
-    pub(crate) object: Value,
-    pub(crate) old_object: Option<Value>,
-}
-
 impl Admission {
     fn resource(&self) -> &'static str {
         if self.kind == "CronJob" {
@@ -158,9 +147,13 @@ impl Admission {
             self.old_object.as_ref().map_or(Cel::Null, bind),
         );
         ctx.add_variable_from_value("request", bind(&self.request()));
-        let namespace = json!({"metadata": {"name": self.namespace, "labels": self.labels()}});
-        ctx.add_variable_from_value("namespaceObject", bind(&namespace));
+        ctx.add_variable_from_value("namespaceObject", bind(&self.namespace_object()));
         ctx
+    }
+
+    /// `namespaceObject`: the namespace's name and labels.
+    fn namespace_object(&self) -> Value {
+        json!({"metadata": {"name": self.namespace, "labels": self.labels()}})
     }
 }
 
@@ -234,7 +227,8 @@ enum Matched<'a> {
 }
 
 /// Matches `spec` against the request, evaluates its match conditions (false wins over an
-/// error, as `matchconditions.Matcher`) and its variables, in order.
+/// error, as `matchconditions.Matcher`; without `variables`, and with `namespaceObject` null, as
+/// the matcher binds them) and its variables, in order.
 fn prepare<'a>(
     spec: &Value,
     admission: &Admission,
@@ -247,6 +241,9 @@ fn prepare<'a>(
         ctx: request.new_inner_scope(),
     };
     let mut errors = Vec::new();
+    evaluation
+        .ctx
+        .add_variable_from_value("namespaceObject", Cel::Null);
     for condition in spec["matchConditions"].as_array().into_iter().flatten() {
         let name = condition["name"].as_str().unwrap_or("");
         match evaluation.eval(condition["expression"].as_str().unwrap_or("")) {
@@ -259,6 +256,10 @@ fn prepare<'a>(
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
+    evaluation.ctx.add_variable_from_value(
+        "namespaceObject",
+        cel::to_value(admission.namespace_object()).expect("JSON is a CEL value"),
+    );
     let mut variables: HashMap<Key, Cel> = HashMap::new();
     for variable in spec["variables"].as_array().into_iter().flatten() {
         let name = variable["name"].as_str().unwrap_or("");

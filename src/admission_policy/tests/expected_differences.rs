@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::corpus::{Admission, NAMESPACE, apiserver_form};
 use super::differential::{
-    NAMESPACE, apiserver_form, on_a_large_stack, policy_findings, rendered, webhook_findings,
-    webhook_mutation,
+    on_a_large_stack, policy_findings, rendered, webhook_findings, webhook_mutation,
 };
-use super::engine::{Admission, Cluster};
+use super::engine::Cluster;
 use crate::job::{Config, Level, Policies, PolicyName};
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
@@ -201,7 +201,7 @@ fn an_empty_annotations_map_or_an_explicit_null_never_reaches_admission() {
             Value::from(webhook_mutation(&raw, &config).0),
             json!([{"op": "add", "path": "/spec/podReplacementPolicy", "value": "Failed"}])
         );
-        assert_eq!(cluster.mutate(&raw).unwrap().unwrap(), Vec::<Value>::new());
+        assert_eq!(cluster.mutate(&raw).unwrap(), None);
 
         for object in [
             job(json!({}), json!({"podReplacementPolicy": "Failed"})),
