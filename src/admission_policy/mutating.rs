@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 
 use super::{Install, Object, cel, named_metadata, resource_rules};
 use crate::job::Config;
-use crate::job::{FAILURE_RECOVERY, FAILURE_RECOVERY_ENABLED};
+use crate::job::mutate::FAILURE_RECOVERY;
+use crate::job::mutate::FAILURE_RECOVERY_ENABLED;
 
 /// The MutatingAdmissionPolicy's name suffix.
 pub(crate) const SUFFIX: &str = "mutate";

@@ -7,9 +7,14 @@ use serde_json::Value;
 use super::input::Unreadable;
 use super::locate::{Position, segments};
 use super::report::{self, Checked, Ignored, Located, Location, Report};
+use crate::check::schema;
 use crate::embedded::Owner;
-use crate::job::review::{self, Finding, Source};
-use crate::job::{self, Config, JobObject, Kind, Operation, RecoveryScope, defaults, schema};
+use crate::job::finding::Finding;
+use crate::job::finding::Source;
+use crate::job::mutate::RecoveryScope;
+use crate::job::review::Operation;
+use crate::job::{self, Config, JobObject, Kind, defaults};
+use crate::job::{finding, pipeline};
 
 /// `kubectl --validate`: what happens to unknown and duplicate fields (server-side field
 /// validation, `metav1.FieldValidation{Strict,Warn,Ignore}`).
@@ -136,7 +141,7 @@ impl<'a> Place<'a> {
     }
 }
 
-fn str_at<'v>(v: &'v Value, key: &str) -> &'v str {
+fn str_member<'v>(v: &'v Value, key: &str) -> &'v str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
@@ -156,8 +161,8 @@ pub(crate) fn check_document(
         }
         return;
     }
-    let api_version = str_at(&doc, "apiVersion");
-    let kind = str_at(&doc, "kind");
+    let api_version = str_member(&doc, "apiVersion");
+    let kind = str_member(&doc, "kind");
     let batch_v1 = matches!(api_version, "" | "batch/v1");
     let owner = Owner::of(api_version, kind);
     match (kind, Kind::from_kind(kind), owner) {
@@ -197,7 +202,7 @@ pub(crate) fn check_document(
             kind: kind.to_string(),
             name: doc
                 .get("metadata")
-                .map(|m| str_at(m, "name").to_string())
+                .map(|m| str_member(m, "name").to_string())
                 .unwrap_or_default(),
         }),
     }
@@ -230,11 +235,14 @@ fn unserved(
         message.push_str(&format!(" (removed in Kubernetes {release}; use batch/v1)"));
     }
     let metadata = doc.get("metadata").unwrap_or(&Value::Null);
-    let namespace = match str_at(metadata, "namespace") {
+    let namespace = match str_member(metadata, "namespace") {
         "" => chain.default_namespace,
         ns => ns,
     };
-    let name = match (str_at(metadata, "name"), str_at(metadata, "generateName")) {
+    let name = match (
+        str_member(metadata, "name"),
+        str_member(metadata, "generateName"),
+    ) {
         ("", "") => "<unnamed>",
         ("", generate) => generate,
         (n, _) => n,
@@ -249,7 +257,7 @@ fn unserved(
             finding: Finding {
                 source: Source::KubeApiserver,
                 path: Some("apiVersion".into()),
-                said: review::Said::Rejected(message),
+                said: finding::Said::Rejected(message),
             },
             at: place.at(&["apiVersion".to_string()]),
         }],
@@ -292,7 +300,7 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, chain: &Chain<'_>) -> Vec<
                 finding: Finding {
                     source: Source::KubeApiserver,
                     path: Some(schema::printed(path)),
-                    said: review::Said::Rejected(format!("{handled_as}{error}")),
+                    said: finding::Said::Rejected(format!("{handled_as}{error}")),
                 },
                 at: place.at(&schema::segments(path)),
             })
@@ -333,7 +341,7 @@ pub(super) fn unknown_field(
         (FieldValidation::Strict, None) => Finding {
             source: Source::KubeApiserver,
             path: Some(printed),
-            said: review::Said::Rejected(format!("{handled_as}strict decoding error: {message}")),
+            said: finding::Said::Rejected(format!("{handled_as}strict decoding error: {message}")),
         },
         (FieldValidation::Strict, Some(why)) => Finding::warning(
             Source::KubeApiserver,
@@ -376,7 +384,7 @@ pub(crate) fn quantity_decode_error(
     value: &Value,
     release: crate::job::version::KubernetesVersion,
 ) -> Option<&'static str> {
-    use crate::job::quantity;
+    use crate::job::template::quantity;
     match value {
         Value::Null | Value::Number(_) => None,
         Value::String(s) => quantity::parse_error(s.trim(), release),
@@ -424,19 +432,19 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
     };
     let request = &doc["request"];
     let gvk = request.get("kind").cloned().unwrap_or(Value::Null);
-    let kind = str_at(&gvk, "kind");
+    let kind = str_member(&gvk, "kind");
     let name = parsed.name.clone().unwrap_or_default();
     let (Some(k), Some(op @ (Operation::Create | Operation::Update))) =
         (parsed.job_kind, parsed.operation)
     else {
         report.ignored.push(Ignored {
             location: place.location(),
-            api_version: str_at(&doc, "apiVersion").to_string(),
+            api_version: str_member(&doc, "apiVersion").to_string(),
             kind: format!(
                 "AdmissionReview ({} {}/{} {kind})",
-                str_at(request, "operation"),
-                str_at(&gvk, "group"),
-                str_at(&gvk, "version")
+                str_member(request, "operation"),
+                str_member(&gvk, "group"),
+                str_member(&gvk, "version")
             ),
             name,
         });
@@ -551,17 +559,17 @@ pub(super) fn check_object(
     };
     let rejected = decoded
         .iter()
-        .any(|f| f.finding.severity() == review::Severity::Error);
+        .any(|f| f.finding.severity() == finding::Severity::Error);
     checked.findings = decoded;
     if rejected {
         // kube-apiserver refuses the request before any admission webhook is called.
         report.objects.push(checked);
         return;
     }
-    let mut outcome = review::Outcome::default();
+    let mut outcome = finding::Judgment::default();
     if chain.mutate {
-        let mutated = review::mutate(
-            &job::Review {
+        let mutated = pipeline::mutate(
+            &job::review::Review {
                 operation: o.operation,
                 object: &object,
                 old_object: old.as_ref(),
@@ -601,8 +609,8 @@ pub(super) fn check_object(
     if let Some(old) = old.as_mut() {
         defaults::apply_apiserver_defaults(old, &config.cluster);
     }
-    let validated = review::validate(
-        &job::Review {
+    let validated = pipeline::validate(
+        &job::review::Review {
             operation: o.operation,
             object: &object,
             old_object: old.as_ref(),

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::locate::{Position, Wanted};
 use super::report::Location;
+use super::schema::Step;
 use super::yaml;
-use crate::job::schema::Step;
 
 /// One readable input: its display name (`jobs.yaml`, `-` for stdin) and its text.
 #[derive(Debug, Clone)]

@@ -19,13 +19,14 @@ pub(crate) mod input;
 pub(crate) mod locate;
 mod render;
 pub(crate) mod report;
+pub(crate) mod schema;
 mod templates;
 pub(crate) mod yaml;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
-use crate::job::PolicyName;
+use crate::job::levels::PolicyName;
 use crate::rule_flags::RuleArgs;
 pub(crate) use document::{Chain, FieldValidation, Place, check_document};
 use input::{Source, Unreadable};

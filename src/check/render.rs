@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::OutputFormat;
 use super::report::{Location, Report};
-use crate::job::PolicyName;
-use crate::job::review::Severity;
+use crate::job::finding::Severity;
+use crate::job::levels::PolicyName;
 
 /// Writes `report` in `format`: findings on `out`; in text, notes and the summary on `err`.
 pub(crate) fn write(

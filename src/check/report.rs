@@ -6,7 +6,9 @@ use serde::ser::SerializeStruct;
 
 use super::input::Unreadable;
 use super::locate::Position;
-use crate::job::review::{Finding, Said, Severity};
+use crate::job::finding::Finding;
+use crate::job::finding::Said;
+use crate::job::finding::Severity;
 
 /// The version of the `-o json` / `-o yaml` document's shape: a field removed, renamed or
 /// changed in meaning raises it; a field added does not.

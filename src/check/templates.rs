@@ -20,10 +20,14 @@ use serde_json::Value;
 use super::document::{FromTemplate, Object, Place, check_object};
 use super::report::{Checked, Located, Report};
 use super::{Chain, FieldValidation};
+use crate::check::schema;
 use crate::embedded::{self, Owner};
+use crate::job::Kind;
 use crate::job::field::{BadValue, FieldError, FieldPath};
-use crate::job::review::{self, Finding, Source};
-use crate::job::{Kind, Operation, schema};
+use crate::job::finding;
+use crate::job::finding::Finding;
+use crate::job::finding::Source;
+use crate::job::review::Operation;
 
 /// The pattern controller-gen gives a `resource.Quantity` in a CRD (jobset.x-k8s.io_jobsets.yaml,
 /// trainer.kubeflow.org_trainingruntimes.yaml).
@@ -72,7 +76,7 @@ pub(super) fn check_owner(
     let refused = decoded
         .iter()
         .flatten()
-        .any(|f| f.finding.severity() == review::Severity::Error);
+        .any(|f| f.finding.severity() == finding::Severity::Error);
     if refused || templates.is_empty() {
         // kube-apiserver refuses the object itself: no Job is ever built from it.
         report
@@ -142,18 +146,21 @@ fn misplaced_opt_in(
     };
     let at = |key: &str| place.at(&["metadata".into(), "annotations".into(), key.into()]);
     let mut out = Vec::new();
-    if let Some(value) = annotations.get(crate::job::FAILURE_RECOVERY) {
-        let path = format!("metadata.annotations[{}]", crate::job::FAILURE_RECOVERY);
+    if let Some(value) = annotations.get(crate::job::mutate::FAILURE_RECOVERY) {
+        let path = format!(
+            "metadata.annotations[{}]",
+            crate::job::mutate::FAILURE_RECOVERY
+        );
         let message = format!(
             "jobgate: ignored {path}={value} on the {}: its Jobs do not inherit it; set it in {jobs}.metadata.annotations",
             owner.kind()
         );
         out.push(Located {
             finding: Finding::warning(Source::Mutation, Some(path), message),
-            at: at(crate::job::FAILURE_RECOVERY),
+            at: at(crate::job::mutate::FAILURE_RECOVERY),
         });
     }
-    let policy = crate::job::PolicyName::RecoveryAnnotationOnJob;
+    let policy = crate::job::levels::PolicyName::RecoveryAnnotationOnJob;
     let level = chain.config.policies.level(policy);
     for key in chain.config.recognized_recovery_keys() {
         let Some(value) = annotations.get(key) else {
@@ -166,7 +173,7 @@ fn misplaced_opt_in(
             .as_str()
             .map_or_else(|| value.to_string(), str::to_string);
         // A warning even at `deny`: no webhook sees the owner, so nothing would refuse it.
-        if level == crate::job::Level::Off {
+        if level == crate::job::levels::Level::Off {
             continue;
         }
         let finding = Finding::warning(

@@ -25,7 +25,7 @@ use granit_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 
 use super::locate::Position;
-use crate::job::schema::Step;
+use super::schema::Step;
 
 /// Nesting deeper than this is refused (serde_json's own limit for JSON input; no manifest comes
 /// near it), so nothing downstream recurses without bound.

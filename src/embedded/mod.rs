@@ -17,8 +17,8 @@ mod trainer;
 
 use serde_json::Value;
 
+use crate::check::schema;
 use crate::job::Kind;
-use crate::job::schema;
 use crate::job::version::KubernetesVersion;
 
 /// A kind of object whose controller creates Jobs from templates it holds.

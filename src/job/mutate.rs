@@ -28,12 +28,15 @@
 
 use serde_json::{Map, Value};
 
+use super::config::Config;
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
 use super::field::go_quote;
 use super::model::{JobObject, Kind, Presence};
 use super::patch::{add, pointer, replace};
+use super::review::Operation;
+use super::review::Review;
+use super::review::Verdict;
 use super::version::FeatureGate;
-use super::{Config, Operation, Review, Verdict};
 
 /// The Job annotation that opts a Job in (`"enabled"`) or out (`"disabled"`) of failure recovery.
 pub(crate) const FAILURE_RECOVERY: &str = "jobgate.dev/failure-recovery";

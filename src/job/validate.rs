@@ -14,16 +14,16 @@
 
 use super::template::Compare;
 
+use super::field::{BadValue, FieldError};
 use super::field::{FieldPath, MAX_ERRORS};
 use super::go_values::{self, opt_int};
+use super::model::Kind;
 use super::model::{
     JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
     PodFailurePolicyRule, Presence, SuccessPolicy,
 };
+use super::review::{Operation, Review};
 use super::version::{Cluster, KubernetesVersion, OldJobState, TemplateUpdateOptions};
-use super::{BadValue, FieldError, Kind, Operation, Review};
-#[cfg(test)]
-use super::{Config, Verdict};
 use crate::names::{NameMessages, is_qualified_name};
 
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
@@ -50,12 +50,6 @@ const NON_INDEXED: &str = "NonIndexed";
 const INDEXED: &str = "Indexed";
 const IMMUTABLE: &str = "field is immutable";
 const NEGATIVE: &str = "must be greater than or equal to 0";
-
-/// `/validate`'s verdict: the review pipeline's validating stage (`job::review::validate`).
-#[cfg(test)]
-pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Verdict {
-    super::review::validate(review, config).into_verdict()
-}
 
 /// kube-apiserver's errors for `review`: `validateJobSpec`, then on a Job's UPDATE
 /// `ValidateJobSpecUpdate`, with values and messages as the cluster's release prints them.

@@ -7,7 +7,9 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::job::{Config, JobObject, Kind, Operation, Review};
+use crate::job::review::Operation;
+use crate::job::review::Review;
+use crate::job::{Config, JobObject, Kind};
 
 pub(crate) const KEYS: [&str; 3] = [
     "kueue.x-k8s.io/safe-to-forcefully-terminate",

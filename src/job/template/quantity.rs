@@ -29,7 +29,7 @@
 //!   saturate at the int64 bounds instead of wrapping. None of these changes a value: `Cmp` was
 //!   and is exact, which is what this module mirrors, and no rule jobgate mirrors reads `Value()`.
 
-use super::version::KubernetesVersion;
+use crate::job::version::KubernetesVersion;
 
 /// A quantity's value in canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
