@@ -21,29 +21,8 @@ fn main() -> ExitCode {
         _ => cli.log_level.clone(),
     };
     init_tracing(cli.log_format, &level);
-    // Offline and synchronous: no runtime, no TLS.
-    let about = match &cli.command {
-        Command::Check(args) => {
-            return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
-        }
-        Command::Render(args) => {
-            return ExitCode::from(jobgate::admission_policy::run(args).clamp(0, 255) as u8);
-        }
-        Command::Version(args) => Some(version::write(args.output, &mut std::io::stdout())),
-        Command::Completion(args) => Some(completion(args.shell)),
-        Command::Man(args) => Some(man(args.out.as_deref())),
-        _ => None,
-    };
-    if let Some(result) = about {
-        return match result {
-            Ok(()) => ExitCode::SUCCESS,
-            // `jobgate completion bash | head` closes the pipe early: not an error.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("jobgate: {e}");
-                ExitCode::FAILURE
-            }
-        };
+    if let Some(code) = run_offline(&cli.command) {
+        return code;
     }
     jobgate::server::tls::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -56,15 +35,47 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    run_online(cli.command, &runtime)
+}
+
+/// The offline and synchronous commands (no runtime, no TLS); `None` for the others.
+fn run_offline(command: &Command) -> Option<ExitCode> {
+    let result = match command {
+        Command::Check(args) => {
+            return Some(ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8));
+        }
+        Command::Render(args) => {
+            return Some(ExitCode::from(
+                jobgate::admission_policy::run(args).clamp(0, 255) as u8,
+            ));
+        }
+        Command::Version(args) => version::write(args.output, &mut std::io::stdout()),
+        Command::Completion(args) => completion(args.shell),
+        Command::Man(args) => man(args.out.as_deref()),
+        _ => return None,
+    };
+    Some(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // `jobgate completion bash | head` closes the pipe early: not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jobgate: {e}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// The commands that run on the async runtime and talk to a cluster or serve.
+fn run_online(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
     // Errors are said as `jobgate <command>: ...`, as `audit` and `check` say theirs.
-    let who = match &cli.command {
+    let who = match &command {
         Command::Serve(_) => "jobgate serve",
         Command::Certs(_) => "jobgate certs",
         Command::Reconcile(_) => "jobgate reconcile",
         Command::Status(_) => "jobgate status",
         _ => "jobgate",
     };
-    let result = match cli.command {
+    let result = match command {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Check(_)
         | Command::Render(_)

@@ -506,57 +506,11 @@ pub(super) fn check_object(
     report: &mut Report,
 ) {
     let config = chain.config;
-    let mut object = match read(place, &o, &o.doc, "") {
-        Ok(object) => object,
+    let (mut object, mut old) = match read_new_and_old(place, &o) {
+        Ok(both) => both,
         Err(u) => return report.unreadable.push(u),
     };
-    let mut old = match o
-        .old_doc
-        .as_ref()
-        .map(|d| read(place, &o, d, "oldObject: "))
-        .transpose()
-    {
-        Ok(old) => old,
-        Err(u) => return report.unreadable.push(u),
-    };
-    let namespace = match (
-        object.metadata.namespace.as_deref(),
-        o.namespace_hint.as_str(),
-    ) {
-        (Some(ns), _) if !ns.is_empty() => ns.to_string(),
-        (_, "") => chain.default_namespace.to_string(),
-        (_, hint) => hint.to_string(),
-    };
-    let name = match (object.display_name(), o.name_hint.as_str()) {
-        ("", "") => "<unnamed>".to_string(),
-        ("", hint) => hint.to_string(),
-        (n, _) => n.to_string(),
-    };
-    // A Job built from a template is reported as the object holding it, at the template.
-    let (kind, name, location, built) = match &o.from_template {
-        Some(t) => (
-            t.owner_kind,
-            t.owner_name.clone(),
-            place.at(&t.segments),
-            Some(report::Built {
-                template: t.template.clone(),
-                job: name,
-                replicas: t.replicas,
-            }),
-        ),
-        None => (o.kind.as_str(), name, place.location(), None),
-    };
-    let mut checked = Checked {
-        location: location.clone(),
-        namespace,
-        kind,
-        name,
-        operation: o.operation.as_str(),
-        findings: Vec::new(),
-        patch: json_patch::Patch::default(),
-        mutation_changes: false,
-        built,
-    };
+    let mut checked = checked_object(place, &o, &object, chain);
     let rejected = decoded
         .iter()
         .any(|f| f.finding.severity() == finding::Severity::Error);
@@ -578,26 +532,13 @@ pub(super) fn check_object(
             chain.scope(&checked.namespace),
         );
         if !mutated.patch.0.is_empty() {
-            // The document is patched in place: it is not needed unpatched any more, and a copy
-            // of a large one costs as much again.
-            let applied = json_patch::patch(&mut o.doc, &mutated.patch.0)
-                .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))
-                .and_then(|()| read(place, &o, &o.doc, ""));
-            let mut patched = match applied {
-                Ok(patched) => patched,
+            match apply_own_patch(place, &mut o, &object, &mutated.patch, config) {
+                Ok((patched, changes)) => {
+                    checked.mutation_changes = changes;
+                    object = patched;
+                }
                 Err(u) => return report.unreadable.push(u),
-            };
-            // A patch that only writes what the apiserver defaults anyway changes nothing stored.
-            let mut unpatched = object.clone();
-            defaults::apply_apiserver_defaults(&mut unpatched, &config.cluster);
-            defaults::apply_apiserver_defaults(&mut patched, &config.cluster);
-            // (A CronJob's template text differs with any patch; its fields are compared.)
-            let fields = |o: &JobObject| JobObject {
-                job_template_json: None,
-                ..o.clone()
-            };
-            checked.mutation_changes = fields(&patched) != fields(&unpatched);
-            object = patched;
+            }
         }
         outcome = mutated;
     }
@@ -618,6 +559,7 @@ pub(super) fn check_object(
         config,
     );
     outcome.findings.extend(validated.findings);
+    let location = checked.location.clone();
     checked
         .findings
         .extend(outcome.findings.into_iter().map(|finding| {
@@ -629,4 +571,86 @@ pub(super) fn check_object(
         }));
     checked.patch = outcome.patch;
     report.objects.push(checked);
+}
+
+/// The object and, for an UPDATE, the old object, read as the rules see them.
+fn read_new_and_old(
+    place: &Place<'_>,
+    o: &Object,
+) -> Result<(JobObject, Option<JobObject>), Unreadable> {
+    let object = read(place, o, &o.doc, "")?;
+    let old = o
+        .old_doc
+        .as_ref()
+        .map(|d| read(place, o, d, "oldObject: "))
+        .transpose()?;
+    Ok((object, old))
+}
+
+/// The report's entry for `object`, before any finding: where it is and what it is called. A
+/// Job built from a template is reported as the object holding it, at the template.
+fn checked_object(place: &Place<'_>, o: &Object, object: &JobObject, chain: &Chain<'_>) -> Checked {
+    let namespace = match (
+        object.metadata.namespace.as_deref(),
+        o.namespace_hint.as_str(),
+    ) {
+        (Some(ns), _) if !ns.is_empty() => ns.to_string(),
+        (_, "") => chain.default_namespace.to_string(),
+        (_, hint) => hint.to_string(),
+    };
+    let name = match (object.display_name(), o.name_hint.as_str()) {
+        ("", "") => "<unnamed>".to_string(),
+        ("", hint) => hint.to_string(),
+        (n, _) => n.to_string(),
+    };
+    let (kind, name, location, built) = match &o.from_template {
+        Some(t) => (
+            t.owner_kind,
+            t.owner_name.clone(),
+            place.at(&t.segments),
+            Some(report::Built {
+                template: t.template.clone(),
+                job: name,
+                replicas: t.replicas,
+            }),
+        ),
+        None => (o.kind.as_str(), name, place.location(), None),
+    };
+    Checked {
+        location,
+        namespace,
+        kind,
+        name,
+        operation: o.operation.as_str(),
+        findings: Vec::new(),
+        patch: json_patch::Patch::default(),
+        mutation_changes: false,
+        built,
+    }
+}
+
+/// The document with jobgate's own patch applied in place (it is not needed unpatched any more,
+/// and a copy of a large one costs as much again), read again, and whether the patch changes
+/// what the apiserver stores: a patch that only writes what the apiserver defaults anyway does
+/// not.
+fn apply_own_patch(
+    place: &Place<'_>,
+    o: &mut Object,
+    object: &JobObject,
+    patch: &json_patch::Patch,
+    config: &Config,
+) -> Result<(JobObject, bool), Unreadable> {
+    json_patch::patch(&mut o.doc, &patch.0)
+        .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))?;
+    let mut patched = read(place, o, &o.doc, "")?;
+    let mut unpatched = object.clone();
+    defaults::apply_apiserver_defaults(&mut unpatched, &config.cluster);
+    defaults::apply_apiserver_defaults(&mut patched, &config.cluster);
+    // (A CronJob's template text differs with any patch; its fields are compared.)
+    let fields = |o: &JobObject| JobObject {
+        job_template_json: None,
+        ..o.clone()
+    };
+    let changes = fields(&patched) != fields(&unpatched);
+    Ok((patched, changes))
 }

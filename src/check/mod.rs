@@ -193,6 +193,31 @@ pub(crate) fn run_with(
         field_validation: args.validate,
     };
     let mut report = Report::default();
+    let documents = check_inputs(args, stdin, &chain, &mut report);
+    let nothing = documents == 0 && report.unreadable.is_empty();
+    let written = render::write(&report, args.output, out, err);
+    if let Err(e) = written.and_then(|_| out.flush()) {
+        let _ = writeln!(err, "jobgate check: cannot write output: {e}");
+        return EXIT_UNREADABLE;
+    }
+    if nothing {
+        let _ = writeln!(
+            err,
+            "jobgate check: error: nothing to check: no document was found in the input"
+        );
+        return EXIT_UNREADABLE;
+    }
+    exit_code(&report, args.fail_on)
+}
+
+/// Checks stdin (when asked, or when no path is given) and then every file the paths name, into
+/// `report`; returns how many documents were found.
+fn check_inputs(
+    args: &CheckArgs,
+    stdin: &mut dyn Read,
+    chain: &Chain<'_>,
+    report: &mut Report,
+) -> usize {
     let mut read_stdin = args.paths.is_empty();
     let mut files = Vec::new();
     for path in &args.paths {
@@ -207,9 +232,7 @@ pub(crate) fn run_with(
         let name = args.stdin_filename.as_deref().unwrap_or("-");
         let mut text = String::new();
         match stdin.read_to_string(&mut text) {
-            Ok(_) => {
-                documents += check_named(&Source::named(name, text), true, &chain, &mut report)
-            }
+            Ok(_) => documents += check_named(&Source::named(name, text), true, chain, report),
             Err(e) => report
                 .unreadable
                 .push(Unreadable::input(name, format!("cannot read stdin: {e}"))),
@@ -229,28 +252,15 @@ pub(crate) fn run_with(
         let name = path.display().to_string();
         match std::fs::read_to_string(&path) {
             Ok(text) if named => {
-                documents += check_named(&Source::named(&name, text), false, &chain, &mut report)
+                documents += check_named(&Source::named(&name, text), false, chain, report)
             }
-            Ok(text) => documents += check_source(&Source::named(&name, text), &chain, &mut report),
+            Ok(text) => documents += check_source(&Source::named(&name, text), chain, report),
             Err(e) => report
                 .unreadable
                 .push(Unreadable::input(&name, e.to_string())),
         }
     }
-    let nothing = documents == 0 && report.unreadable.is_empty();
-    let written = render::write(&report, args.output, out, err);
-    if let Err(e) = written.and_then(|_| out.flush()) {
-        let _ = writeln!(err, "jobgate check: cannot write output: {e}");
-        return EXIT_UNREADABLE;
-    }
-    if nothing {
-        let _ = writeln!(
-            err,
-            "jobgate check: error: nothing to check: no document was found in the input"
-        );
-        return EXIT_UNREADABLE;
-    }
-    exit_code(&report, args.fail_on)
+    documents
 }
 
 /// The documents of a YAML stream as kubectl sends them to kube-apiserver (empty ones left out),

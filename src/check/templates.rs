@@ -37,6 +37,24 @@ fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
+/// The owner's name as reported (its `generateName` when it has no name) and the namespace its
+/// Jobs are created in (a ClusterTrainingRuntime's: the default namespace).
+fn name_and_namespace(owner: Owner, doc: &Value, chain: &Chain<'_>) -> (String, String) {
+    let name = match (
+        str_at(doc, "/metadata/name"),
+        str_at(doc, "/metadata/generateName"),
+    ) {
+        ("", "") => "<unnamed>".to_string(),
+        ("", generate) => generate.to_string(),
+        (n, _) => n.to_string(),
+    };
+    let namespace = match (owner, str_at(doc, "/metadata/namespace")) {
+        (Owner::ClusterTrainingRuntime, _) | (_, "") => chain.default_namespace.to_string(),
+        (_, ns) => ns.to_string(),
+    };
+    (name, namespace)
+}
+
 /// Checks one object holding Job templates.
 pub(super) fn check_owner(
     place: &Place<'_>,
@@ -45,18 +63,7 @@ pub(super) fn check_owner(
     chain: &Chain<'_>,
     report: &mut Report,
 ) {
-    let name = match (
-        str_at(&doc, "/metadata/name"),
-        str_at(&doc, "/metadata/generateName"),
-    ) {
-        ("", "") => "<unnamed>".to_string(),
-        ("", generate) => generate.to_string(),
-        (n, _) => n.to_string(),
-    };
-    let namespace = match (owner, str_at(&doc, "/metadata/namespace")) {
-        (Owner::ClusterTrainingRuntime, _) | (_, "") => chain.default_namespace.to_string(),
-        (_, ns) => ns.to_string(),
-    };
+    let (name, namespace) = name_and_namespace(owner, &doc, chain);
     let templates = embedded::template_paths(owner, &doc);
     let mut decoded: Vec<Vec<Located>> = templates
         .iter()

@@ -81,53 +81,10 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Violation> {
     let policies = &config.policies;
     let on = |p: PolicyName| policies.level(p) != Level::Off;
     let spec_path = object.spec_path();
-    let template_path = spec_path.child("template");
-    let template_metadata_path = template_path.child("metadata");
-    let template_annotations = template_metadata_path.child("annotations");
     let spec = &object.spec;
     let template = &spec.template;
-    let mut out = Vec::new();
     let recovery_keys = config.recognized_recovery_keys();
-
-    if on(PolicyName::RecoveryAnnotationValue) {
-        for &key in &recovery_keys {
-            if let Some(v) = template.annotation(key)
-                && v != "true"
-                && v != "false"
-            {
-                out.push(Violation {
-                    policy: PolicyName::RecoveryAnnotationValue,
-                    path: template_annotations.key(key).to_string(),
-                    value: BadValue::str(v),
-                    detail: ANNOTATION_VALUE_DETAIL.into(),
-                });
-            }
-        }
-    }
-
-    if on(PolicyName::RecoveryAnnotationOnJob) {
-        let mut misplaced = |meta: &ObjectMeta, at: FieldPath| {
-            for &key in &recovery_keys {
-                if let Some(v) = meta.annotation(key) {
-                    out.push(Violation {
-                        policy: PolicyName::RecoveryAnnotationOnJob,
-                        path: at.child("annotations").key(key).to_string(),
-                        value: BadValue::str(v),
-                        detail: format!("{ANNOTATION_ON_JOB_DETAIL} {template_annotations}"),
-                    });
-                }
-            }
-        };
-        misplaced(&object.metadata, object.metadata_path());
-        if let (Kind::CronJob, Some(meta)) = (object.kind, &object.job_template_metadata) {
-            misplaced(
-                meta,
-                FieldPath::new("spec")
-                    .child("jobTemplate")
-                    .child("metadata"),
-            );
-        }
-    }
+    let mut out = annotation_violations(object, &recovery_keys, on);
 
     let opted_in = recovery_keys
         .iter()
@@ -168,6 +125,61 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Violation> {
             value: BadValue::str(replacement),
             detail: INDEXED_TERMINATING_OR_FAILED_DETAIL.into(),
         });
+    }
+    out
+}
+
+/// The recovery annotation's value on the pod template, and the annotation where it has no
+/// effect (the Job's or CronJob's own metadata).
+fn annotation_violations(
+    object: &JobObject,
+    recovery_keys: &[&str],
+    on: impl Fn(PolicyName) -> bool,
+) -> Vec<Violation> {
+    let template = &object.spec.template;
+    let spec_path = object.spec_path();
+    let template_path = spec_path.child("template");
+    let template_metadata_path = template_path.child("metadata");
+    let template_annotations = template_metadata_path.child("annotations");
+    let mut out = Vec::new();
+    if on(PolicyName::RecoveryAnnotationValue) {
+        for &key in recovery_keys {
+            if let Some(v) = template.annotation(key)
+                && v != "true"
+                && v != "false"
+            {
+                out.push(Violation {
+                    policy: PolicyName::RecoveryAnnotationValue,
+                    path: template_annotations.key(key).to_string(),
+                    value: BadValue::str(v),
+                    detail: ANNOTATION_VALUE_DETAIL.into(),
+                });
+            }
+        }
+    }
+
+    if on(PolicyName::RecoveryAnnotationOnJob) {
+        let mut misplaced = |meta: &ObjectMeta, at: FieldPath| {
+            for &key in recovery_keys {
+                if let Some(v) = meta.annotation(key) {
+                    out.push(Violation {
+                        policy: PolicyName::RecoveryAnnotationOnJob,
+                        path: at.child("annotations").key(key).to_string(),
+                        value: BadValue::str(v),
+                        detail: format!("{ANNOTATION_ON_JOB_DETAIL} {template_annotations}"),
+                    });
+                }
+            }
+        };
+        misplaced(&object.metadata, object.metadata_path());
+        if let (Kind::CronJob, Some(meta)) = (object.kind, &object.job_template_metadata) {
+            misplaced(
+                meta,
+                FieldPath::new("spec")
+                    .child("jobTemplate")
+                    .child("metadata"),
+            );
+        }
     }
     out
 }

@@ -128,6 +128,37 @@ fn validate_job_spec(
     errs: &mut Vec<FieldError>,
 ) {
     let p = |child: &'static str| fld_path.child(child);
+    validate_counts(spec, fld_path, errs);
+    if let Some(managed_by) = &spec.managed_by {
+        validate_managed_by(managed_by, p("managedBy"), errs);
+    }
+    validate_completion_mode(spec, fld_path, errs);
+    if let Presence::Value(policy) = &spec.pod_failure_policy {
+        validate_pod_failure_policy(spec, policy, &p("podFailurePolicy"), cluster, errs);
+    }
+    if let Some(success) = &spec.success_policy {
+        if spec.completion_mode.as_deref() != Some(INDEXED) {
+            errs.push(FieldError::invalid(
+                p("successPolicy"),
+                go_values::success_policy(Some(success)),
+                "requires indexed completion mode",
+            ));
+        } else {
+            validate_success_policy(spec, success, &p("successPolicy"), errs);
+        }
+    }
+    validate_pod_replacement_policy(spec, p("podReplacementPolicy"), errs);
+    validate_restart_policy(
+        spec,
+        p("template").child("spec").child("restartPolicy"),
+        errs,
+    );
+}
+
+/// The counts that must not be negative, and `maxFailedIndexes` only with
+/// `backoffLimitPerIndex`.
+fn validate_counts(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
+    let p = |child: &'static str| fld_path.child(child);
     nonnegative(errs, spec.parallelism.map(i64::from), p("parallelism"));
     nonnegative(errs, spec.completions.map(i64::from), p("completions"));
     nonnegative(
@@ -155,9 +186,12 @@ fn validate_job_spec(
             ));
         }
     }
-    if let Some(managed_by) = &spec.managed_by {
-        validate_managed_by(managed_by, p("managedBy"), errs);
-    }
+}
+
+/// `completionMode` is `NonIndexed` or `Indexed`; the Indexed limits, and the per-index fields
+/// only in Indexed mode.
+fn validate_completion_mode(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
+    let p = |child: &'static str| fld_path.child(child);
     if let Some(mode) = spec.completion_mode.as_deref() {
         if mode != NON_INDEXED && mode != INDEXED {
             errs.push(FieldError::not_supported(
@@ -186,26 +220,6 @@ fn validate_job_spec(
             ));
         }
     }
-    if let Presence::Value(policy) = &spec.pod_failure_policy {
-        validate_pod_failure_policy(spec, policy, &p("podFailurePolicy"), cluster, errs);
-    }
-    if let Some(success) = &spec.success_policy {
-        if spec.completion_mode.as_deref() != Some(INDEXED) {
-            errs.push(FieldError::invalid(
-                p("successPolicy"),
-                go_values::success_policy(Some(success)),
-                "requires indexed completion mode",
-            ));
-        } else {
-            validate_success_policy(spec, success, &p("successPolicy"), errs);
-        }
-    }
-    validate_pod_replacement_policy(spec, p("podReplacementPolicy"), errs);
-    validate_restart_policy(
-        spec,
-        p("template").child("spec").child("restartPolicy"),
-        errs,
-    );
 }
 
 /// KEP-4368 `spec.managedBy`: apimachinery's `IsDomainPrefixedPath` (a DNS-1123 subdomain, `/`,

@@ -176,13 +176,7 @@ pub async fn serve(
     let reload_metrics = reload::ReloadMetrics::register(builder.registry());
     // Dev mode's generated files are watched like mounted ones: what matters there is that
     // `--client-ca` is reloaded the same way in both modes.
-    let (cert, key, dev) = match &options.tls {
-        TlsSource::Files { cert, key } => (cert.clone(), key.clone(), None),
-        TlsSource::Dev { dir } => {
-            let files = tls::DevCertificates::generate(dir)?;
-            (files.tls_cert.clone(), files.tls_key.clone(), Some(files))
-        }
-    };
+    let (cert, key, dev) = serving_files(&options.tls)?;
     let (mut reloader, tls_config) = reload::CertReloader::load_with_client_ca(
         &cert,
         &key,
@@ -203,7 +197,81 @@ pub async fn serve(
         dev,
     };
 
-    let app = webhook::router(webhook::WebhookState {
+    let app = webhook::router(webhook_state(&options, metrics));
+    let handle: Handle<SocketAddr> = Handle::new();
+    let rustls_config = RustlsConfig::from_config(tls_config);
+    // Aborted when this function returns, however it returns.
+    let _reload_task = AbortOnDrop(tokio::spawn(
+        reloader.run(rustls_config.clone(), options.tls_reload_interval),
+    ));
+    let server = https_server(
+        listener,
+        rustls_config,
+        options.handshake_timeout,
+        options.header_read_timeout,
+    )
+    .map_err(ServeError::Serve)?
+    .handle(handle.clone());
+    let server_task = tokio::spawn(server.serve(app.into_make_service()));
+
+    // Aborted when shutdown begins.
+    let mut ready_task = None;
+    if handle.listening().await.is_some() {
+        ready_task = become_ready(runtime.readiness(), named);
+        on_listening(&listening);
+        tracing::info!(addr = %listening.addr, admin_addr = %listening.admin_addr, "serving");
+    }
+
+    tokio::select! {
+        _ = runtime.shutdown() => drop(ready_task),
+        result = wait(server_task) => {
+            // The server stopped on its own: an accept-loop failure.
+            runtime.stop().await;
+            return result;
+        }
+    }
+    drain(&runtime, &handle, &options).await;
+    runtime.stop().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Ready once listening, and (with --tls-server-name) once the served certificate names the
+/// Service: at once, or when a reload brings one that does (the task returned waits for it).
+fn become_ready(
+    readiness: runtime::Readiness,
+    named: Option<tokio::sync::watch::Receiver<bool>>,
+) -> Option<AbortOnDrop> {
+    match named {
+        Some(mut named) if !*named.borrow() => Some(AbortOnDrop(tokio::spawn(async move {
+            // Err: the reloader is gone (no reloads); never ready then.
+            if named.wait_for(|named| *named).await.is_ok() {
+                readiness.set(true);
+            }
+        }))),
+        _ => {
+            readiness.set(true);
+            None
+        }
+    }
+}
+
+/// The serving certificate and key, and dev mode's generated files.
+fn serving_files(
+    source: &TlsSource,
+) -> Result<(PathBuf, PathBuf, Option<tls::DevCertificates>), ServeError> {
+    Ok(match source {
+        TlsSource::Files { cert, key } => (cert.clone(), key.clone(), None),
+        TlsSource::Dev { dir } => {
+            let files = tls::DevCertificates::generate(dir)?;
+            (files.tls_cert.clone(), files.tls_key.clone(), Some(files))
+        }
+    })
+}
+
+/// What the webhook handlers share: the rules, the body limits and budget, the metrics.
+fn webhook_state(options: &ServeOptions, metrics: metrics::ServerMetrics) -> webhook::WebhookState {
+    webhook::WebhookState {
         config: Arc::new(options.rules.clone()),
         limits: extract::BodyLimits {
             body_timeout: options.body_timeout,
@@ -222,55 +290,14 @@ pub async fn serve(
         },
         metrics,
         reviewer: crate::admission::review,
-    });
-    let handle: Handle<SocketAddr> = Handle::new();
-    let rustls_config = RustlsConfig::from_config(tls_config);
-    // Aborted when this function returns, however it returns.
-    let _reload_task = AbortOnDrop(tokio::spawn(
-        reloader.run(rustls_config.clone(), options.tls_reload_interval),
-    ));
-    let server = https_server(
-        listener,
-        rustls_config,
-        options.handshake_timeout,
-        options.header_read_timeout,
-    )
-    .map_err(ServeError::Serve)?
-    .handle(handle.clone());
-    let server_task = tokio::spawn(server.serve(app.into_make_service()));
-
-    // Ready once listening, and (with --tls-server-name) once the served certificate names the
-    // Service: at once, or when a reload brings one that does. Aborted when shutdown begins.
-    let mut ready_task = None;
-    if handle.listening().await.is_some() {
-        let readiness = runtime.readiness();
-        match named {
-            Some(mut named) if !*named.borrow() => {
-                ready_task = Some(AbortOnDrop(tokio::spawn(async move {
-                    // Err: the reloader is gone (no reloads); never ready then.
-                    if named.wait_for(|named| *named).await.is_ok() {
-                        readiness.set(true);
-                    }
-                })));
-            }
-            _ => readiness.set(true),
-        }
-        on_listening(&listening);
-        tracing::info!(addr = %listening.addr, admin_addr = %listening.admin_addr, "serving");
     }
+}
 
-    tokio::select! {
-        _ = runtime.shutdown() => drop(ready_task),
-        result = wait(server_task) => {
-            // The server stopped on its own: an accept-loop failure.
-            runtime.stop().await;
-            return result;
-        }
-    }
-    // Not ready from now on; the listener stays open `shutdown_delay` longer (endpoints and
-    // load balancers stop sending), then closes, and connections get `shutdown_timeout`.
-    // graceful_shutdown closes them after the timeout at the latest; the extra second bounds the
-    // wait even if a connection task is slow to notice.
+/// Not ready from now on; the listener stays open `shutdown_delay` longer (endpoints and load
+/// balancers stop sending), then closes, and connections get `shutdown_timeout`.
+/// graceful_shutdown closes them after the timeout at the latest; the extra second bounds the
+/// wait even if a connection task is slow to notice.
+async fn drain(runtime: &runtime::Runtime, handle: &Handle<SocketAddr>, options: &ServeOptions) {
     let connections_closed = async {
         tokio::time::sleep(options.shutdown_delay).await;
         handle.graceful_shutdown(Some(options.shutdown_timeout));
@@ -285,9 +312,6 @@ pub async fn serve(
             "connections still open after the shutdown timeout"
         );
     }
-    runtime.stop().await;
-    tracing::info!("stopped");
-    Ok(())
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
