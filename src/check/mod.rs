@@ -264,8 +264,9 @@ fn check_inputs(
 }
 
 /// The documents of a YAML stream as kubectl sends them to kube-apiserver (empty ones left out),
-/// or why it cannot be read: what `check` judges. Public for the comparison with kubectl itself
+/// or why it cannot be read: what `check` judges. Test support: the comparison with kubectl itself
 /// (`tests/check_kubectl_yaml.rs`).
+#[cfg(any(test, feature = "test-support"))]
 pub fn yaml_as_kubectl_sends_it(text: &str) -> Result<Vec<serde_json::Value>, String> {
     let mut out = Vec::new();
     for doc in yaml::documents(text) {

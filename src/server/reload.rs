@@ -46,7 +46,7 @@ pub struct ReloadMetrics {
     /// 1 while the files on disk are a bad pair and the previous certificate is still served.
     pub failing: Gauge,
     /// `notAfter` of the served leaf certificate, in seconds since the Unix epoch.
-    pub expiration: Gauge,
+    pub(crate) expiration: Gauge,
 }
 
 impl ReloadMetrics {
@@ -89,6 +89,7 @@ impl ReloadMetrics {
     }
 
     /// Reloads that succeeded so far (`result="success"`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn successes(&self) -> u64 {
         self.reloads
             .get_or_create(&ReloadLabels { result: "success" })
@@ -96,6 +97,7 @@ impl ReloadMetrics {
     }
 
     /// Reloads that failed so far (`result="failure"`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn failures(&self) -> u64 {
         self.reloads
             .get_or_create(&ReloadLabels { result: "failure" })
@@ -151,6 +153,7 @@ enum Rejected {
 impl CertReloader {
     /// Loads the pair for the first time; the returned configuration is what the server starts
     /// with (`RustlsConfig::from_config`) and what later polls compare against.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn load(
         cert: &Path,
         key: &Path,
