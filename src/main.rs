@@ -3,12 +3,11 @@
 mod cli;
 mod version;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use cli::{Cli, Command, LogFormat, ServeArgs};
-use jobgate::server::{self, Listening, ServeOptions, TlsSource};
+use cli::{Cli, Command, LogFormat};
+use jobgate::server::{self, Listening};
 
 fn main() -> ExitCode {
     let cli = parse_command_line();
@@ -76,7 +75,13 @@ fn run_online(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
         _ => "jobgate",
     };
     let result = match command {
-        Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Serve(args) => runtime
+            .block_on(server::serve(
+                args,
+                print_banner,
+                jobgate::runtime::signal(),
+            ))
+            .map_err(anyhow::Error::from),
         Command::Check(_)
         | Command::Render(_)
         | Command::Version(_)
@@ -183,44 +188,6 @@ fn init_tracing(format: LogFormat, level: &str) {
             .with_current_span(true)
             .init(),
     }
-}
-
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let localhost =
-        |addr: SocketAddr| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), addr.port());
-    let (tls, addr, admin_addr) = match (args.tls_cert, args.tls_key) {
-        (Some(cert), Some(key)) => (TlsSource::Files { cert, key }, args.addr, args.admin_addr),
-        // clap's `requires` makes the flags come in pairs; no pair is dev mode.
-        _ => (
-            TlsSource::Dev {
-                dir: args.dev_certs_dir,
-            },
-            localhost(args.addr),
-            localhost(args.admin_addr),
-        ),
-    };
-    let rules = args.rules.load()?;
-    if let Some(note) = rules.newer_release_note() {
-        tracing::warn!("{note}");
-    }
-    let options = ServeOptions {
-        addr,
-        admin_addr,
-        tls,
-        client_ca: args.client_ca,
-        rules,
-        handshake_timeout: args.tls_handshake_timeout,
-        tls_reload_interval: args.tls_reload_interval,
-        header_read_timeout: args.header_read_timeout,
-        body_timeout: args.body_timeout,
-        shutdown_delay: args.shutdown_delay,
-        shutdown_timeout: args.shutdown_timeout,
-        tls_server_name: args.tls_server_name,
-        body_memory_budget: args.body_memory_budget,
-        body_budget_wait: args.body_budget_wait,
-    };
-    server::serve(options, print_banner, jobgate::runtime::signal()).await?;
-    Ok(())
 }
 
 /// Tells a person (or a test) where jobgate listens and how to try it.

@@ -71,7 +71,7 @@ impl Owner {
 
 /// One Job template of an object, and the Job its controller creates from it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ControllerJob {
+pub(crate) struct ControllerJob {
     /// Where the template is in the object, as `field.Path` prints it
     /// (`spec.replicatedJobs[0].template`).
     pub template: String,
@@ -112,7 +112,7 @@ pub(crate) fn template_paths(owner: Owner, object: &Value) -> Vec<(String, Vec<S
 /// Fields a Job of `release` does not have are pruned from the templates, as kube-apiserver
 /// prunes what the owner's CRD does not know from an object it stores (`--validate=strict`
 /// refuses them first).
-pub fn controller_jobs(
+pub(crate) fn controller_jobs(
     owner: Owner,
     object: Value,
     namespace: &str,

@@ -51,7 +51,7 @@ impl Config {
 
     /// What `serve`, `check` and `audit` say once when the cluster's release is newer than
     /// jobgate knows (it is judged with the newest known rules); `None` otherwise.
-    pub fn newer_release_note(&self) -> Option<String> {
+    pub(crate) fn newer_release_note(&self) -> Option<String> {
         self.cluster.release().newer_release_note()
     }
 

@@ -55,7 +55,7 @@ impl KubernetesVersion {
     }
 
     /// Whether jobgate knows this release's rules (it is not newer than [`Self::NEWEST`]).
-    pub fn is_known(self) -> bool {
+    pub(crate) fn is_known(self) -> bool {
         self <= Self::NEWEST
     }
 
@@ -118,7 +118,7 @@ impl KubernetesVersion {
 
     /// What `serve`, `check`, `audit` and `render` say once when judging a release newer than
     /// jobgate knows; `None` for a known release.
-    pub fn newer_release_note(self) -> Option<String> {
+    pub(crate) fn newer_release_note(self) -> Option<String> {
         (!self.is_known()).then(|| {
             format!(
                 "Kubernetes {self} is newer than the releases jobgate knows ({} to {}): judging \
