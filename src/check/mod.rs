@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use crate::job::levels::PolicyName;
 use crate::rule_flags::RuleArgs;
 pub(crate) use document::{Chain, FieldValidation, Place, check_document};
-use input::{Source, Unreadable};
+use input::{Input, Unreadable};
 pub(crate) use report::Report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -232,7 +232,7 @@ fn check_inputs(
         let name = args.stdin_filename.as_deref().unwrap_or("-");
         let mut text = String::new();
         match stdin.read_to_string(&mut text) {
-            Ok(_) => documents += check_named(&Source::named(name, text), true, chain, report),
+            Ok(_) => documents += check_named(&Input::named(name, text), true, chain, report),
             Err(e) => report
                 .unreadable
                 .push(Unreadable::input(name, format!("cannot read stdin: {e}"))),
@@ -252,9 +252,9 @@ fn check_inputs(
         let name = path.display().to_string();
         match std::fs::read_to_string(&path) {
             Ok(text) if named => {
-                documents += check_named(&Source::named(&name, text), false, chain, report)
+                documents += check_named(&Input::named(&name, text), false, chain, report)
             }
-            Ok(text) => documents += check_source(&Source::named(&name, text), chain, report),
+            Ok(text) => documents += check_source(&Input::named(&name, text), chain, report),
             Err(e) => report
                 .unreadable
                 .push(Unreadable::input(&name, e.to_string())),
@@ -315,7 +315,7 @@ fn list_policies(out: &mut dyn Write) -> std::io::Result<()> {
 /// document (nothing, blanks, comments, `---` alone) is unreadable, not a pass. An upstream
 /// command that failed (`kubectl kustomize overlays/prod | jobgate check -`, without pipefail)
 /// leaves exactly that.
-fn check_named(source: &Source, stdin: bool, chain: &Chain<'_>, report: &mut Report) -> usize {
+fn check_named(source: &Input, stdin: bool, chain: &Chain<'_>, report: &mut Report) -> usize {
     let failures = report.unreadable.len();
     let documents = check_source(source, chain, report);
     if documents == 0 && report.unreadable.len() == failures {
@@ -339,7 +339,7 @@ fn check_named(source: &Source, stdin: bool, chain: &Chain<'_>, report: &mut Rep
 
 /// Checks every document of one source into `report`, one at a time; returns how many
 /// documents it held (empty ones, `---` alone, not counted). The fields the findings name are located afterwards, in one pass.
-pub(crate) fn check_source(source: &Source, chain: &Chain<'_>, report: &mut Report) -> usize {
+pub(crate) fn check_source(source: &Input, chain: &Chain<'_>, report: &mut Report) -> usize {
     let (first_object, first_ignored, first_unreadable) = (
         report.objects.len(),
         report.ignored.len(),
