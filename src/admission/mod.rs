@@ -65,12 +65,12 @@ pub struct Reply {
     pub http_status: u16,
     /// The response body: the AdmissionReview answer, or a `metav1.Status` with a 400 or 500.
     pub body: Vec<u8>,
-    pub(crate) summary: Summary,
+    pub(crate) summary: ReviewRecord,
 }
 
 /// The fields of a review that logs and metrics carry.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Summary {
+pub(crate) struct ReviewRecord {
     pub(crate) uid: String,
     /// `Job`, `CronJob`, `other` (a kind jobgate lets through), or `` when unreadable.
     pub(crate) kind: &'static str,
@@ -90,10 +90,14 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
     let mut parsed = match parse(body) {
         Ok(p) => p,
         Err(error) => {
-            return Reply::rendered(400, render_error(&error.to_string()), Summary::default());
+            return Reply::rendered(
+                400,
+                render_error(&error.to_string()),
+                ReviewRecord::default(),
+            );
         }
     };
-    let mut summary = Summary {
+    let mut summary = ReviewRecord {
         uid: parsed.uid.clone(),
         kind: "other",
         operation: parsed.operation.map(Operation::as_str).unwrap_or(""),
@@ -142,7 +146,7 @@ impl Reply {
     fn rendered(
         http_status: u16,
         body: Result<Vec<u8>, serde_json::Error>,
-        summary: Summary,
+        summary: ReviewRecord,
     ) -> Reply {
         match body {
             Ok(body) => Reply {

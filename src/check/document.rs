@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::input::Unreadable;
 use super::locate::{Position, segments};
-use super::report::{self, Checked, Ignored, Located, Location, Report};
+use super::report::{self, Checked, Located, Location, Report, Skipped};
 use crate::check::schema;
 use crate::embedded::Owner;
 use crate::job::finding::Finding;
@@ -196,7 +196,7 @@ pub(crate) fn check_document(
                 }
             }
         }
-        _ => report.ignored.push(Ignored {
+        _ => report.ignored.push(Skipped {
             location: place.location(),
             api_version: api_version.to_string(),
             kind: kind.to_string(),
@@ -437,7 +437,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
     let (Some(k), Some(op @ (Operation::Create | Operation::Update))) =
         (parsed.job_kind, parsed.operation)
     else {
-        report.ignored.push(Ignored {
+        report.ignored.push(Skipped {
             location: place.location(),
             api_version: str_member(&doc, "apiVersion").to_string(),
             kind: format!(

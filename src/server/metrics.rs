@@ -202,7 +202,7 @@ fn bool_label(b: bool) -> &'static str {
 impl RequestLabels {
     pub(crate) fn new(
         endpoint: &'static str,
-        summary: &crate::admission::Summary,
+        summary: &crate::admission::ReviewRecord,
     ) -> RequestLabels {
         RequestLabels {
             endpoint,
