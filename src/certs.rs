@@ -23,7 +23,7 @@ pub struct Bundle {
 }
 
 /// The name of both webhook configurations in `deploy/base`.
-pub const WEBHOOK_CONFIGURATION_NAME: &str = "jobgate";
+pub(crate) const WEBHOOK_CONFIGURATION_NAME: &str = "jobgate";
 /// The entries of the MutatingWebhookConfiguration in `deploy/base`, in order.
 pub const MUTATING_WEBHOOK_NAMES: [&str; 2] = ["mutate.jobgate.dev", "mutate-recovery.jobgate.dev"];
 /// The entries of the ValidatingWebhookConfiguration in `deploy/base`.
@@ -74,9 +74,9 @@ pub struct CertsArgs {
 }
 
 /// The Service `jobgate certs` issues for when neither --out nor a flag names one.
-pub const DEFAULT_SERVICE: &str = "jobgate";
+pub(crate) const DEFAULT_SERVICE: &str = "jobgate";
 /// The namespace `jobgate certs` issues for when neither --out nor a flag names one.
-pub const DEFAULT_NAMESPACE: &str = "jobgate-system";
+pub(crate) const DEFAULT_NAMESPACE: &str = "jobgate-system";
 
 /// Why `jobgate certs` (or [`generate`]) failed.
 #[derive(Debug, thiserror::Error)]
@@ -252,7 +252,7 @@ pub struct Written {
     /// The serving key file.
     pub tls_key: PathBuf,
     /// The caBundle patch file.
-    pub ca_bundle_patch: PathBuf,
+    pub(crate) ca_bundle_patch: PathBuf,
     /// The Service the certificate names.
     pub service: String,
     /// Its namespace.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// Parses a non-negative Go-style duration: a sequence of `<number><unit>` with units
 /// `ms`, `s`, `m`, `h` (decimals allowed, e.g. `1.5s`); `0` alone is zero.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     if t == "0" {
         return Ok(Duration::ZERO);

@@ -95,7 +95,7 @@ fn review_invariants(endpoint: Endpoint, body: &[u8], config: &Config) -> Result
 
 /// `jobgate check`'s reader and rules on one input: no panic, whatever the text.
 pub fn check_reader(text: &str, config: &Config) {
-    let source = crate::check::input::Source {
+    let source = crate::check::input::Input {
         name: "fuzz".into(),
         text: text.to_string(),
     };

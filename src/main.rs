@@ -3,12 +3,11 @@
 mod cli;
 mod version;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use cli::{Cli, Command, LogFormat, ServeArgs};
-use jobgate::server::{self, Listening, ServeOptions, TlsSource};
+use cli::{Cli, Command, LogFormat};
+use jobgate::server::{self, Listening};
 
 fn main() -> ExitCode {
     let cli = parse_command_line();
@@ -21,29 +20,8 @@ fn main() -> ExitCode {
         _ => cli.log_level.clone(),
     };
     init_tracing(cli.log_format, &level);
-    // Offline and synchronous: no runtime, no TLS.
-    let about = match &cli.command {
-        Command::Check(args) => {
-            return ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8);
-        }
-        Command::Render(args) => {
-            return ExitCode::from(jobgate::admission_policy::run(args).clamp(0, 255) as u8);
-        }
-        Command::Version(args) => Some(version::write(args.output, &mut std::io::stdout())),
-        Command::Completion(args) => Some(completion(args.shell)),
-        Command::Man(args) => Some(man(args.out.as_deref())),
-        _ => None,
-    };
-    if let Some(result) = about {
-        return match result {
-            Ok(()) => ExitCode::SUCCESS,
-            // `jobgate completion bash | head` closes the pipe early: not an error.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("jobgate: {e}");
-                ExitCode::FAILURE
-            }
-        };
+    if let Some(code) = run_offline(&cli.command) {
+        return code;
     }
     jobgate::server::tls::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -56,16 +34,54 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    run_online(cli.command, &runtime)
+}
+
+/// The offline and synchronous commands (no runtime, no TLS); `None` for the others.
+fn run_offline(command: &Command) -> Option<ExitCode> {
+    let result = match command {
+        Command::Check(args) => {
+            return Some(ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8));
+        }
+        Command::Render(args) => {
+            return Some(ExitCode::from(
+                jobgate::admission_policy::run(args).clamp(0, 255) as u8,
+            ));
+        }
+        Command::Version(args) => version::write(args.output, &mut std::io::stdout()),
+        Command::Completion(args) => completion(args.shell),
+        Command::Man(args) => man(args.out.as_deref()),
+        _ => return None,
+    };
+    Some(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // `jobgate completion bash | head` closes the pipe early: not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jobgate: {e}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// The commands that run on the async runtime and talk to a cluster or serve.
+fn run_online(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
     // Errors are said as `jobgate <command>: ...`, as `audit` and `check` say theirs.
-    let who = match &cli.command {
+    let who = match &command {
         Command::Serve(_) => "jobgate serve",
         Command::Certs(_) => "jobgate certs",
         Command::Reconcile(_) => "jobgate reconcile",
         Command::Status(_) => "jobgate status",
         _ => "jobgate",
     };
-    let result = match cli.command {
-        Command::Serve(args) => runtime.block_on(serve(args)),
+    let result = match command {
+        Command::Serve(args) => runtime
+            .block_on(server::serve(
+                args,
+                print_banner,
+                jobgate::runtime::signal(),
+            ))
+            .map_err(anyhow::Error::from),
         Command::Check(_)
         | Command::Render(_)
         | Command::Version(_)
@@ -172,44 +188,6 @@ fn init_tracing(format: LogFormat, level: &str) {
             .with_current_span(true)
             .init(),
     }
-}
-
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let localhost =
-        |addr: SocketAddr| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), addr.port());
-    let (tls, addr, admin_addr) = match (args.tls_cert, args.tls_key) {
-        (Some(cert), Some(key)) => (TlsSource::Files { cert, key }, args.addr, args.admin_addr),
-        // clap's `requires` makes the flags come in pairs; no pair is dev mode.
-        _ => (
-            TlsSource::Dev {
-                dir: args.dev_certs_dir,
-            },
-            localhost(args.addr),
-            localhost(args.admin_addr),
-        ),
-    };
-    let rules = args.rules.load()?;
-    if let Some(note) = rules.newer_release_note() {
-        tracing::warn!("{note}");
-    }
-    let options = ServeOptions {
-        addr,
-        admin_addr,
-        tls,
-        client_ca: args.client_ca,
-        rules,
-        handshake_timeout: args.tls_handshake_timeout,
-        tls_reload_interval: args.tls_reload_interval,
-        header_read_timeout: args.header_read_timeout,
-        body_timeout: args.body_timeout,
-        shutdown_delay: args.shutdown_delay,
-        shutdown_timeout: args.shutdown_timeout,
-        tls_server_name: args.tls_server_name,
-        body_memory_budget: args.body_memory_budget,
-        body_budget_wait: args.body_budget_wait,
-    };
-    server::serve(options, print_banner, jobgate::runtime::signal()).await?;
-    Ok(())
 }
 
 /// Tells a person (or a test) where jobgate listens and how to try it.

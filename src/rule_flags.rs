@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::job::Config;
 use crate::job::config::ConfigDocumentError;
-use crate::job::policy::{Level, PolicyName};
+use crate::job::levels::{Level, PolicyName};
 use crate::job::version::{Cluster, FeatureGate, KubernetesVersion, parse_feature_gates};
 
 /// Why the rule settings could not be loaded.

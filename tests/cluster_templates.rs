@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use jobgate::embedded::{Owner, controller_jobs};
+use jobgate::embedded::{Owner, controller_jobs_as_sent};
 use support::check_cli::check;
 use support::controlplane::{ControlPlane, repo};
 
@@ -348,19 +348,16 @@ fn compare_on(minor: &str) -> Vec<String> {
             }
             Ok(()) => {}
         }
-        let built = controller_jobs(owner, object.clone(), &ns, release)
+        let built = controller_jobs_as_sent(owner, object.clone(), &ns, release)
             .unwrap_or_else(|e| panic!("{id}: the controller's Jobs: {e}"));
-        for job in built {
+        for (template, job) in built {
             jobs += 1;
-            let Some(said) = objects
-                .iter()
-                .find(|o| o["template"] == job.template.as_str())
-            else {
-                failures.push(format!("{id}: check says nothing of {}", job.template));
+            let Some(said) = objects.iter().find(|o| o["template"] == template.as_str()) else {
+                failures.push(format!("{id}: check says nothing of {}", template));
                 continue;
             };
             // What jobgate's mutating webhook would send on: `check`'s patch on the Job.
-            let mut sent = job.job.clone();
+            let mut sent = job;
             let patch: json_patch::Patch =
                 serde_json::from_value(said["patch"].clone()).expect("check's patch");
             json_patch::patch(&mut sent, &patch).expect("check's patch applies to the Job");
@@ -370,15 +367,15 @@ fn compare_on(minor: &str) -> Vec<String> {
                 Ok(()) if expected.is_empty() => {}
                 Ok(()) => failures.push(format!(
                     "{id} {}: kube-apiserver accepts the Job; check refuses it: {expected:?}",
-                    job.template
+                    template
                 )),
                 Err(status) => {
                     jobs_refused += 1;
-                    let apiserver = refusal(&status, &job.template);
+                    let apiserver = refusal(&status, &template);
                     if apiserver != expected {
                         failures.push(format!(
                             "{id} {}: kube-apiserver refuses the Job with {apiserver:?}; check says {expected:?}",
-                            job.template
+                            template
                         ));
                     }
                 }

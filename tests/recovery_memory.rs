@@ -114,7 +114,7 @@ async fn measure_filtered(total: usize, eligible: usize) -> Measure {
     let server = tokio::spawn(serve_pods(handle, total, eligible));
     let ctx = Arc::new(Context::new(
         client.clone(),
-        jobgate::recovery::Config::default(),
+        jobgate::recovery::RecoveryConfig::default(),
         Options::default(),
         Leadership::default(),
         RecoveryMetrics::default(),

@@ -15,8 +15,9 @@ pub use request::parse;
 pub(crate) use request::{ObjectIn, ParsedReview};
 pub(crate) use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
 
+use crate::job::review::Operation;
 use crate::job::template::WholeTemplate;
-use crate::job::{self, Kind, Operation};
+use crate::job::{self, Kind};
 
 /// The webhook paths jobgate serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,18 +59,18 @@ impl Endpoint {
 
 /// What happened to one review: the HTTP answer plus what logs and metrics record.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct Reply {
     /// The HTTP status: 200 for an answered review, 400 for a body that is not one, 500 when
     /// the answer could not be encoded.
     pub http_status: u16,
     /// The response body: the AdmissionReview answer, or a `metav1.Status` with a 400 or 500.
     pub body: Vec<u8>,
-    pub(crate) summary: Summary,
+    pub(crate) summary: ReviewRecord,
 }
 
 /// The fields of a review that logs and metrics carry.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Summary {
+pub(crate) struct ReviewRecord {
     pub(crate) uid: String,
     /// `Job`, `CronJob`, `other` (a kind jobgate lets through), or `` when unreadable.
     pub(crate) kind: &'static str,
@@ -83,16 +84,20 @@ pub(crate) struct Summary {
 }
 
 /// Reviews one request body at `endpoint`.
-pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome {
+pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
     // Unpaired surrogates read as U+FFFD, as kube-apiserver's decoder reads them (`job::strict`).
     let body = &*crate::job::strict::go_surrogates(body);
     let mut parsed = match parse(body) {
         Ok(p) => p,
         Err(error) => {
-            return Outcome::rendered(400, render_error(&error.to_string()), Summary::default());
+            return Reply::rendered(
+                400,
+                render_error(&error.to_string()),
+                ReviewRecord::default(),
+            );
         }
     };
-    let mut summary = Summary {
+    let mut summary = ReviewRecord {
         uid: parsed.uid.clone(),
         kind: "other",
         operation: parsed.operation.map(Operation::as_str).unwrap_or(""),
@@ -105,17 +110,17 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome 
     };
     let mut object_name = String::new();
     let verdict = match decide(endpoint, body, &mut parsed, config) {
-        Decision::Untouched => job::Verdict::default(),
-        Decision::Reviewed(kind, name, verdict) => {
+        Ruling::Untouched => job::review::Verdict::default(),
+        Ruling::Reviewed(kind, name, verdict) => {
             summary.kind = kind.as_str();
             object_name = name;
             verdict
         }
-        Decision::Unreadable(kind, message) => {
+        Ruling::Unreadable(kind, message) => {
             summary.kind = kind.map(Kind::as_str).unwrap_or("");
             summary.allowed = false;
             let body = render_verdict(&parsed.uid, Some(&Denial::BadRequest(message)), &[], &[]);
-            return Outcome::rendered(200, body, summary);
+            return Reply::rendered(200, body, summary);
         }
     };
     summary.allowed = verdict.allowed();
@@ -132,26 +137,26 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Outcome 
         &[]
     };
     let body = render_verdict(&parsed.uid, denial.as_ref(), &verdict.warnings, patch);
-    Outcome::rendered(200, body, summary)
+    Reply::rendered(200, body, summary)
 }
 
-impl Outcome {
+impl Reply {
     /// An answer with `http_status`, or HTTP 500 with [`ENCODE_FAILED`] when it could not be
     /// encoded.
     fn rendered(
         http_status: u16,
         body: Result<Vec<u8>, serde_json::Error>,
-        summary: Summary,
-    ) -> Outcome {
+        summary: ReviewRecord,
+    ) -> Reply {
         match body {
-            Ok(body) => Outcome {
+            Ok(body) => Reply {
                 http_status,
                 body,
                 summary,
             },
             Err(error) => {
                 tracing::error!(%error, uid = %summary.uid, "cannot encode the answer");
-                Outcome {
+                Reply {
                     http_status: 500,
                     body: ENCODE_FAILED.to_vec(),
                     summary,
@@ -161,11 +166,11 @@ impl Outcome {
     }
 }
 
-enum Decision {
+enum Ruling {
     /// Not ours to judge: another kind, DELETE, CONNECT.
     Untouched,
     /// The kind, the object's name (or generateName) for messages, and the verdict.
-    Reviewed(Kind, String, job::Verdict),
+    Reviewed(Kind, String, job::review::Verdict),
     Unreadable(Option<Kind>, String),
 }
 
@@ -174,15 +179,15 @@ fn decide(
     body: &[u8],
     parsed: &mut ParsedReview<'_>,
     config: &job::Config,
-) -> Decision {
+) -> Ruling {
     let Some(kind) = parsed.job_kind else {
-        return Decision::Untouched;
+        return Ruling::Untouched;
     };
     let operation = match parsed.operation {
         Some(op @ (Operation::Create | Operation::Update)) => op,
-        Some(Operation::Delete | Operation::Connect) => return Decision::Untouched,
+        Some(Operation::Delete | Operation::Connect) => return Ruling::Untouched,
         None => {
-            return Decision::Unreadable(
+            return Ruling::Unreadable(
                 Some(kind),
                 "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT".into(),
             );
@@ -191,7 +196,7 @@ fn decide(
     let object = std::mem::replace(&mut parsed.object, ObjectIn::Absent);
     let object = match read_object(kind, "request.object", object) {
         Ok(o) => o,
-        Err(message) => return Decision::Unreadable(Some(kind), message),
+        Err(message) => return Ruling::Unreadable(Some(kind), message),
     };
     let old_object = match (
         operation,
@@ -199,11 +204,11 @@ fn decide(
     ) {
         (Operation::Update, ObjectIn::Absent) => {
             let message = "request.oldObject is required for UPDATE".to_string();
-            return Decision::Unreadable(Some(kind), message);
+            return Ruling::Unreadable(Some(kind), message);
         }
         (Operation::Update, old) => match read_object(kind, "request.oldObject", old) {
             Ok(o) => Some(o),
-            Err(message) => return Decision::Unreadable(Some(kind), message),
+            Err(message) => return Ruling::Unreadable(Some(kind), message),
         },
         _ => None,
     };
@@ -225,21 +230,23 @@ fn decide(
         object.spec.template.whole = Some(new_template);
         old.spec.template.whole = Some(old_template);
     }
-    let review = job::Review {
+    let review = job::review::Review {
         operation,
         object: &object,
         old_object: old_object.as_ref(),
     };
     // The one review pipeline `check` and `audit` call too; the webhook only renders it.
     let outcome = match endpoint {
-        Endpoint::Validate => job::review::validate(&review, config),
-        Endpoint::Mutate => job::review::mutate(&review, config, job::RecoveryScope::JobAnnotation),
+        Endpoint::Validate => job::pipeline::validate(&review, config),
+        Endpoint::Mutate => {
+            job::pipeline::mutate(&review, config, job::mutate::RecoveryScope::JobAnnotation)
+        }
         Endpoint::MutateRecovery => {
-            job::review::mutate(&review, config, job::RecoveryScope::Namespace)
+            job::pipeline::mutate(&review, config, job::mutate::RecoveryScope::Namespace)
         }
     };
     let verdict = outcome.into_verdict();
-    Decision::Reviewed(kind, object.display_name().to_string(), verdict)
+    Ruling::Reviewed(kind, object.display_name().to_string(), verdict)
 }
 
 fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObject, String> {

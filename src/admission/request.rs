@@ -7,8 +7,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::job::read::JobSeed;
+use crate::job::review::Operation;
 use crate::job::strict::Strict;
-use crate::job::{JobObject, Kind, Operation};
+use crate::job::{JobObject, Kind};
 
 pub(crate) const API_VERSION: &str = "admission.k8s.io/v1";
 pub(crate) const KIND: &str = "AdmissionReview";

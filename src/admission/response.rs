@@ -7,7 +7,7 @@
 use base64::Engine;
 use serde::Serialize;
 
-use crate::job::FieldError;
+use crate::job::field::FieldError;
 use crate::job::field::{MAX_ERRORS, go_quote};
 
 use super::request::{API_VERSION, KIND};
@@ -235,7 +235,7 @@ pub(crate) fn render_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::BadValue;
+    use crate::job::field::BadValue;
     use crate::job::field::FieldPath;
     use serde_json::{Value, json};
 

@@ -2,7 +2,10 @@
 //! settings, what the kube-apiserver needs, and what the policies cannot do that the webhook does.
 
 use super::{Install, MutatingApi};
-use crate::job::{Config, FAILURE_RECOVERY, FAILURE_RECOVERY_ENABLED, PolicyName};
+use crate::job::Config;
+use crate::job::levels::PolicyName;
+use crate::job::mutate::FAILURE_RECOVERY;
+use crate::job::mutate::FAILURE_RECOVERY_ENABLED;
 
 /// The header's lines (without the `# ` the YAML writes before each).
 pub(crate) fn lines(config: &Config, install: &Install, api: MutatingApi) -> Vec<String> {

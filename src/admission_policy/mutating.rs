@@ -35,7 +35,10 @@
 use serde_json::{Value, json};
 
 use super::{Install, Object, cel, named_metadata, resource_rules};
-use crate::job::{Config, FAILURE_RECOVERY, FAILURE_RECOVERY_ENABLED, RecoveryScope};
+use crate::job::Config;
+use crate::job::mutate::FAILURE_RECOVERY;
+use crate::job::mutate::FAILURE_RECOVERY_ENABLED;
+use crate::job::mutate::RecoveryScope;
 
 /// The policies' name suffixes, as the webhook's paths: namespaces without the opt-in label,
 /// and with it.

@@ -12,11 +12,13 @@
 use serde_json::{Value, json};
 
 use super::{Install, Object, cel, named_metadata, resource_rules};
+use crate::job::Config;
+use crate::job::levels::Level;
+use crate::job::levels::PolicyName;
 use crate::job::policy::{
     ANNOTATION_ON_JOB_DETAIL, ANNOTATION_VALUE_DETAIL, COUNTS_TOWARD_BACKOFF_DETAIL,
     INDEXED_TERMINATING_OR_FAILED_DETAIL, NEEDS_FAILED_DETAIL,
 };
-use crate::job::{Config, Level, PolicyName};
 
 /// One validation: the condition that holds when the webhook finds nothing, and the parts of
 /// the finding's message: the printed field, the value (a CEL expression quoting it as the

@@ -2,7 +2,7 @@
 //! which opted-in pods' Jobs cannot benefit from recovery. Pure: the objects in, the verdicts out,
 //! through `jobgate check`'s path (`check::check_document`, `/validate`'s stage only: stored
 //! objects are past mutation), never a copy of a rule. Each object is reviewed once; every
-//! finding names its source (`job::review::Source`).
+//! finding names its source (`job::finding::Source`).
 //!
 //! Each object is reviewed as a CREATE, as Gatekeeper's audit does: what would be said if it were
 //! applied today. (An UPDATE of it reports only what it did not already have, so an existing
@@ -14,8 +14,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::check::{self, Chain, Place, Report};
-use crate::job::review::{Severity, Source};
-use crate::job::{Config, Level, Policies, PolicyName};
+use crate::job::Config;
+use crate::job::finding::Severity;
+use crate::job::finding::Source;
+use crate::job::levels::Level;
+use crate::job::levels::Policies;
+use crate::job::levels::PolicyName;
 
 /// What was read from the cluster.
 #[derive(Debug, Clone, Default)]
@@ -53,7 +57,7 @@ pub(crate) enum PolicyResult {
 /// One thing said about one object, and who says it: `kube-apiserver` (its validation rules, as
 /// `/validate` mirrors them) or a jobgate policy's name.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Finding {
+pub(crate) struct AuditFinding {
     pub(crate) policy: &'static str,
     pub(crate) result: PolicyResult,
     pub(crate) message: String,
@@ -68,7 +72,7 @@ pub(crate) struct Audited {
     pub(crate) kind: String,
     pub(crate) name: String,
     pub(crate) uid: String,
-    pub(crate) findings: Vec<Finding>,
+    pub(crate) findings: Vec<AuditFinding>,
 }
 
 /// A Job with pods opted into recovery that the recovery policies say cannot benefit.
@@ -79,7 +83,7 @@ pub(crate) struct RecoveryFinding {
     pub(crate) uid: String,
     /// The opted-in pods, by name.
     pub(crate) pods: Vec<String>,
-    pub(crate) findings: Vec<Finding>,
+    pub(crate) findings: Vec<AuditFinding>,
 }
 
 /// Everything the audit found.
@@ -135,7 +139,7 @@ fn review(
     config: &Config,
     report: &mut Report,
     keep: impl Fn(Source) -> bool,
-) -> Option<Vec<Finding>> {
+) -> Option<Vec<AuditFinding>> {
     let before = report.objects.len();
     let place = Place::unpositioned(namespace);
     check::check_document(&place, doc.clone(), &Chain::validate_only(config), report);
@@ -145,7 +149,7 @@ fn review(
             .findings
             .iter()
             .filter(|f| keep(f.finding.source))
-            .map(|f| Finding {
+            .map(|f| AuditFinding {
                 policy: f.finding.source.as_str(),
                 result: match f.finding.severity() {
                     Severity::Error => PolicyResult::Fail,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::evaluate::{Audit, Audited, Finding, PolicyResult};
+use super::evaluate::{Audit, AuditFinding, Audited, PolicyResult};
 
 /// Name of every report jobgate writes (one per namespace, so `kubectl apply` replaces the last).
 pub(crate) const REPORT_NAME: &str = "jobgate-audit";
@@ -88,7 +88,7 @@ pub(crate) fn reports(audit: &Audit, now: i64) -> Vec<Value> {
     out
 }
 
-fn finding(object: &Audited, f: &Finding, message: &str, now: i64) -> Value {
+fn finding(object: &Audited, f: &AuditFinding, message: &str, now: i64) -> Value {
     let result_name = match f.result {
         PolicyResult::Fail => "fail",
         PolicyResult::Warn => "warn",

@@ -5,9 +5,11 @@
 use kube::Client;
 use serde_json::{Value, json};
 
-use super::evaluate::{Finding, Inventory, PolicyResult};
+use super::evaluate::{AuditFinding, Inventory, PolicyResult};
 use super::*;
-use crate::job::{Config, Level, PolicyName};
+use crate::job::Config;
+use crate::job::levels::Level;
+use crate::job::levels::PolicyName;
 use crate::runtime::scripted::{Exchange, exchange, serve};
 
 fn fixture_object(name: &str) -> Value {
@@ -120,7 +122,7 @@ async fn fetched(namespace: Option<&str>, script: Vec<Exchange>) -> Inventory {
     inventory
 }
 
-fn findings(audit: &Audit, name: &str) -> Vec<Finding> {
+fn findings(audit: &Audit, name: &str) -> Vec<AuditFinding> {
     audit
         .audited
         .iter()
@@ -130,7 +132,7 @@ fn findings(audit: &Audit, name: &str) -> Vec<Finding> {
         .clone()
 }
 
-fn policies(f: &[Finding]) -> Vec<(&'static str, PolicyResult)> {
+fn policies(f: &[AuditFinding]) -> Vec<(&'static str, PolicyResult)> {
     f.iter().map(|f| (f.policy, f.result)).collect()
 }
 
@@ -225,7 +227,7 @@ async fn each_object_gets_validates_verdict_attributed_to_kube_apiserver_or_a_po
     assert_eq!(
         denied.len(),
         audit.report.objects[0]
-            .with_severity(crate::job::review::Severity::Error)
+            .with_severity(crate::job::finding::Severity::Error)
             .count(),
         "one finding per field error"
     );
@@ -238,7 +240,7 @@ async fn each_object_gets_validates_verdict_attributed_to_kube_apiserver_or_a_po
     );
     // The messages are the response's warnings, word for word.
     let warned: Vec<String> = audit.report.objects[1]
-        .with_severity(crate::job::review::Severity::Warning)
+        .with_severity(crate::job::finding::Severity::Warning)
         .map(|f| f.finding.message())
         .collect();
     for f in findings(&audit, "train-warned") {
@@ -294,7 +296,7 @@ async fn opted_in_pods_of_a_job_that_cannot_benefit_are_reported_with_the_reason
     );
     // Whatever the policies' admission levels: this is about the pods.
     let off = Config {
-        policies: crate::job::Policies::all(Level::Off),
+        policies: crate::job::levels::Policies::all(Level::Off),
         ..Config::default()
     };
     let quiet = super::audit(&fetched(None, script()).await, &off);
@@ -414,7 +416,7 @@ async fn policyreport_output_is_one_report_per_namespace() {
     }
     let ml = &reports[0];
     let denied = audit.report.objects[0]
-        .with_severity(crate::job::review::Severity::Error)
+        .with_severity(crate::job::finding::Severity::Error)
         .count();
     assert_eq!(ml["summary"]["fail"], denied);
     assert_eq!(ml["summary"]["warn"], 2);

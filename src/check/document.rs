@@ -6,10 +6,15 @@ use serde_json::Value;
 
 use super::input::Unreadable;
 use super::locate::{Position, segments};
-use super::report::{self, Checked, Ignored, Located, Location, Report};
+use super::report::{self, Checked, Located, Location, Report, Skipped};
+use crate::check::schema;
 use crate::embedded::Owner;
-use crate::job::review::{self, Finding, Source};
-use crate::job::{self, Config, JobObject, Kind, Operation, RecoveryScope, defaults, schema};
+use crate::job::finding::Finding;
+use crate::job::finding::Source;
+use crate::job::mutate::RecoveryScope;
+use crate::job::review::Operation;
+use crate::job::{self, Config, JobObject, Kind, defaults};
+use crate::job::{finding, pipeline};
 
 /// `kubectl --validate`: what happens to unknown and duplicate fields (server-side field
 /// validation, `metav1.FieldValidation{Strict,Warn,Ignore}`).
@@ -136,7 +141,7 @@ impl<'a> Place<'a> {
     }
 }
 
-fn str_at<'v>(v: &'v Value, key: &str) -> &'v str {
+fn str_member<'v>(v: &'v Value, key: &str) -> &'v str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
@@ -156,8 +161,8 @@ pub(crate) fn check_document(
         }
         return;
     }
-    let api_version = str_at(&doc, "apiVersion");
-    let kind = str_at(&doc, "kind");
+    let api_version = str_member(&doc, "apiVersion");
+    let kind = str_member(&doc, "kind");
     let batch_v1 = matches!(api_version, "" | "batch/v1");
     let owner = Owner::of(api_version, kind);
     match (kind, Kind::from_kind(kind), owner) {
@@ -191,13 +196,13 @@ pub(crate) fn check_document(
                 }
             }
         }
-        _ => report.ignored.push(Ignored {
+        _ => report.ignored.push(Skipped {
             location: place.location(),
             api_version: api_version.to_string(),
             kind: kind.to_string(),
             name: doc
                 .get("metadata")
-                .map(|m| str_at(m, "name").to_string())
+                .map(|m| str_member(m, "name").to_string())
                 .unwrap_or_default(),
         }),
     }
@@ -230,11 +235,14 @@ fn unserved(
         message.push_str(&format!(" (removed in Kubernetes {release}; use batch/v1)"));
     }
     let metadata = doc.get("metadata").unwrap_or(&Value::Null);
-    let namespace = match str_at(metadata, "namespace") {
+    let namespace = match str_member(metadata, "namespace") {
         "" => chain.default_namespace,
         ns => ns,
     };
-    let name = match (str_at(metadata, "name"), str_at(metadata, "generateName")) {
+    let name = match (
+        str_member(metadata, "name"),
+        str_member(metadata, "generateName"),
+    ) {
         ("", "") => "<unnamed>",
         ("", generate) => generate,
         (n, _) => n,
@@ -249,7 +257,7 @@ fn unserved(
             finding: Finding {
                 source: Source::KubeApiserver,
                 path: Some("apiVersion".into()),
-                said: review::Said::Rejected(message),
+                said: finding::Said::Rejected(message),
             },
             at: place.at(&["apiVersion".to_string()]),
         }],
@@ -292,7 +300,7 @@ fn decode(place: &Place<'_>, kind: Kind, doc: &Value, chain: &Chain<'_>) -> Vec<
                 finding: Finding {
                     source: Source::KubeApiserver,
                     path: Some(schema::printed(path)),
-                    said: review::Said::Rejected(format!("{handled_as}{error}")),
+                    said: finding::Said::Rejected(format!("{handled_as}{error}")),
                 },
                 at: place.at(&schema::segments(path)),
             })
@@ -333,7 +341,7 @@ pub(super) fn unknown_field(
         (FieldValidation::Strict, None) => Finding {
             source: Source::KubeApiserver,
             path: Some(printed),
-            said: review::Said::Rejected(format!("{handled_as}strict decoding error: {message}")),
+            said: finding::Said::Rejected(format!("{handled_as}strict decoding error: {message}")),
         },
         (FieldValidation::Strict, Some(why)) => Finding::warning(
             Source::KubeApiserver,
@@ -376,7 +384,7 @@ pub(crate) fn quantity_decode_error(
     value: &Value,
     release: crate::job::version::KubernetesVersion,
 ) -> Option<&'static str> {
-    use crate::job::quantity;
+    use crate::job::template::quantity;
     match value {
         Value::Null | Value::Number(_) => None,
         Value::String(s) => quantity::parse_error(s.trim(), release),
@@ -424,19 +432,19 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
     };
     let request = &doc["request"];
     let gvk = request.get("kind").cloned().unwrap_or(Value::Null);
-    let kind = str_at(&gvk, "kind");
+    let kind = str_member(&gvk, "kind");
     let name = parsed.name.clone().unwrap_or_default();
     let (Some(k), Some(op @ (Operation::Create | Operation::Update))) =
         (parsed.job_kind, parsed.operation)
     else {
-        report.ignored.push(Ignored {
+        report.ignored.push(Skipped {
             location: place.location(),
-            api_version: str_at(&doc, "apiVersion").to_string(),
+            api_version: str_member(&doc, "apiVersion").to_string(),
             kind: format!(
                 "AdmissionReview ({} {}/{} {kind})",
-                str_at(request, "operation"),
-                str_at(&gvk, "group"),
-                str_at(&gvk, "version")
+                str_member(request, "operation"),
+                str_member(&gvk, "group"),
+                str_member(&gvk, "version")
             ),
             name,
         });
@@ -498,19 +506,90 @@ pub(super) fn check_object(
     report: &mut Report,
 ) {
     let config = chain.config;
-    let mut object = match read(place, &o, &o.doc, "") {
-        Ok(object) => object,
+    let (mut object, mut old) = match read_new_and_old(place, &o) {
+        Ok(both) => both,
         Err(u) => return report.unreadable.push(u),
     };
-    let mut old = match o
+    let mut checked = checked_object(place, &o, &object, chain);
+    let rejected = decoded
+        .iter()
+        .any(|f| f.finding.severity() == finding::Severity::Error);
+    checked.findings = decoded;
+    if rejected {
+        // kube-apiserver refuses the request before any admission webhook is called.
+        report.objects.push(checked);
+        return;
+    }
+    let mut outcome = finding::Judgment::default();
+    if chain.mutate {
+        let mutated = pipeline::mutate(
+            &job::review::Review {
+                operation: o.operation,
+                object: &object,
+                old_object: old.as_ref(),
+            },
+            config,
+            chain.scope(&checked.namespace),
+        );
+        if !mutated.patch.0.is_empty() {
+            match apply_own_patch(place, &mut o, &object, &mutated.patch, config) {
+                Ok((patched, changes)) => {
+                    checked.mutation_changes = changes;
+                    object = patched;
+                }
+                Err(u) => return report.unreadable.push(u),
+            }
+        }
+        outcome = mutated;
+    }
+    // kube-apiserver defaults the object (again, after mutation) before it validates it.
+    defaults::apply_apiserver_defaults(&mut object, &config.cluster);
+    if o.operation == Operation::Create {
+        defaults::prepare_job_for_create(&mut object, &config.cluster);
+    }
+    if let Some(old) = old.as_mut() {
+        defaults::apply_apiserver_defaults(old, &config.cluster);
+    }
+    let validated = pipeline::validate(
+        &job::review::Review {
+            operation: o.operation,
+            object: &object,
+            old_object: old.as_ref(),
+        },
+        config,
+    );
+    outcome.findings.extend(validated.findings);
+    let location = checked.location.clone();
+    checked
+        .findings
+        .extend(outcome.findings.into_iter().map(|finding| {
+            let at = match finding.field() {
+                Some(p) => place.at(&segments(p)),
+                None => location.clone(),
+            };
+            Located { finding, at }
+        }));
+    checked.patch = outcome.patch;
+    report.objects.push(checked);
+}
+
+/// The object and, for an UPDATE, the old object, read as the rules see them.
+fn read_new_and_old(
+    place: &Place<'_>,
+    o: &Object,
+) -> Result<(JobObject, Option<JobObject>), Unreadable> {
+    let object = read(place, o, &o.doc, "")?;
+    let old = o
         .old_doc
         .as_ref()
-        .map(|d| read(place, &o, d, "oldObject: "))
-        .transpose()
-    {
-        Ok(old) => old,
-        Err(u) => return report.unreadable.push(u),
-    };
+        .map(|d| read(place, o, d, "oldObject: "))
+        .transpose()?;
+    Ok((object, old))
+}
+
+/// The report's entry for `object`, before any finding: where it is and what it is called. A
+/// Job built from a template is reported as the object holding it, at the template.
+fn checked_object(place: &Place<'_>, o: &Object, object: &JobObject, chain: &Chain<'_>) -> Checked {
     let namespace = match (
         object.metadata.namespace.as_deref(),
         o.namespace_hint.as_str(),
@@ -524,7 +603,6 @@ pub(super) fn check_object(
         ("", hint) => hint.to_string(),
         (n, _) => n.to_string(),
     };
-    // A Job built from a template is reported as the object holding it, at the template.
     let (kind, name, location, built) = match &o.from_template {
         Some(t) => (
             t.owner_kind,
@@ -538,8 +616,8 @@ pub(super) fn check_object(
         ),
         None => (o.kind.as_str(), name, place.location(), None),
     };
-    let mut checked = Checked {
-        location: location.clone(),
+    Checked {
+        location,
         namespace,
         kind,
         name,
@@ -548,77 +626,31 @@ pub(super) fn check_object(
         patch: json_patch::Patch::default(),
         mutation_changes: false,
         built,
+    }
+}
+
+/// The document with jobgate's own patch applied in place (it is not needed unpatched any more,
+/// and a copy of a large one costs as much again), read again, and whether the patch changes
+/// what the apiserver stores: a patch that only writes what the apiserver defaults anyway does
+/// not.
+fn apply_own_patch(
+    place: &Place<'_>,
+    o: &mut Object,
+    object: &JobObject,
+    patch: &json_patch::Patch,
+    config: &Config,
+) -> Result<(JobObject, bool), Unreadable> {
+    json_patch::patch(&mut o.doc, &patch.0)
+        .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))?;
+    let mut patched = read(place, o, &o.doc, "")?;
+    let mut unpatched = object.clone();
+    defaults::apply_apiserver_defaults(&mut unpatched, &config.cluster);
+    defaults::apply_apiserver_defaults(&mut patched, &config.cluster);
+    // (A CronJob's template text differs with any patch; its fields are compared.)
+    let fields = |o: &JobObject| JobObject {
+        job_template_json: None,
+        ..o.clone()
     };
-    let rejected = decoded
-        .iter()
-        .any(|f| f.finding.severity() == review::Severity::Error);
-    checked.findings = decoded;
-    if rejected {
-        // kube-apiserver refuses the request before any admission webhook is called.
-        report.objects.push(checked);
-        return;
-    }
-    let mut outcome = review::Outcome::default();
-    if chain.mutate {
-        let mutated = review::mutate(
-            &job::Review {
-                operation: o.operation,
-                object: &object,
-                old_object: old.as_ref(),
-            },
-            config,
-            chain.scope(&checked.namespace),
-        );
-        if !mutated.patch.0.is_empty() {
-            // The document is patched in place: it is not needed unpatched any more, and a copy
-            // of a large one costs as much again.
-            let applied = json_patch::patch(&mut o.doc, &mutated.patch.0)
-                .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))
-                .and_then(|()| read(place, &o, &o.doc, ""));
-            let mut patched = match applied {
-                Ok(patched) => patched,
-                Err(u) => return report.unreadable.push(u),
-            };
-            // A patch that only writes what the apiserver defaults anyway changes nothing stored.
-            let mut unpatched = object.clone();
-            defaults::apply_apiserver_defaults(&mut unpatched, &config.cluster);
-            defaults::apply_apiserver_defaults(&mut patched, &config.cluster);
-            // (A CronJob's template text differs with any patch; its fields are compared.)
-            let fields = |o: &JobObject| JobObject {
-                job_template_json: None,
-                ..o.clone()
-            };
-            checked.mutation_changes = fields(&patched) != fields(&unpatched);
-            object = patched;
-        }
-        outcome = mutated;
-    }
-    // kube-apiserver defaults the object (again, after mutation) before it validates it.
-    defaults::apply_apiserver_defaults(&mut object, &config.cluster);
-    if o.operation == Operation::Create {
-        defaults::prepare_job_for_create(&mut object, &config.cluster);
-    }
-    if let Some(old) = old.as_mut() {
-        defaults::apply_apiserver_defaults(old, &config.cluster);
-    }
-    let validated = review::validate(
-        &job::Review {
-            operation: o.operation,
-            object: &object,
-            old_object: old.as_ref(),
-        },
-        config,
-    );
-    outcome.findings.extend(validated.findings);
-    checked
-        .findings
-        .extend(outcome.findings.into_iter().map(|finding| {
-            let at = match finding.field() {
-                Some(p) => place.at(&segments(p)),
-                None => location.clone(),
-            };
-            Located { finding, at }
-        }));
-    checked.patch = outcome.patch;
-    report.objects.push(checked);
+    let changes = fields(&patched) != fields(&unpatched);
+    Ok((patched, changes))
 }

@@ -11,19 +11,19 @@ use serde_json::Value;
 
 use super::locate::{Position, Wanted};
 use super::report::Location;
+use super::schema::Step;
 use super::yaml;
-use crate::job::schema::Step;
 
 /// One readable input: its display name (`jobs.yaml`, `-` for stdin) and its text.
 #[derive(Debug, Clone)]
-pub(crate) struct Source {
+pub(crate) struct Input {
     pub(crate) name: String,
     pub(crate) text: String,
 }
 
-impl Source {
-    pub(crate) fn named(name: &str, text: String) -> Source {
-        Source {
+impl Input {
+    pub(crate) fn named(name: &str, text: String) -> Input {
+        Input {
             name: name.to_string(),
             text,
         }
@@ -144,7 +144,7 @@ pub(crate) struct Document {
 /// Reads the documents of one source, one at a time (each is checked and dropped before the
 /// next is built), then locates the fields the findings name.
 pub(crate) struct Reader<'a> {
-    source: &'a Source,
+    source: &'a Input,
     format: Format<'a>,
     next_index: usize,
     /// Why reading stopped early.
@@ -170,7 +170,7 @@ enum Format<'a> {
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(source: &'a Source) -> Reader<'a> {
+    pub(crate) fn new(source: &'a Input) -> Reader<'a> {
         let trimmed = source.text.trim_start();
         let format = if trimmed.starts_with('{') || trimmed.starts_with('[') {
             // Unpaired surrogates read as U+FFFD, as by the webhook and kube-apiserver
@@ -579,15 +579,15 @@ fn scan_yaml(text: &str) -> Option<Refused> {
 mod tests {
     use super::*;
 
-    fn src(text: &str) -> Source {
-        Source {
+    fn src(text: &str) -> Input {
+        Input {
             name: "t.yaml".into(),
             text: text.into(),
         }
     }
 
     /// Every document's value, and why reading stopped.
-    fn documents(source: &Source) -> (Vec<Document>, Option<Unreadable>) {
+    fn documents(source: &Input) -> (Vec<Document>, Option<Unreadable>) {
         let mut reader = Reader::new(source);
         let mut docs = Vec::new();
         while let Some(doc) = reader.next_document() {

@@ -185,33 +185,45 @@ impl Wanted {
                 }
                 Event::MappingStart(..) | Event::SequenceStart(..) => {
                     let is_map = matches!(event, Event::MappingStart(..));
-                    let frame = match stack.last_mut() {
-                        Some(Frame::Map {
-                            key: key @ Key::Expected,
-                            ..
-                        }) => {
-                            *key = Key::Skipped;
-                            Frame::Skipped
-                        }
-                        Some(Frame::Skipped) => Frame::Skipped,
-                        _ => {
-                            let node = self.value(&mut stack, doc, at);
-                            if is_map {
-                                Frame::Map {
-                                    node,
-                                    key: Key::Expected,
-                                }
-                            } else {
-                                Frame::Seq { node, next: 0 }
-                            }
-                        }
-                    };
+                    let frame = self.open(&mut stack, doc, at, is_map);
                     stack.push(frame);
                 }
                 Event::MappingEnd | Event::SequenceEnd => {
                     stack.pop();
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// A mapping (`is_map`) or sequence starts at `at`: its frame. One used as a mapping key, and
+    /// all inside it, are skipped.
+    fn open(
+        &mut self,
+        stack: &mut [Frame],
+        doc: Option<usize>,
+        at: Position,
+        is_map: bool,
+    ) -> Frame {
+        match stack.last_mut() {
+            Some(Frame::Map {
+                key: key @ Key::Expected,
+                ..
+            }) => {
+                *key = Key::Skipped;
+                Frame::Skipped
+            }
+            Some(Frame::Skipped) => Frame::Skipped,
+            _ => {
+                let node = self.value(stack, doc, at);
+                if is_map {
+                    Frame::Map {
+                        node,
+                        key: Key::Expected,
+                    }
+                } else {
+                    Frame::Seq { node, next: 0 }
+                }
             }
         }
     }

@@ -19,16 +19,17 @@ pub(crate) mod input;
 pub(crate) mod locate;
 mod render;
 pub(crate) mod report;
+pub(crate) mod schema;
 mod templates;
 pub(crate) mod yaml;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
-use crate::job::PolicyName;
+use crate::job::levels::PolicyName;
 use crate::rule_flags::RuleArgs;
 pub(crate) use document::{Chain, FieldValidation, Place, check_document};
-use input::{Source, Unreadable};
+use input::{Input, Unreadable};
 pub(crate) use report::Report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -192,6 +193,31 @@ pub(crate) fn run_with(
         field_validation: args.validate,
     };
     let mut report = Report::default();
+    let documents = check_inputs(args, stdin, &chain, &mut report);
+    let nothing = documents == 0 && report.unreadable.is_empty();
+    let written = render::write(&report, args.output, out, err);
+    if let Err(e) = written.and_then(|_| out.flush()) {
+        let _ = writeln!(err, "jobgate check: cannot write output: {e}");
+        return EXIT_UNREADABLE;
+    }
+    if nothing {
+        let _ = writeln!(
+            err,
+            "jobgate check: error: nothing to check: no document was found in the input"
+        );
+        return EXIT_UNREADABLE;
+    }
+    exit_code(&report, args.fail_on)
+}
+
+/// Checks stdin (when asked, or when no path is given) and then every file the paths name, into
+/// `report`; returns how many documents were found.
+fn check_inputs(
+    args: &CheckArgs,
+    stdin: &mut dyn Read,
+    chain: &Chain<'_>,
+    report: &mut Report,
+) -> usize {
     let mut read_stdin = args.paths.is_empty();
     let mut files = Vec::new();
     for path in &args.paths {
@@ -206,9 +232,7 @@ pub(crate) fn run_with(
         let name = args.stdin_filename.as_deref().unwrap_or("-");
         let mut text = String::new();
         match stdin.read_to_string(&mut text) {
-            Ok(_) => {
-                documents += check_named(&Source::named(name, text), true, &chain, &mut report)
-            }
+            Ok(_) => documents += check_named(&Input::named(name, text), true, chain, report),
             Err(e) => report
                 .unreadable
                 .push(Unreadable::input(name, format!("cannot read stdin: {e}"))),
@@ -228,33 +252,21 @@ pub(crate) fn run_with(
         let name = path.display().to_string();
         match std::fs::read_to_string(&path) {
             Ok(text) if named => {
-                documents += check_named(&Source::named(&name, text), false, &chain, &mut report)
+                documents += check_named(&Input::named(&name, text), false, chain, report)
             }
-            Ok(text) => documents += check_source(&Source::named(&name, text), &chain, &mut report),
+            Ok(text) => documents += check_source(&Input::named(&name, text), chain, report),
             Err(e) => report
                 .unreadable
                 .push(Unreadable::input(&name, e.to_string())),
         }
     }
-    let nothing = documents == 0 && report.unreadable.is_empty();
-    let written = render::write(&report, args.output, out, err);
-    if let Err(e) = written.and_then(|_| out.flush()) {
-        let _ = writeln!(err, "jobgate check: cannot write output: {e}");
-        return EXIT_UNREADABLE;
-    }
-    if nothing {
-        let _ = writeln!(
-            err,
-            "jobgate check: error: nothing to check: no document was found in the input"
-        );
-        return EXIT_UNREADABLE;
-    }
-    exit_code(&report, args.fail_on)
+    documents
 }
 
 /// The documents of a YAML stream as kubectl sends them to kube-apiserver (empty ones left out),
-/// or why it cannot be read: what `check` judges. Public for the comparison with kubectl itself
+/// or why it cannot be read: what `check` judges. Test support: the comparison with kubectl itself
 /// (`tests/check_kubectl_yaml.rs`).
+#[cfg(any(test, feature = "test-support"))]
 pub fn yaml_as_kubectl_sends_it(text: &str) -> Result<Vec<serde_json::Value>, String> {
     let mut out = Vec::new();
     for doc in yaml::documents(text) {
@@ -303,7 +315,7 @@ fn list_policies(out: &mut dyn Write) -> std::io::Result<()> {
 /// document (nothing, blanks, comments, `---` alone) is unreadable, not a pass. An upstream
 /// command that failed (`kubectl kustomize overlays/prod | jobgate check -`, without pipefail)
 /// leaves exactly that.
-fn check_named(source: &Source, stdin: bool, chain: &Chain<'_>, report: &mut Report) -> usize {
+fn check_named(source: &Input, stdin: bool, chain: &Chain<'_>, report: &mut Report) -> usize {
     let failures = report.unreadable.len();
     let documents = check_source(source, chain, report);
     if documents == 0 && report.unreadable.len() == failures {
@@ -327,7 +339,7 @@ fn check_named(source: &Source, stdin: bool, chain: &Chain<'_>, report: &mut Rep
 
 /// Checks every document of one source into `report`, one at a time; returns how many
 /// documents it held (empty ones, `---` alone, not counted). The fields the findings name are located afterwards, in one pass.
-pub(crate) fn check_source(source: &Source, chain: &Chain<'_>, report: &mut Report) -> usize {
+pub(crate) fn check_source(source: &Input, chain: &Chain<'_>, report: &mut Report) -> usize {
     let (first_object, first_ignored, first_unreadable) = (
         report.objects.len(),
         report.ignored.len(),

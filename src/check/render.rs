@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::OutputFormat;
 use super::report::{Location, Report};
-use crate::job::PolicyName;
-use crate::job::review::Severity;
+use crate::job::finding::Severity;
+use crate::job::levels::PolicyName;
 
 /// Writes `report` in `format`: findings on `out`; in text, notes and the summary on `err`.
 pub(crate) fn write(
@@ -216,7 +216,24 @@ fn artifact(file: &str) -> Value {
 /// SARIF 2.1.0 (OASIS): one run of the `jobgate` driver, one rule per source (kube-apiserver,
 /// each policy, the mutating webhook), one result per finding and unreadable input.
 fn sarif(report: &Report) -> Value {
-    let rules: Vec<Value> = [
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "jobgate",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": sarif_rules(),
+            }},
+            "results": sarif_results(report),
+        }],
+    })
+}
+
+/// One SARIF rule per source of findings: kube-apiserver, the mutating webhook, kubectl, an
+/// unreadable input, each policy.
+fn sarif_rules() -> Vec<Value> {
+    [
         rule(
             "kube-apiserver",
             "kube-apiserver's decoding and validation of Jobs and CronJobs, and of the Jobs built from a JobSet's or Trainer runtime's templates",
@@ -256,7 +273,11 @@ fn sarif(report: &Report) -> Value {
             "validation.md#jobgates-policies",
         )
     }))
-    .collect();
+    .collect()
+}
+
+/// One SARIF result per finding and unreadable input.
+fn sarif_results(report: &Report) -> Vec<Value> {
     let mut results = Vec::new();
     for o in &report.objects {
         for f in &o.findings {
@@ -290,16 +311,5 @@ fn sarif(report: &Report) -> Value {
             "locations": [{"physicalLocation": location}],
         }));
     }
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "jobgate",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "results": results,
-        }],
-    })
+    results
 }

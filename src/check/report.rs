@@ -6,7 +6,9 @@ use serde::ser::SerializeStruct;
 
 use super::input::Unreadable;
 use super::locate::Position;
-use crate::job::review::{Finding, Said, Severity};
+use crate::job::finding::Finding;
+use crate::job::finding::Said;
+use crate::job::finding::Severity;
 
 /// The version of the `-o json` / `-o yaml` document's shape: a field removed, renamed or
 /// changed in meaning raises it; a field added does not.
@@ -16,7 +18,7 @@ pub(crate) const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Default)]
 pub(crate) struct Report {
     pub(crate) objects: Vec<Checked>,
-    pub(crate) ignored: Vec<Ignored>,
+    pub(crate) ignored: Vec<Skipped>,
     pub(crate) unreadable: Vec<Unreadable>,
 }
 
@@ -154,7 +156,7 @@ impl Checked {
 /// A document skipped: not a batch/v1 Job or CronJob.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Ignored {
+pub(crate) struct Skipped {
     #[serde(serialize_with = "location_string")]
     pub(crate) location: Location,
     pub(crate) api_version: String,
@@ -174,7 +176,7 @@ pub(crate) struct Summary {
     pub(crate) unreadable: usize,
 }
 
-impl Ignored {
+impl Skipped {
     /// `apiVersion/kind`, what skipped documents are counted by (`<no kind>` without one).
     pub(crate) fn what(&self) -> String {
         match (self.api_version.as_str(), self.kind.as_str()) {

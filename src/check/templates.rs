@@ -20,10 +20,14 @@ use serde_json::Value;
 use super::document::{FromTemplate, Object, Place, check_object};
 use super::report::{Checked, Located, Report};
 use super::{Chain, FieldValidation};
+use crate::check::schema;
 use crate::embedded::{self, Owner};
+use crate::job::Kind;
 use crate::job::field::{BadValue, FieldError, FieldPath};
-use crate::job::review::{self, Finding, Source};
-use crate::job::{Kind, Operation, schema};
+use crate::job::finding;
+use crate::job::finding::Finding;
+use crate::job::finding::Source;
+use crate::job::review::Operation;
 
 /// The pattern controller-gen gives a `resource.Quantity` in a CRD (jobset.x-k8s.io_jobsets.yaml,
 /// trainer.kubeflow.org_trainingruntimes.yaml).
@@ -31,6 +35,24 @@ pub(crate) const CRD_QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.
 
 fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The owner's name as reported (its `generateName` when it has no name) and the namespace its
+/// Jobs are created in (a ClusterTrainingRuntime's: the default namespace).
+fn name_and_namespace(owner: Owner, doc: &Value, chain: &Chain<'_>) -> (String, String) {
+    let name = match (
+        str_at(doc, "/metadata/name"),
+        str_at(doc, "/metadata/generateName"),
+    ) {
+        ("", "") => "<unnamed>".to_string(),
+        ("", generate) => generate.to_string(),
+        (n, _) => n.to_string(),
+    };
+    let namespace = match (owner, str_at(doc, "/metadata/namespace")) {
+        (Owner::ClusterTrainingRuntime, _) | (_, "") => chain.default_namespace.to_string(),
+        (_, ns) => ns.to_string(),
+    };
+    (name, namespace)
 }
 
 /// Checks one object holding Job templates.
@@ -41,18 +63,7 @@ pub(super) fn check_owner(
     chain: &Chain<'_>,
     report: &mut Report,
 ) {
-    let name = match (
-        str_at(&doc, "/metadata/name"),
-        str_at(&doc, "/metadata/generateName"),
-    ) {
-        ("", "") => "<unnamed>".to_string(),
-        ("", generate) => generate.to_string(),
-        (n, _) => n.to_string(),
-    };
-    let namespace = match (owner, str_at(&doc, "/metadata/namespace")) {
-        (Owner::ClusterTrainingRuntime, _) | (_, "") => chain.default_namespace.to_string(),
-        (_, ns) => ns.to_string(),
-    };
+    let (name, namespace) = name_and_namespace(owner, &doc, chain);
     let templates = embedded::template_paths(owner, &doc);
     let mut decoded: Vec<Vec<Located>> = templates
         .iter()
@@ -72,7 +83,7 @@ pub(super) fn check_owner(
     let refused = decoded
         .iter()
         .flatten()
-        .any(|f| f.finding.severity() == review::Severity::Error);
+        .any(|f| f.finding.severity() == finding::Severity::Error);
     if refused || templates.is_empty() {
         // kube-apiserver refuses the object itself: no Job is ever built from it.
         report
@@ -142,18 +153,21 @@ fn misplaced_opt_in(
     };
     let at = |key: &str| place.at(&["metadata".into(), "annotations".into(), key.into()]);
     let mut out = Vec::new();
-    if let Some(value) = annotations.get(crate::job::FAILURE_RECOVERY) {
-        let path = format!("metadata.annotations[{}]", crate::job::FAILURE_RECOVERY);
+    if let Some(value) = annotations.get(crate::job::mutate::FAILURE_RECOVERY) {
+        let path = format!(
+            "metadata.annotations[{}]",
+            crate::job::mutate::FAILURE_RECOVERY
+        );
         let message = format!(
             "jobgate: ignored {path}={value} on the {}: its Jobs do not inherit it; set it in {jobs}.metadata.annotations",
             owner.kind()
         );
         out.push(Located {
             finding: Finding::warning(Source::Mutation, Some(path), message),
-            at: at(crate::job::FAILURE_RECOVERY),
+            at: at(crate::job::mutate::FAILURE_RECOVERY),
         });
     }
-    let policy = crate::job::PolicyName::RecoveryAnnotationOnJob;
+    let policy = crate::job::levels::PolicyName::RecoveryAnnotationOnJob;
     let level = chain.config.policies.level(policy);
     for key in chain.config.recognized_recovery_keys() {
         let Some(value) = annotations.get(key) else {
@@ -166,7 +180,7 @@ fn misplaced_opt_in(
             .as_str()
             .map_or_else(|| value.to_string(), str::to_string);
         // A warning even at `deny`: no webhook sees the owner, so nothing would refuse it.
-        if level == crate::job::Level::Off {
+        if level == crate::job::levels::Level::Off {
             continue;
         }
         let finding = Finding::warning(

@@ -279,8 +279,8 @@ fn admission_review_update_uses_old_object() {
 fn policy_flags_change_the_verdict() {
     let mut a = args(&[], OutputFormat::Text);
     a.rules.policies = vec![(
-        crate::job::PolicyName::RecoveryNeedsFailed,
-        crate::job::Level::Deny,
+        crate::job::levels::PolicyName::RecoveryNeedsFailed,
+        crate::job::levels::Level::Deny,
     )];
     let (code, out, _) = run_on(&a, &warned_cron_job());
     assert_eq!(code, EXIT_DENIED);

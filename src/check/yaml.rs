@@ -25,7 +25,7 @@ use granit_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 
 use super::locate::Position;
-use crate::job::schema::Step;
+use super::schema::Step;
 
 /// Nesting deeper than this is refused (serde_json's own limit for JSON input; no manifest comes
 /// near it), so nothing downstream recurses without bound.
@@ -244,110 +244,130 @@ impl<'a> Builder<'a> {
             Event::Scalar(text, style, anchor, tag) => {
                 self.decodes += 1;
                 let plain = style == ScalarStyle::Plain;
-                if self.expecting_key() {
-                    if is_merge(&text, plain, tag.as_deref()) {
-                        self.set_key(Key::Merge);
-                        return Ok(());
-                    }
-                    let scalar =
-                        resolve(&text, plain, tag.as_deref()).map_err(|r| fail(Some(at), r))?;
-                    let key = scalar_key(&scalar).map_err(|r| fail(Some(at), r))?;
-                    if anchor != 0 && self.aliased.contains(&anchor) {
-                        let value = scalar_value(&scalar, &text).map_err(|r| fail(Some(at), r))?;
-                        self.keep_anchor(anchor, &value, 1);
-                    }
-                    self.set_key(Key::Name(key));
-                    return Ok(());
-                }
-                let scalar =
-                    resolve(&text, plain, tag.as_deref()).map_err(|r| fail(Some(at), r))?;
-                let value = scalar_value(&scalar, &text).map_err(|r| fail(Some(at), r))?;
-                self.keep_anchor(anchor, &value, 1);
-                self.complete(value, at)
+                self.scalar(&text, plain, anchor, tag.as_deref(), at)
             }
-            Event::Alias(id) => {
-                self.decodes += 1;
-                let Some((value, size)) = self.anchors.get(&id) else {
-                    // An anchor whose node is still open: the value would contain itself.
-                    return Err(fail(
-                        Some(at),
-                        "invalid YAML: an anchor's value contains itself",
-                    ));
-                };
-                let size = *size;
-                // What go-yaml v2 counts while it decodes the alias, checked before the copy.
-                let decodes = self.decodes + size;
-                let alias_decodes = self.alias_decodes + size;
-                if alias_decodes > 100
-                    && decodes > 1000
-                    && alias_decodes as f64 / decodes as f64 > allowed_alias_ratio(decodes)
-                {
-                    return Err(fail(
-                        Some(at),
-                        "invalid YAML: document contains excessive aliasing",
-                    ));
-                }
-                self.decodes = decodes;
-                self.alias_decodes = alias_decodes;
-                let value = value.clone();
-                if self.expecting_key() {
-                    let key = key_string(&value).map_err(|r| fail(Some(at), r))?;
-                    self.set_key(Key::Name(key));
-                    return Ok(());
-                }
-                self.complete(value, at)
-            }
-            Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
-                if self.expecting_key() {
-                    return Err(fail(
-                        Some(at),
-                        "invalid YAML: a mapping or sequence as a mapping key cannot be converted to JSON",
-                    ));
-                }
-                if self.stack.len() >= MAX_DEPTH {
-                    return Err(fail(
-                        Some(at),
-                        format!("invalid YAML: nested deeper than {MAX_DEPTH} levels"),
-                    ));
-                }
-                self.decodes += 1;
-                let container = if matches!(event, Event::SequenceStart(..)) {
-                    Container::Seq(Vec::new())
-                } else {
-                    Container::Map {
-                        map: Map::new(),
-                        key: None,
-                        merged: HashSet::new(),
-                    }
-                };
-                let step = self.next_step();
-                self.stack.push(Frame {
-                    container,
-                    step,
-                    anchor: (anchor != 0 && self.aliased.contains(&anchor)).then_some(anchor),
-                    decodes_at_start: self.decodes - 1,
-                });
-                Ok(())
-            }
-            Event::SequenceEnd | Event::MappingEnd => {
-                let Some(frame) = self.stack.pop() else {
-                    return Ok(());
-                };
-                let value = match frame.container {
-                    Container::Seq(mut items) => {
-                        items.shrink_to_fit();
-                        Value::Array(items)
-                    }
-                    Container::Map { map, .. } => Value::Object(map),
-                };
-                if let Some(id) = frame.anchor {
-                    let size = self.decodes - frame.decodes_at_start;
-                    self.anchors.insert(id, (value.clone(), size));
-                }
-                self.complete(value, at)
-            }
+            Event::Alias(id) => self.alias(id, at),
+            Event::SequenceStart(_, anchor, _) => self.start(true, anchor, at),
+            Event::MappingStart(_, anchor, _) => self.start(false, anchor, at),
+            Event::SequenceEnd | Event::MappingEnd => self.end(at),
             _ => Ok(()),
         }
+    }
+
+    /// A scalar: a mapping's key, or a value.
+    fn scalar(
+        &mut self,
+        text: &str,
+        plain: bool,
+        anchor: usize,
+        tag: Option<&Tag>,
+        at: Position,
+    ) -> Result<(), Failure> {
+        if self.expecting_key() {
+            if is_merge(text, plain, tag) {
+                self.set_key(Key::Merge);
+                return Ok(());
+            }
+            let scalar = resolve(text, plain, tag).map_err(|r| fail(Some(at), r))?;
+            let key = scalar_key(&scalar).map_err(|r| fail(Some(at), r))?;
+            if anchor != 0 && self.aliased.contains(&anchor) {
+                let value = scalar_value(&scalar, text).map_err(|r| fail(Some(at), r))?;
+                self.keep_anchor(anchor, &value, 1);
+            }
+            self.set_key(Key::Name(key));
+            return Ok(());
+        }
+        let scalar = resolve(text, plain, tag).map_err(|r| fail(Some(at), r))?;
+        let value = scalar_value(&scalar, text).map_err(|r| fail(Some(at), r))?;
+        self.keep_anchor(anchor, &value, 1);
+        self.complete(value, at)
+    }
+
+    /// An alias: its anchor's value again, counted as go-yaml v2 counts it.
+    fn alias(&mut self, id: usize, at: Position) -> Result<(), Failure> {
+        self.decodes += 1;
+        let Some((value, size)) = self.anchors.get(&id) else {
+            // An anchor whose node is still open: the value would contain itself.
+            return Err(fail(
+                Some(at),
+                "invalid YAML: an anchor's value contains itself",
+            ));
+        };
+        let size = *size;
+        // What go-yaml v2 counts while it decodes the alias, checked before the copy.
+        let decodes = self.decodes + size;
+        let alias_decodes = self.alias_decodes + size;
+        if alias_decodes > 100
+            && decodes > 1000
+            && alias_decodes as f64 / decodes as f64 > allowed_alias_ratio(decodes)
+        {
+            return Err(fail(
+                Some(at),
+                "invalid YAML: document contains excessive aliasing",
+            ));
+        }
+        self.decodes = decodes;
+        self.alias_decodes = alias_decodes;
+        let value = value.clone();
+        if self.expecting_key() {
+            let key = key_string(&value).map_err(|r| fail(Some(at), r))?;
+            self.set_key(Key::Name(key));
+            return Ok(());
+        }
+        self.complete(value, at)
+    }
+
+    /// A sequence (`sequence`) or a mapping begins.
+    fn start(&mut self, sequence: bool, anchor: usize, at: Position) -> Result<(), Failure> {
+        if self.expecting_key() {
+            return Err(fail(
+                Some(at),
+                "invalid YAML: a mapping or sequence as a mapping key cannot be converted to JSON",
+            ));
+        }
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(fail(
+                Some(at),
+                format!("invalid YAML: nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.decodes += 1;
+        let container = if sequence {
+            Container::Seq(Vec::new())
+        } else {
+            Container::Map {
+                map: Map::new(),
+                key: None,
+                merged: HashSet::new(),
+            }
+        };
+        let step = self.next_step();
+        self.stack.push(Frame {
+            container,
+            step,
+            anchor: (anchor != 0 && self.aliased.contains(&anchor)).then_some(anchor),
+            decodes_at_start: self.decodes - 1,
+        });
+        Ok(())
+    }
+
+    /// The innermost sequence or mapping ends.
+    fn end(&mut self, at: Position) -> Result<(), Failure> {
+        let Some(frame) = self.stack.pop() else {
+            return Ok(());
+        };
+        let value = match frame.container {
+            Container::Seq(mut items) => {
+                items.shrink_to_fit();
+                Value::Array(items)
+            }
+            Container::Map { map, .. } => Value::Object(map),
+        };
+        if let Some(id) = frame.anchor {
+            let size = self.decodes - frame.decodes_at_start;
+            self.anchors.insert(id, (value.clone(), size));
+        }
+        self.complete(value, at)
     }
 
     fn keep_anchor(&mut self, anchor: usize, value: &Value, size: usize) {

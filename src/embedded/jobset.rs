@@ -169,23 +169,7 @@ fn facts(jobset: &Value, default_namespace: &str) -> JobSetFacts {
         (None, Some(g)) => format!("{g}xxxxx"),
         (None, None) => "jobset".into(),
     };
-    let replicated: Vec<Replicated> = jobset
-        .pointer("/spec/replicatedJobs")
-        .and_then(Value::as_array)
-        .map(|jobs| {
-            jobs.iter()
-                .map(|r| Replicated {
-                    name: str_at(r, "/name").unwrap_or_default().to_string(),
-                    group: str_at(r, "/groupName").unwrap_or("default").to_string(),
-                    replicas: r
-                        .get("replicas")
-                        .and_then(Value::as_u64)
-                        .and_then(|n| u32::try_from(n).ok())
-                        .unwrap_or(0),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let replicated = replicated_jobs(jobset);
     let network = jobset.pointer("/spec/network");
     let dns_hostnames = network
         .and_then(|n| n.get("enableDNSHostnames"))
@@ -205,15 +189,7 @@ fn facts(jobset: &Value, default_namespace: &str) -> JobSetFacts {
             c.get("podIndex").and_then(Value::as_i64).unwrap_or(0),
         )
     });
-    let claim_templates = jobset
-        .pointer("/spec/volumeClaimPolicies")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p.get("templates").and_then(Value::as_array))
-        .flatten()
-        .filter_map(|t| str_at(t, "/metadata/name").map(str::to_string))
-        .collect();
+    let claim_templates = claim_template_names(jobset);
     JobSetFacts {
         namespace: str_at(jobset, "/metadata/namespace")
             .filter(|n| !n.is_empty())
@@ -242,6 +218,40 @@ fn facts(jobset: &Value, default_namespace: &str) -> JobSetFacts {
         replicated,
         name,
     }
+}
+
+/// `spec.replicatedJobs`: name, group and replicas of each.
+fn replicated_jobs(jobset: &Value) -> Vec<Replicated> {
+    jobset
+        .pointer("/spec/replicatedJobs")
+        .and_then(Value::as_array)
+        .map(|jobs| {
+            jobs.iter()
+                .map(|r| Replicated {
+                    name: str_at(r, "/name").unwrap_or_default().to_string(),
+                    group: str_at(r, "/groupName").unwrap_or("default").to_string(),
+                    replicas: r
+                        .get("replicas")
+                        .and_then(Value::as_u64)
+                        .and_then(|n| u32::try_from(n).ok())
+                        .unwrap_or(0),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The names of the claim templates of `spec.volumeClaimPolicies`.
+fn claim_template_names(jobset: &Value) -> Vec<String> {
+    jobset
+        .pointer("/spec/volumeClaimPolicies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("templates").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|t| str_at(t, "/metadata/name").map(str::to_string))
+        .collect()
 }
 
 /// `constructJob(js, rjob, jobIdx)`.
@@ -300,34 +310,44 @@ fn construct_job(facts: &JobSetFacts, r: usize, index: u32, template: Value) -> 
             *pod_spec = json!({});
         }
         if let Value::Object(pod_spec) = pod_spec {
-            if let Some(subdomain) = &facts.subdomain {
-                pod_spec.insert("subdomain".into(), json!(subdomain));
-            }
-            let exclusive = annotations.contains_key(EXCLUSIVE)
-                && annotations.contains_key(NODE_SELECTOR_STRATEGY);
-            if exclusive {
-                add_all(
-                    pod_spec,
-                    "nodeSelector",
-                    &Map::from_iter([(
-                        NAMESPACED_JOB.to_string(),
-                        json!(format!("{}_{job_name}", facts.namespace)),
-                    )]),
-                );
-                let toleration =
-                    json!({"key": NO_SCHEDULE, "operator": "Exists", "effect": "NoSchedule"});
-                push(pod_spec, "tolerations", toleration);
-            }
-            for claim in &facts.claim_templates {
-                if mounts(pod_spec, claim) {
-                    let volume = json!({"name": claim, "persistentVolumeClaim": {"claimName": format!("{claim}-{}", facts.name)}});
-                    push(pod_spec, "volumes", volume);
-                }
-            }
+            complete_pod_spec(pod_spec, facts, &job_name, &annotations);
         }
     }
     spec_map.insert("suspend".into(), json!(facts.suspend));
     json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": spec})
+}
+
+/// What the JobSet controller sets in the pod spec: the subdomain, exclusive placement's node
+/// selector and toleration, the volumes of the claim templates the containers mount.
+fn complete_pod_spec(
+    pod_spec: &mut Map<String, Value>,
+    facts: &JobSetFacts,
+    job_name: &str,
+    annotations: &Map<String, Value>,
+) {
+    if let Some(subdomain) = &facts.subdomain {
+        pod_spec.insert("subdomain".into(), json!(subdomain));
+    }
+    let exclusive =
+        annotations.contains_key(EXCLUSIVE) && annotations.contains_key(NODE_SELECTOR_STRATEGY);
+    if exclusive {
+        add_all(
+            pod_spec,
+            "nodeSelector",
+            &Map::from_iter([(
+                NAMESPACED_JOB.to_string(),
+                json!(format!("{}_{job_name}", facts.namespace)),
+            )]),
+        );
+        let toleration = json!({"key": NO_SCHEDULE, "operator": "Exists", "effect": "NoSchedule"});
+        push(pod_spec, "tolerations", toleration);
+    }
+    for claim in &facts.claim_templates {
+        if mounts(pod_spec, claim) {
+            let volume = json!({"name": claim, "persistentVolumeClaim": {"claimName": format!("{claim}-{}", facts.name)}});
+            push(pod_spec, "volumes", volume);
+        }
+    }
 }
 
 /// `labelAndAnnotateObject`: the labels and annotations added to the Job and its pod template

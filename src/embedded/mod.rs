@@ -17,8 +17,8 @@ mod trainer;
 
 use serde_json::Value;
 
+use crate::check::schema;
 use crate::job::Kind;
-use crate::job::schema;
 use crate::job::version::KubernetesVersion;
 
 /// A kind of object whose controller creates Jobs from templates it holds.
@@ -71,7 +71,7 @@ impl Owner {
 
 /// One Job template of an object, and the Job its controller creates from it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ControllerJob {
+pub(crate) struct ControllerJob {
     /// Where the template is in the object, as `field.Path` prints it
     /// (`spec.replicatedJobs[0].template`).
     pub template: String,
@@ -112,7 +112,7 @@ pub(crate) fn template_paths(owner: Owner, object: &Value) -> Vec<(String, Vec<S
 /// Fields a Job of `release` does not have are pruned from the templates, as kube-apiserver
 /// prunes what the owner's CRD does not know from an object it stores (`--validate=strict`
 /// refuses them first).
-pub fn controller_jobs(
+pub(crate) fn controller_jobs(
     owner: Owner,
     object: Value,
     namespace: &str,
@@ -132,6 +132,19 @@ pub fn controller_jobs(
         }
     }
     Ok(jobs)
+}
+
+/// [`controller_jobs`] as `(template path, Job)` pairs. Test support: the Jobs sent to a real
+/// kube-apiserver (`tests/cluster_templates.rs`).
+#[cfg(any(test, feature = "test-support"))]
+pub fn controller_jobs_as_sent(
+    owner: Owner,
+    object: Value,
+    namespace: &str,
+    release: KubernetesVersion,
+) -> Result<Vec<(String, Value)>, String> {
+    let jobs = controller_jobs(owner, object, namespace, release)?;
+    Ok(jobs.into_iter().map(|j| (j.template, j.job)).collect())
 }
 
 /// Removes from a Job template (`{metadata, spec}`) the fields a Job of `release` does not have.

@@ -16,12 +16,16 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS;
-use super::policy::Policies;
-use super::policy::{Level, PolicyName};
+use super::levels::Policies;
+use super::levels::{Level, PolicyName};
 use super::version;
 use super::version::{Cluster, KubernetesVersion, parse_gate_name};
 use crate::kueue::RECOVERY_ANNOTATION_KEYS;
+
+/// The key the mutating webhook sets by default: the one KEP-6757 names. The reconciler reads
+/// both keys, so the pods are recovered whichever Kueue version runs beside it.
+pub(crate) const DEFAULT_INJECTED_RECOVERY_ANNOTATION_KEYS: [&str; 1] =
+    [crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE];
 
 /// Settings of the rules, shared by `serve` and `check`.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +51,7 @@ impl Config {
 
     /// What `serve`, `check` and `audit` say once when the cluster's release is newer than
     /// jobgate knows (it is judged with the newest known rules); `None` otherwise.
-    pub fn newer_release_note(&self) -> Option<String> {
+    pub(crate) fn newer_release_note(&self) -> Option<String> {
         self.cluster.release().newer_release_note()
     }
 

@@ -2,7 +2,7 @@
 //! `pkg/apis/core/v1/defaults.go`). Mutation uses the KEP-3939 rule; `jobgate check` applies all of
 //! them before validating, as the apiserver does before validation.
 
-use super::model::{JobObject, JobSpec, Presence};
+use super::model::{JobObject, JobSpec, Kind, Presence};
 use super::version::{Cluster, FeatureGate};
 
 pub(crate) const FAILED: &str = "Failed";
@@ -29,7 +29,7 @@ pub(crate) fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
 /// completions/parallelism (both 1 when both unset, else parallelism 1), `backoffLimit` (6, or
 /// MaxInt32 with `backoffLimitPerIndex`), `completionMode: NonIndexed` and `suspend: false`.
 pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster) {
-    if object.kind == super::Kind::Job {
+    if object.kind == Kind::Job {
         let spec = &mut object.spec;
         if spec.completions.is_none() && spec.parallelism.is_none() {
             spec.completions = Some(1);
@@ -46,7 +46,7 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
             .get_or_insert_with(|| "NonIndexed".to_string());
         spec.suspend.get_or_insert(false);
     }
-    let job = object.kind == super::Kind::Job;
+    let job = object.kind == Kind::Job;
     let spec = &mut object.spec;
     if !cluster.enabled(FeatureGate::JobPodReplacementPolicy) {
         // Only the Job strategy drops the field: a CronJob's job template keeps it, neither
@@ -64,7 +64,7 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
             Presence::Value(pod_replacement_policy_default(spec).to_string());
     }
     let defaults_status =
-        object.kind == super::Kind::Job || cluster.defaults_cron_job_pod_condition_status();
+        object.kind == Kind::Job || cluster.defaults_cron_job_pod_condition_status();
     if let (Presence::Value(policy), true) = (&mut spec.pod_failure_policy, defaults_status) {
         for pattern in policy
             .rules
@@ -92,7 +92,7 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
 /// `JobManagedBy` off (beta in 1.33 and 1.34) a new Job's `spec.managedBy` is dropped before
 /// validation. An UPDATE keeps it (it is immutable), and so does a CronJob's job template.
 pub(crate) fn prepare_job_for_create(object: &mut JobObject, cluster: &Cluster) {
-    if object.kind == super::Kind::Job && !cluster.enabled(FeatureGate::JobManagedBy) {
+    if object.kind == Kind::Job && !cluster.enabled(FeatureGate::JobManagedBy) {
         object.spec.managed_by = None;
     }
 }
@@ -100,7 +100,6 @@ pub(crate) fn prepare_job_for_create(object: &mut JobObject, cluster: &Cluster) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Kind;
 
     fn job(json: &str) -> JobObject {
         JobObject::from_json(Kind::Job, json).unwrap()

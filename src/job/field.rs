@@ -3,7 +3,15 @@
 
 use std::fmt;
 
-use super::version::ValueStyle;
+/// `field.Error.ErrorBody()`'s rendering of composite values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueStyle {
+    /// 1.33 and before: pointers dereferenced (nil is the string `"null"`), named strings,
+    /// slices and structs printed with `%#v`.
+    GoSyntax,
+    /// 1.34 and later (kubernetes#132314): `json.Marshal`.
+    Json,
+}
 
 /// `field.Path`: where in an object an error is, built the way upstream passes `fldPath` down
 /// (`NewPath("spec").Child("podFailurePolicy").Child("rules").Index(0)`) and printed as

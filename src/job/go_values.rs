@@ -200,7 +200,7 @@ pub(crate) fn opt_int(v: Option<i32>) -> BadValue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::version::ValueStyle;
+    use crate::job::field::ValueStyle;
     use crate::job::{JobObject, Kind};
 
     fn spec(json: &str) -> crate::job::model::JobSpec {

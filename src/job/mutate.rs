@@ -28,12 +28,15 @@
 
 use serde_json::{Map, Value};
 
+use super::config::Config;
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
 use super::field::go_quote;
 use super::model::{JobObject, Kind, Presence};
 use super::patch::{add, pointer, replace};
+use super::review::Operation;
+use super::review::Review;
+use super::review::Verdict;
 use super::version::FeatureGate;
-use super::{Config, Operation, Review, Verdict};
 
 /// The Job annotation that opts a Job in (`"enabled"`) or out (`"disabled"`) of failure recovery.
 pub(crate) const FAILURE_RECOVERY: &str = "jobgate.dev/failure-recovery";
@@ -76,60 +79,9 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
         Presence::Absent | Presence::Null => pod_replacement_policy_default(spec),
     };
 
-    if opted_in(object, scope, &mut warnings) {
-        let keys = config.injected_recovery_keys();
-        let template_value = |key: &str| spec.template.annotation(key);
-        // A "false" under any key jobgate's reconciler or Kueue reads is an opt-out, not only
-        // under the keys this webhook sets.
-        let opted_out: Vec<&str> = config
-            .recognized_recovery_keys()
-            .into_iter()
-            .filter(|k| template_value(k).as_deref() == Some("false"))
-            .collect();
-        if !opted_out.is_empty() {
-            for key in opted_out {
-                warnings.push(format!(
-                    "jobgate: left {spec_path}.template.metadata.annotations[{key}]=\"false\" unchanged: \
-                     the pods opted out of forced termination, so failure recovery is not applied"
-                ));
-            }
-        } else {
-            let mut missing = Vec::new();
-            for key in keys {
-                match template_value(key).as_deref() {
-                    None => missing.push(key),
-                    Some(TRUE) => {}
-                    Some(other) => warnings.push(format!(
-                        "jobgate: left {spec_path}.template.metadata.annotations[{key}]={} unchanged: \
-                         Kueue forcefully terminates only pods annotated \"true\"",
-                        go_quote(other)
-                    )),
-                }
-            }
-            add_template_annotations(object, &missing, &mut annotation_ops);
-            added_keys = missing;
-            if !replacement_policy_exists {
-                warnings.push(format!(
-                    "jobgate: left {spec_path}.podReplacementPolicy unchanged although failure recovery \
-                     is enabled: the cluster's JobPodReplacementPolicy feature gate is off, so the \
-                     apiserver drops the field"
-                ));
-            } else if policy == TERMINATING_OR_FAILED {
-                if spec.pod_failure_policy.is_set() {
-                    // Only an explicit value gets here: with a podFailurePolicy the default is Failed.
-                    warnings.push(format!(
-                        "jobgate: left {spec_path}.podReplacementPolicy=TerminatingOrFailed unchanged \
-                         although failure recovery is enabled: with {spec_path}.podFailurePolicy set, \
-                         the apiserver accepts only Failed"
-                    ));
-                } else {
-                    policy = FAILED;
-                    warnings.push(format!(
-                        "jobgate: set {spec_path}.podReplacementPolicy=Failed because failure recovery is enabled"
-                    ));
-                }
-            }
-        }
+    if opted_in(object, scope, &mut warnings) && !left_opted_out(object, config, &mut warnings) {
+        added_keys = add_missing_annotations(object, config, &mut warnings, &mut annotation_ops);
+        policy = policy_for_recovery(object, policy, replacement_policy_exists, &mut warnings);
     }
 
     // Every change is explained, in the patch's order (the policy, then the annotations).
@@ -154,6 +106,82 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
         warnings,
         patch: json_patch::Patch(patch),
     }
+}
+
+/// A "false" under any key jobgate's reconciler or Kueue reads is an opt-out, not only under the
+/// keys this webhook sets: it is left as it is, with a warning each.
+fn left_opted_out(object: &JobObject, config: &Config, warnings: &mut Vec<String>) -> bool {
+    let spec_path = object.spec_path();
+    let opted_out: Vec<&str> = config
+        .recognized_recovery_keys()
+        .into_iter()
+        .filter(|k| object.spec.template.annotation(k).as_deref() == Some("false"))
+        .collect();
+    for key in &opted_out {
+        warnings.push(format!(
+            "jobgate: left {spec_path}.template.metadata.annotations[{key}]=\"false\" unchanged: \
+             the pods opted out of forced termination, so failure recovery is not applied"
+        ));
+    }
+    !opted_out.is_empty()
+}
+
+/// The recovery annotations the webhook sets that the pod template lacks, added to `ops`; a
+/// value other than "true" is left, with a warning.
+fn add_missing_annotations<'c>(
+    object: &JobObject,
+    config: &'c Config,
+    warnings: &mut Vec<String>,
+    ops: &mut Vec<json_patch::PatchOperation>,
+) -> Vec<&'c str> {
+    let spec_path = object.spec_path();
+    let mut missing = Vec::new();
+    for key in config.injected_recovery_keys() {
+        match object.spec.template.annotation(key).as_deref() {
+            None => missing.push(key),
+            Some(TRUE) => {}
+            Some(other) => warnings.push(format!(
+                "jobgate: left {spec_path}.template.metadata.annotations[{key}]={} unchanged: \
+                 Kueue forcefully terminates only pods annotated \"true\"",
+                go_quote(other)
+            )),
+        }
+    }
+    add_template_annotations(object, &missing, ops);
+    missing
+}
+
+/// Recovery needs `podReplacementPolicy: Failed`: set where the apiserver accepts it, else
+/// left with a warning saying why.
+fn policy_for_recovery<'a>(
+    object: &JobObject,
+    policy: &'a str,
+    replacement_policy_exists: bool,
+    warnings: &mut Vec<String>,
+) -> &'a str {
+    let spec_path = object.spec_path();
+    if !replacement_policy_exists {
+        warnings.push(format!(
+            "jobgate: left {spec_path}.podReplacementPolicy unchanged although failure recovery \
+             is enabled: the cluster's JobPodReplacementPolicy feature gate is off, so the \
+             apiserver drops the field"
+        ));
+    } else if policy == TERMINATING_OR_FAILED {
+        if object.spec.pod_failure_policy.is_set() {
+            // Only an explicit value gets here: with a podFailurePolicy the default is Failed.
+            warnings.push(format!(
+                "jobgate: left {spec_path}.podReplacementPolicy=TerminatingOrFailed unchanged \
+                 although failure recovery is enabled: with {spec_path}.podFailurePolicy set, \
+                 the apiserver accepts only Failed"
+            ));
+        } else {
+            warnings.push(format!(
+                "jobgate: set {spec_path}.podReplacementPolicy=Failed because failure recovery is enabled"
+            ));
+            return FAILED;
+        }
+    }
+    policy
 }
 
 /// CREATE of a Job or CronJob; UPDATE of a CronJob whose `spec.jobTemplate` changed.

@@ -5,152 +5,13 @@
 //! On UPDATE a policy reports only what the old object did not already have (ratcheting), so a
 //! Job created before jobgate was installed can still be updated (finalizers, suspend, labels).
 
-use std::fmt;
-
+use super::config::Config;
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
-use super::field::FieldPath;
-use super::model::{JobObject, ObjectMeta};
-use super::version::ValueStyle;
-use super::{BadValue, Config, FieldError, Kind, Operation, Review, review};
-
-/// How a policy acts when it finds something.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Level {
-    Off,
-    Warn,
-    Deny,
-}
-
-impl Level {
-    pub(crate) fn parse(s: &str) -> Option<Level> {
-        match s {
-            "off" => Some(Level::Off),
-            "warn" => Some(Level::Warn),
-            "deny" => Some(Level::Deny),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Level::Off => "off",
-            Level::Warn => "warn",
-            Level::Deny => "deny",
-        }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The policies, in the order they are evaluated and reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum PolicyName {
-    /// The recovery annotation on the pod template must be `"true"` or `"false"`.
-    RecoveryAnnotationValue,
-    /// The recovery annotation on the Job's (or CronJob's) own metadata has no effect.
-    RecoveryAnnotationOnJob,
-    /// Pods opted into recovery need `podReplacementPolicy: Failed`.
-    RecoveryNeedsFailed,
-    /// Pods opted into recovery should have an `Ignore` rule on `DisruptionTarget`.
-    RecoveryCountsTowardBackoff,
-    /// An Indexed Job with `TerminatingOrFailed` may run two pods for one index.
-    IndexedTerminatingOrFailed,
-}
-
-impl PolicyName {
-    pub(crate) const ALL: [PolicyName; 5] = [
-        PolicyName::RecoveryAnnotationValue,
-        PolicyName::RecoveryAnnotationOnJob,
-        PolicyName::RecoveryNeedsFailed,
-        PolicyName::RecoveryCountsTowardBackoff,
-        PolicyName::IndexedTerminatingOrFailed,
-    ];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            PolicyName::RecoveryAnnotationValue => "recovery-annotation-value",
-            PolicyName::RecoveryAnnotationOnJob => "recovery-annotation-on-job",
-            PolicyName::RecoveryNeedsFailed => "recovery-needs-failed",
-            PolicyName::RecoveryCountsTowardBackoff => "recovery-counts-toward-backoff",
-            PolicyName::IndexedTerminatingOrFailed => "indexed-terminating-or-failed",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<PolicyName> {
-        PolicyName::ALL.into_iter().find(|p| p.as_str() == s)
-    }
-
-    /// One line on what the policy finds.
-    pub(crate) fn description(self) -> &'static str {
-        match self {
-            PolicyName::RecoveryAnnotationValue => {
-                "the pod template's recovery annotation is neither \"true\" nor \"false\" (Kueue reads it as not opted in)"
-            }
-            PolicyName::RecoveryAnnotationOnJob => {
-                "the recovery annotation is on the Job (or CronJob) itself, where it has no effect"
-            }
-            PolicyName::RecoveryNeedsFailed => {
-                "pods opted into recovery without podReplacementPolicy: Failed (replacements start early)"
-            }
-            PolicyName::RecoveryCountsTowardBackoff => {
-                "pods opted into recovery without an Ignore rule on DisruptionTarget (recoveries count toward backoffLimit)"
-            }
-            PolicyName::IndexedTerminatingOrFailed => {
-                "an Indexed Job with podReplacementPolicy: TerminatingOrFailed may run two pods for one index"
-            }
-        }
-    }
-
-    pub(crate) fn default_level(self) -> Level {
-        match self {
-            PolicyName::RecoveryAnnotationValue => Level::Deny,
-            PolicyName::RecoveryAnnotationOnJob
-            | PolicyName::RecoveryNeedsFailed
-            | PolicyName::RecoveryCountsTowardBackoff => Level::Warn,
-            PolicyName::IndexedTerminatingOrFailed => Level::Off,
-        }
-    }
-}
-
-impl fmt::Display for PolicyName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The level of each policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Policies {
-    levels: [Level; 5],
-}
-
-impl Default for Policies {
-    fn default() -> Self {
-        Policies {
-            levels: PolicyName::ALL.map(PolicyName::default_level),
-        }
-    }
-}
-
-impl Policies {
-    pub(crate) fn level(&self, name: PolicyName) -> Level {
-        self.levels[name as usize]
-    }
-
-    pub(crate) fn set(&mut self, name: PolicyName, level: Level) {
-        self.levels[name as usize] = level;
-    }
-
-    /// Every policy at `level` (tests, `--policy` shorthands).
-    pub(crate) fn all(level: Level) -> Policies {
-        Policies { levels: [level; 5] }
-    }
-}
+use super::field::{BadValue, FieldError, FieldPath, ValueStyle};
+use super::finding::{Finding, Source};
+use super::levels::{Level, PolicyName};
+use super::model::{JobObject, Kind, ObjectMeta};
+use super::review::{Operation, Review};
 
 /// What each policy says about what it found (the `detail` of its warning or field error); the
 /// rendered ValidatingAdmissionPolicies (`crate::admission_policy`) say the same.
@@ -165,17 +26,9 @@ pub(crate) const COUNTS_TOWARD_BACKOFF_DETAIL: &str =
 pub(crate) const INDEXED_TERMINATING_OR_FAILED_DETAIL: &str =
     r#"may run two pods for one index; use "Failed""#;
 
-/// What the policies found in one review, as errors and warnings (tests).
-#[cfg(test)]
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Findings {
-    pub(crate) errors: Vec<FieldError>,
-    pub(crate) warnings: Vec<String>,
-}
-
 /// One thing a policy found, before its level decides whether it warns or denies.
 #[derive(Debug, Clone, PartialEq)]
-struct Finding {
+struct Violation {
     policy: PolicyName,
     /// The field, printed.
     path: String,
@@ -183,7 +36,7 @@ struct Finding {
     detail: String,
 }
 
-impl Finding {
+impl Violation {
     fn warning(&self) -> String {
         let value = self
             .value
@@ -203,7 +56,7 @@ impl Finding {
 }
 
 /// What the policies say about `review`, each finding attributed to its policy, at its level.
-pub(crate) fn evaluate(review: &Review<'_>, config: &Config) -> Vec<review::Finding> {
+pub(crate) fn evaluate(review: &Review<'_>, config: &Config) -> Vec<Finding> {
     let mut found = findings(review.object, config);
     if let (Operation::Update, Some(old)) = (review.operation, review.old_object) {
         let before = findings(old, config);
@@ -211,38 +64,91 @@ pub(crate) fn evaluate(review: &Review<'_>, config: &Config) -> Vec<review::Find
     }
     let mut out = Vec::new();
     for f in found {
-        let source = review::Source::Policy(f.policy);
+        let source = Source::Policy(f.policy);
         match config.policies.level(f.policy) {
             Level::Off => {}
             Level::Warn => {
                 let warning = f.warning();
-                out.push(review::Finding::warning(source, Some(f.path), warning));
+                out.push(Finding::warning(source, Some(f.path), warning));
             }
-            Level::Deny => out.push(review::Finding::error(source, f.error())),
+            Level::Deny => out.push(Finding::error(source, f.error())),
         }
     }
     out
 }
 
-fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
+fn findings(object: &JobObject, config: &Config) -> Vec<Violation> {
     let policies = &config.policies;
     let on = |p: PolicyName| policies.level(p) != Level::Off;
+    let spec_path = object.spec_path();
+    let spec = &object.spec;
+    let template = &spec.template;
+    let recovery_keys = config.recognized_recovery_keys();
+    let mut out = annotation_violations(object, &recovery_keys, on);
+
+    let opted_in = recovery_keys
+        .iter()
+        .any(|k| template.annotation(k).as_deref() == Some("true"));
+    // What the Job runs with: the value, else KEP-3939's default (also for a CronJob's
+    // template, whose Jobs are defaulted when created).
+    let replacement = spec
+        .pod_replacement_policy
+        .value()
+        .map(String::as_str)
+        .unwrap_or_else(|| pod_replacement_policy_default(spec));
+
+    if opted_in && on(PolicyName::RecoveryNeedsFailed) && replacement != FAILED {
+        out.push(Violation {
+            policy: PolicyName::RecoveryNeedsFailed,
+            path: spec_path.child("podReplacementPolicy").to_string(),
+            value: BadValue::str(replacement),
+            detail: NEEDS_FAILED_DETAIL.into(),
+        });
+    }
+
+    if opted_in && on(PolicyName::RecoveryCountsTowardBackoff) && !ignores_disruption(object) {
+        out.push(Violation {
+            policy: PolicyName::RecoveryCountsTowardBackoff,
+            path: spec_path.child("podFailurePolicy").to_string(),
+            value: BadValue::Omit,
+            detail: COUNTS_TOWARD_BACKOFF_DETAIL.into(),
+        });
+    }
+
+    if on(PolicyName::IndexedTerminatingOrFailed)
+        && spec.completion_mode.as_deref() == Some("Indexed")
+        && replacement == TERMINATING_OR_FAILED
+    {
+        out.push(Violation {
+            policy: PolicyName::IndexedTerminatingOrFailed,
+            path: spec_path.child("podReplacementPolicy").to_string(),
+            value: BadValue::str(replacement),
+            detail: INDEXED_TERMINATING_OR_FAILED_DETAIL.into(),
+        });
+    }
+    out
+}
+
+/// The recovery annotation's value on the pod template, and the annotation where it has no
+/// effect (the Job's or CronJob's own metadata).
+fn annotation_violations(
+    object: &JobObject,
+    recovery_keys: &[&str],
+    on: impl Fn(PolicyName) -> bool,
+) -> Vec<Violation> {
+    let template = &object.spec.template;
     let spec_path = object.spec_path();
     let template_path = spec_path.child("template");
     let template_metadata_path = template_path.child("metadata");
     let template_annotations = template_metadata_path.child("annotations");
-    let spec = &object.spec;
-    let template = &spec.template;
     let mut out = Vec::new();
-    let recovery_keys = config.recognized_recovery_keys();
-
     if on(PolicyName::RecoveryAnnotationValue) {
-        for &key in &recovery_keys {
+        for &key in recovery_keys {
             if let Some(v) = template.annotation(key)
                 && v != "true"
                 && v != "false"
             {
-                out.push(Finding {
+                out.push(Violation {
                     policy: PolicyName::RecoveryAnnotationValue,
                     path: template_annotations.key(key).to_string(),
                     value: BadValue::str(v),
@@ -254,9 +160,9 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
 
     if on(PolicyName::RecoveryAnnotationOnJob) {
         let mut misplaced = |meta: &ObjectMeta, at: FieldPath| {
-            for &key in &recovery_keys {
+            for &key in recovery_keys {
                 if let Some(v) = meta.annotation(key) {
-                    out.push(Finding {
+                    out.push(Violation {
                         policy: PolicyName::RecoveryAnnotationOnJob,
                         path: at.child("annotations").key(key).to_string(),
                         value: BadValue::str(v),
@@ -274,47 +180,6 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Finding> {
                     .child("metadata"),
             );
         }
-    }
-
-    let opted_in = recovery_keys
-        .iter()
-        .any(|k| template.annotation(k).as_deref() == Some("true"));
-    // What the Job runs with: the value, else KEP-3939's default (also for a CronJob's
-    // template, whose Jobs are defaulted when created).
-    let replacement = spec
-        .pod_replacement_policy
-        .value()
-        .map(String::as_str)
-        .unwrap_or_else(|| pod_replacement_policy_default(spec));
-
-    if opted_in && on(PolicyName::RecoveryNeedsFailed) && replacement != FAILED {
-        out.push(Finding {
-            policy: PolicyName::RecoveryNeedsFailed,
-            path: spec_path.child("podReplacementPolicy").to_string(),
-            value: BadValue::str(replacement),
-            detail: NEEDS_FAILED_DETAIL.into(),
-        });
-    }
-
-    if opted_in && on(PolicyName::RecoveryCountsTowardBackoff) && !ignores_disruption(object) {
-        out.push(Finding {
-            policy: PolicyName::RecoveryCountsTowardBackoff,
-            path: spec_path.child("podFailurePolicy").to_string(),
-            value: BadValue::Omit,
-            detail: COUNTS_TOWARD_BACKOFF_DETAIL.into(),
-        });
-    }
-
-    if on(PolicyName::IndexedTerminatingOrFailed)
-        && spec.completion_mode.as_deref() == Some("Indexed")
-        && replacement == TERMINATING_OR_FAILED
-    {
-        out.push(Finding {
-            policy: PolicyName::IndexedTerminatingOrFailed,
-            path: spec_path.child("podReplacementPolicy").to_string(),
-            value: BadValue::str(replacement),
-            detail: INDEXED_TERMINATING_OR_FAILED_DETAIL.into(),
-        });
     }
     out
 }
@@ -336,7 +201,15 @@ fn ignores_disruption(object: &JobObject) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{JobObject, Kind};
+    use crate::job::finding::Judgment;
+    use crate::job::levels::Policies;
+
+    /// What the policies found in one review, as errors and warnings.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    struct Findings {
+        errors: Vec<FieldError>,
+        warnings: Vec<String>,
+    }
 
     const KEY: &str = crate::kueue::SAFE_TO_FORCEFULLY_TERMINATE;
 
@@ -367,8 +240,8 @@ mod tests {
         ))
     }
 
-    fn split(found: Vec<review::Finding>) -> Findings {
-        let verdict = review::Outcome {
+    fn split(found: Vec<Finding>) -> Findings {
+        let verdict = Judgment {
             findings: found,
             patch: Default::default(),
         }

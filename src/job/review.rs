@@ -1,167 +1,58 @@
-//! The one review pipeline: an object (and the old object) plus the configuration in, findings
-//! out, each keeping who says it (a kube-apiserver rule, a jobgate policy, the mutating webhook),
-//! its field and its severity, plus the JSON Patch. The webhook renders the findings as an
-//! AdmissionReview, `jobgate check` as text/JSON/YAML/CI annotations, `jobgate audit` as
-//! PolicyReports; each reviews an object once.
+//! What the rules see of one admission request (or one `jobgate check` document), and the
+//! AdmissionReview-shaped verdict they give: field errors, warnings, a JSON Patch.
 
-use std::fmt;
+use super::field::FieldError;
+use super::model::JobObject;
 
-use super::validate as rules;
-use super::{Config, FieldError, PolicyName, RecoveryScope, Review, Verdict, policy};
-
-/// Who says a finding.
+/// The admission operation under review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Source {
-    /// kube-apiserver's own rules (decoding and validation), as jobgate mirrors them.
-    KubeApiserver,
-    /// One of jobgate's policies.
-    Policy(PolicyName),
-    /// jobgate's mutating webhook (`/mutate`, `/mutate/recovery`): what it changed or left.
-    Mutation,
-    /// How kubectl reads a manifest before anything reaches kube-apiserver (`jobgate check`).
-    Kubectl,
+pub(crate) enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
 }
 
-impl Source {
-    /// `kube-apiserver`, the policy's name, or `jobgate-mutation`.
+impl Operation {
+    pub(crate) fn parse(s: &str) -> Option<Operation> {
+        match s {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            "DELETE" => Some(Operation::Delete),
+            "CONNECT" => Some(Operation::Connect),
+            _ => None,
+        }
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Source::KubeApiserver => "kube-apiserver",
-            Source::Policy(p) => p.as_str(),
-            Source::Mutation => "jobgate-mutation",
-            Source::Kubectl => "kubectl",
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
         }
     }
 }
 
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// What the rules see of one admission request (or one `jobgate check` document).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Review<'a> {
+    pub(crate) operation: Operation,
+    pub(crate) object: &'a JobObject,
+    /// Present on UPDATE.
+    pub(crate) old_object: Option<&'a JobObject>,
 }
 
-/// Whether a finding denies the object or only warns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Severity {
-    Warning,
-    Error,
-}
-
-/// What a finding says: a field error (the object is denied) or a warning.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Said {
-    Error(FieldError),
-    /// The request is refused before admission (kube-apiserver's strict decoding): the message.
-    Rejected(String),
-    /// The warning as the AdmissionReview response carries it.
-    Warning(String),
-}
-
-/// One thing said about one object.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Finding {
-    pub(crate) source: Source,
-    /// The field a warning is about, when there is one (an error carries its own).
-    pub(crate) path: Option<String>,
-    pub(crate) said: Said,
-}
-
-impl Finding {
-    pub(crate) fn error(source: Source, error: FieldError) -> Finding {
-        Finding {
-            source,
-            path: None,
-            said: Said::Error(error),
-        }
-    }
-
-    pub(crate) fn warning(source: Source, path: Option<String>, text: String) -> Finding {
-        Finding {
-            source,
-            path,
-            said: Said::Warning(text),
-        }
-    }
-
-    /// The field the finding is about, when there is one.
-    pub(crate) fn field(&self) -> Option<&str> {
-        match &self.said {
-            Said::Error(e) => Some(&e.path),
-            Said::Rejected(_) | Said::Warning(_) => self.path.as_deref(),
-        }
-    }
-
-    pub(crate) fn severity(&self) -> Severity {
-        match self.said {
-            Said::Error(_) | Said::Rejected(_) => Severity::Error,
-            Said::Warning(_) => Severity::Warning,
-        }
-    }
-
-    /// The message as kube-apiserver and kubectl print it: `<path>: <body>` for an error, the
-    /// warning's text for a warning.
-    pub(crate) fn message(&self) -> String {
-        match &self.said {
-            Said::Error(e) => e.to_string(),
-            Said::Rejected(m) | Said::Warning(m) => m.clone(),
-        }
-    }
-}
-
-/// The findings of one stage (or of the whole chain) and the patch of the mutating stage.
+/// The outcome of the rules: denied when `errors` is non-empty.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Outcome {
-    pub(crate) findings: Vec<Finding>,
+pub(crate) struct Verdict {
+    pub(crate) errors: Vec<FieldError>,
+    pub(crate) warnings: Vec<String>,
     pub(crate) patch: json_patch::Patch,
 }
 
-impl Outcome {
-    /// The AdmissionReview-shaped verdict: errors, warnings, patch.
-    pub(crate) fn into_verdict(self) -> Verdict {
-        let mut verdict = Verdict {
-            patch: self.patch,
-            ..Verdict::default()
-        };
-        for finding in self.findings {
-            match finding.said {
-                Said::Error(e) => verdict.errors.push(e),
-                Said::Warning(w) => verdict.warnings.push(w),
-                // Decoding happens before admission; a webhook never gets here.
-                Said::Rejected(_) => {}
-            }
-        }
-        verdict
-    }
-}
-
-/// What the mutating webhook does with `review` at `scope` (`/mutate` or `/mutate/recovery`).
-pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Outcome {
-    let verdict = super::mutate(review, config, scope);
-    Outcome {
-        findings: verdict
-            .warnings
-            .into_iter()
-            .map(|w| Finding::warning(Source::Mutation, None, w))
-            .collect(),
-        patch: verdict.patch,
-    }
-}
-
-/// What `/validate` says about `review` (an object as kube-apiserver stores it, defaulted):
-/// kube-apiserver's validation for the cluster's release, then jobgate's policies.
-pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Outcome {
-    let mut findings: Vec<Finding> = rules::apiserver_errors(review, &config.cluster)
-        .into_iter()
-        .map(|e| Finding::error(Source::KubeApiserver, e))
-        .collect();
-    findings.extend(policy::evaluate(review, config));
-    if let Some(w) = rules::template_unreadable(review, &config.cluster) {
-        let path = review.object.spec_path().child("template").to_string();
-        findings.push(Finding::warning(Source::KubeApiserver, Some(path), w));
-    }
-    Outcome {
-        findings,
-        patch: json_patch::Patch::default(),
+impl Verdict {
+    pub(crate) fn allowed(&self) -> bool {
+        self.errors.is_empty()
     }
 }

@@ -14,16 +14,16 @@
 
 use super::template::Compare;
 
+use super::field::{BadValue, FieldError};
 use super::field::{FieldPath, MAX_ERRORS};
 use super::go_values::{self, opt_int};
+use super::model::Kind;
 use super::model::{
     JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
     PodFailurePolicyRule, Presence, SuccessPolicy,
 };
+use super::review::{Operation, Review};
 use super::version::{Cluster, KubernetesVersion, OldJobState, TemplateUpdateOptions};
-use super::{BadValue, FieldError, Kind, Operation, Review};
-#[cfg(test)]
-use super::{Config, Verdict};
 use crate::names::{NameMessages, is_qualified_name};
 
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
@@ -50,12 +50,6 @@ const NON_INDEXED: &str = "NonIndexed";
 const INDEXED: &str = "Indexed";
 const IMMUTABLE: &str = "field is immutable";
 const NEGATIVE: &str = "must be greater than or equal to 0";
-
-/// `/validate`'s verdict: the review pipeline's validating stage (`job::review::validate`).
-#[cfg(test)]
-pub(crate) fn validate(review: &Review<'_>, config: &Config) -> Verdict {
-    super::review::validate(review, config).into_verdict()
-}
 
 /// kube-apiserver's errors for `review`: `validateJobSpec`, then on a Job's UPDATE
 /// `ValidateJobSpecUpdate`, with values and messages as the cluster's release prints them.
@@ -164,6 +158,37 @@ fn validate_job_spec(
     errs: &mut Vec<FieldError>,
 ) {
     let p = |child: &'static str| fld_path.child(child);
+    validate_counts(spec, fld_path, errs);
+    if let Some(managed_by) = &spec.managed_by {
+        validate_managed_by(managed_by, p("managedBy"), errs);
+    }
+    validate_completion_mode(spec, fld_path, errs);
+    if let Presence::Value(policy) = &spec.pod_failure_policy {
+        validate_pod_failure_policy(spec, policy, &p("podFailurePolicy"), cluster, errs);
+    }
+    if let Some(success) = &spec.success_policy {
+        if spec.completion_mode.as_deref() != Some(INDEXED) {
+            errs.push(FieldError::invalid(
+                p("successPolicy"),
+                go_values::success_policy(Some(success)),
+                "requires indexed completion mode",
+            ));
+        } else {
+            validate_success_policy(spec, success, &p("successPolicy"), errs);
+        }
+    }
+    validate_pod_replacement_policy(spec, p("podReplacementPolicy"), errs);
+    validate_restart_policy(
+        spec,
+        p("template").child("spec").child("restartPolicy"),
+        errs,
+    );
+}
+
+/// The counts that must not be negative, and `maxFailedIndexes` only with
+/// `backoffLimitPerIndex`.
+fn validate_counts(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
+    let p = |child: &'static str| fld_path.child(child);
     nonnegative(errs, spec.parallelism.map(i64::from), p("parallelism"));
     nonnegative(errs, spec.completions.map(i64::from), p("completions"));
     nonnegative(
@@ -191,9 +216,12 @@ fn validate_job_spec(
             ));
         }
     }
-    if let Some(managed_by) = &spec.managed_by {
-        validate_managed_by(managed_by, p("managedBy"), errs);
-    }
+}
+
+/// `completionMode` is `NonIndexed` or `Indexed`; the Indexed limits, and the per-index fields
+/// only in Indexed mode.
+fn validate_completion_mode(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldError>) {
+    let p = |child: &'static str| fld_path.child(child);
     if let Some(mode) = spec.completion_mode.as_deref() {
         if mode != NON_INDEXED && mode != INDEXED {
             errs.push(FieldError::not_supported(
@@ -222,26 +250,6 @@ fn validate_job_spec(
             ));
         }
     }
-    if let Presence::Value(policy) = &spec.pod_failure_policy {
-        validate_pod_failure_policy(spec, policy, &p("podFailurePolicy"), cluster, errs);
-    }
-    if let Some(success) = &spec.success_policy {
-        if spec.completion_mode.as_deref() != Some(INDEXED) {
-            errs.push(FieldError::invalid(
-                p("successPolicy"),
-                go_values::success_policy(Some(success)),
-                "requires indexed completion mode",
-            ));
-        } else {
-            validate_success_policy(spec, success, &p("successPolicy"), errs);
-        }
-    }
-    validate_pod_replacement_policy(spec, p("podReplacementPolicy"), errs);
-    validate_restart_policy(
-        spec,
-        p("template").child("spec").child("restartPolicy"),
-        errs,
-    );
 }
 
 /// KEP-4368 `spec.managedBy`: apimachinery's `IsDomainPrefixedPath` (a DNS-1123 subdomain, `/`,

@@ -18,6 +18,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::field::{ValueStyle, go_quote};
+
 /// A minor release of Kubernetes (major version 1), 1.33 or newer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KubernetesVersion {
@@ -53,7 +55,7 @@ impl KubernetesVersion {
     }
 
     /// Whether jobgate knows this release's rules (it is not newer than [`Self::NEWEST`]).
-    pub fn is_known(self) -> bool {
+    pub(crate) fn is_known(self) -> bool {
         self <= Self::NEWEST
     }
 
@@ -116,7 +118,7 @@ impl KubernetesVersion {
 
     /// What `serve`, `check`, `audit` and `render` say once when judging a release newer than
     /// jobgate knows; `None` for a known release.
-    pub fn newer_release_note(self) -> Option<String> {
+    pub(crate) fn newer_release_note(self) -> Option<String> {
         (!self.is_known()).then(|| {
             format!(
                 "Kubernetes {self} is newer than the releases jobgate knows ({} to {}): judging \
@@ -355,7 +357,7 @@ pub(crate) fn parse_feature_gates(s: &str) -> Result<BTreeMap<FeatureGate, bool>
             other => {
                 return Err(format!(
                     "invalid value of {name}={other}, err: strconv.ParseBool: parsing {}: invalid syntax",
-                    super::field::go_quote(other)
+                    go_quote(other)
                 ));
             }
         };
@@ -479,16 +481,6 @@ impl Cluster {
     pub(crate) fn defaults_cron_job_pod_condition_status(&self) -> bool {
         self.version() >= KubernetesVersion::V1_34
     }
-}
-
-/// `field.Error.ErrorBody()`'s rendering of composite values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ValueStyle {
-    /// 1.33 and before: pointers dereferenced (nil is the string `"null"`), named strings,
-    /// slices and structs printed with `%#v`.
-    GoSyntax,
-    /// 1.34 and later (kubernetes#132314): `json.Marshal`.
-    Json,
 }
 
 /// What the old Job's state allows to change in `spec.template` on UPDATE: upstream's

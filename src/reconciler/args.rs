@@ -120,8 +120,8 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 
 impl RecoveryArgs {
     /// The pod decision's settings.
-    pub(crate) fn config(&self) -> recovery::Config {
-        recovery::Config {
+    pub(crate) fn config(&self) -> recovery::RecoveryConfig {
+        recovery::RecoveryConfig {
             annotation_keys: self.annotation_keys(),
             grace_period: self.forceful_termination_grace_period,
         }

@@ -99,7 +99,7 @@ impl EpisodeGate {
 pub struct Context {
     /// For reads; every write goes through `writer`.
     pub(crate) client: Client,
-    pub(crate) config: recovery::Config,
+    pub(crate) config: recovery::RecoveryConfig,
     pub(crate) options: Options,
     pub(crate) writer: Writer,
     pub(crate) leadership: Leadership,
@@ -124,7 +124,7 @@ impl Context {
     /// pod of a Job is its Job's only known due pod) and of the brake, and the system clock.
     pub fn new(
         client: Client,
-        config: recovery::Config,
+        config: recovery::RecoveryConfig,
         options: Options,
         leadership: Leadership,
         metrics: RecoveryMetrics,

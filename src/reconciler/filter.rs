@@ -54,7 +54,7 @@ pub(crate) fn meta_facts(meta: &ObjectMeta) -> PodFacts {
 
 /// Keeps what the reconciler reads: identity, deletion fields, owners (recovery episodes group by Job),
 /// and only the configured annotation keys. Drops managedFields, labels, other annotations.
-pub(crate) fn strip(pod: &PodMetadata, config: &recovery::Config) -> PodMetadata {
+pub(crate) fn strip(pod: &PodMetadata, config: &recovery::RecoveryConfig) -> PodMetadata {
     let m = &pod.metadata;
     let annotations: BTreeMap<String, String> = m
         .annotations
@@ -94,7 +94,10 @@ pub(crate) struct Filtered {
 /// Filters one pod watch event: eligible pods enter the store (stripped) and are triggered;
 /// a pod that stops being eligible (its opt-in annotation removed) leaves the store as if
 /// deleted; ineligible pods of the initial list are dropped on the floor.
-pub(crate) fn filter_pod_event(event: Event<PodMetadata>, config: &recovery::Config) -> Filtered {
+pub(crate) fn filter_pod_event(
+    event: Event<PodMetadata>,
+    config: &recovery::RecoveryConfig,
+) -> Filtered {
     let eligible = |p: &PodMetadata| recovery::is_eligible(&meta_facts(&p.metadata), config);
     match event {
         Event::Init => Filtered {
@@ -151,7 +154,7 @@ mod tests {
 
     #[test]
     fn eligible_pods_enter_the_store_stripped() {
-        let config = recovery::Config::default();
+        let config = recovery::RecoveryConfig::default();
         let p = pod(json!({KEY: "true", "other": "big value"}), true);
         let f = filter_pod_event(Event::Apply(p), &config);
         assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
@@ -174,7 +177,7 @@ mod tests {
 
     #[test]
     fn ineligible_pods_never_enter_the_store() {
-        let config = recovery::Config::default();
+        let config = recovery::RecoveryConfig::default();
         for p in [
             pod(json!({KEY: "true"}), false),
             pod(json!({KEY: "True"}), true),
@@ -198,7 +201,7 @@ mod tests {
     // deletionTimestamp that a second, shorter delete moved earlier.
     #[test]
     fn kueue_update_event_filter_cases() {
-        let config = recovery::Config::default();
+        let config = recovery::RecoveryConfig::default();
         let marked = pod(json!({KEY: "true"}), true);
         let f = filter_pod_event(Event::Apply(marked.clone()), &config);
         assert_eq!(f.trigger, Some(PodKey::new("ns", "p")));
@@ -219,7 +222,7 @@ mod tests {
 
     #[test]
     fn deletes_forget_the_pod() {
-        let config = recovery::Config::default();
+        let config = recovery::RecoveryConfig::default();
         let f = filter_pod_event(Event::Delete(pod(json!({KEY: "true"}), true)), &config);
         assert!(matches!(f.store_event, Some(Event::Delete(_))));
         assert_eq!(f.forget, Some(PodKey::new("ns", "p")));

@@ -58,19 +58,19 @@ pub struct RecoveryMetrics {
     /// `jobgate_recovery_writes_total{verb, result}`: every write the writer sent (or skipped).
     pub writes: Family<WriteLabels, Counter>,
     /// `jobgate_recovery_reconcile_duration_seconds`: time of one pod reconcile.
-    pub reconcile_duration: Histogram,
+    pub(crate) reconcile_duration: Histogram,
     /// `jobgate_recovery_leader`: 1 while this replica holds the Lease and may act.
     pub leader: Gauge,
     /// `jobgate_recovery_episodes_total`: recovery episodes recorded on Jobs.
     pub episodes: Counter,
     /// `jobgate_recovery_limit_exceeded_total`: Jobs whose recovery the limit stopped (counted
     /// when the limit is recorded on the Job, once per Job).
-    pub limit_exceeded: Counter,
+    pub(crate) limit_exceeded: Counter,
     /// `jobgate_recovery_held_pods`: due pods held by the partition brake.
     pub held: Gauge,
     /// `jobgate_recovery_disrupted_zones`: zones whose recoveries the partition brake holds or
     /// slows.
-    pub disrupted_zones: Gauge,
+    pub(crate) disrupted_zones: Gauge,
 }
 
 impl Default for RecoveryMetrics {

@@ -54,7 +54,7 @@ fn context(client: Client, options: Options, leadership: Leadership, now: &str) 
     let now = ts(now);
     let ctx = Context::new(
         client,
-        recovery::Config::default(),
+        recovery::RecoveryConfig::default(),
         Options {
             identity: "jobgate-test".into(),
             ..options
@@ -487,7 +487,7 @@ async fn node_edge_finds_pods_by_recorded_node() {
     let (client, _handle) = mock();
     let ctx = Context::new(
         client,
-        recovery::Config::default(),
+        recovery::RecoveryConfig::default(),
         Options::default(),
         Leadership::always(),
         RecoveryMetrics::default(),
@@ -691,7 +691,7 @@ async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
     // A fresh context whose node cache is not synced yet.
     let ctx = Arc::new(Context::new(
         client.clone(),
-        recovery::Config::default(),
+        recovery::RecoveryConfig::default(),
         Options::default(),
         Leadership::always(),
         RecoveryMetrics::default(),
@@ -1625,7 +1625,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                             ..crate::status::Snapshot::default()
                         };
                         let render_options = crate::status::RenderOptions {
-                            config: recovery::Config::default(),
+                            config: recovery::RecoveryConfig::default(),
                             episode: config,
                             brake: ctx.brake,
                         };

@@ -5,7 +5,7 @@
 //! Semantics follow Kueue's `pkg/controller/failurerecovery/pod_termination_controller.go`
 //! (after kueue#9651 "forcefully remove stuck pods" and kueue#10853 "forcefully delete
 //! Failed/Succeeded pods that are stuck on unreachable nodes"), with these deliberate differences:
-//! - the annotation key is configurable (any of `Config::annotation_keys`), and the message names
+//! - the annotation key is configurable (any of `RecoveryConfig::annotation_keys`), and the message names
 //!   the key that actually opted the pod in;
 //! - a pod without `spec.nodeName` is ignored (Kueue asks the API for a node named "" and errors);
 //! - the grace period in the message is `deletionGracePeriodSeconds + threshold` in seconds
@@ -47,7 +47,7 @@ pub(crate) const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(60);
 
 /// Settings of the decision.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Config {
+pub struct RecoveryConfig {
     /// Annotation keys that opt a pod in with the value `"true"`, in priority order.
     pub(crate) annotation_keys: Vec<String>,
     /// Time after `metadata.deletionTimestamp` before a pod may be recovered
@@ -55,9 +55,9 @@ pub struct Config {
     pub(crate) grace_period: Duration,
 }
 
-impl Default for Config {
+impl Default for RecoveryConfig {
     fn default() -> Self {
-        Config {
+        RecoveryConfig {
             annotation_keys: crate::kueue::RECOVERY_ANNOTATION_KEYS
                 .iter()
                 .map(|k| k.to_string())
@@ -206,7 +206,7 @@ impl Recovery {
 }
 
 /// The first configured annotation key whose value is exactly `"true"`.
-pub(crate) fn opted_in_key<'a>(pod: &PodFacts, config: &'a Config) -> Option<&'a str> {
+pub(crate) fn opted_in_key<'a>(pod: &PodFacts, config: &'a RecoveryConfig) -> Option<&'a str> {
     config
         .annotation_keys
         .iter()
@@ -216,7 +216,7 @@ pub(crate) fn opted_in_key<'a>(pod: &PodFacts, config: &'a Config) -> Option<&'a
 
 /// Opted in and terminating: the pods the reconciler tracks (Kueue's `podEligibleForTermination`).
 /// Memory of the reconciler grows with these pods only.
-pub(crate) fn is_eligible(pod: &PodFacts, config: &Config) -> bool {
+pub(crate) fn is_eligible(pod: &PodFacts, config: &RecoveryConfig) -> bool {
     opted_in_key(pod, config).is_some() && pod.deletion_timestamp.is_some()
 }
 
@@ -251,7 +251,7 @@ pub(crate) fn decide(
     pod: &PodFacts,
     node: Option<&NodeFacts>,
     now: Timestamp,
-    config: &Config,
+    config: &RecoveryConfig,
 ) -> Decision {
     let Some(annotation_key) = opted_in_key(pod, config) else {
         return Decision::Ignore(Ignored::NotOptedIn);

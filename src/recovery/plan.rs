@@ -18,7 +18,9 @@ use super::episode::{
     self, DuePod, EpisodeConfig, EpisodeDecision, JobDue, JobKey, JobView, LimitAction,
     RecoveryState, episode_note, limit_note,
 };
-use super::{Config, Decision, Ignored, NodeFacts, PodFacts, Recovery, decide, recovery_recorded};
+use super::{
+    Decision, Ignored, NodeFacts, PodFacts, Recovery, RecoveryConfig, decide, recovery_recorded,
+};
 
 /// Everything the plan reads about one pod, at one instant.
 #[derive(Clone, Copy, Debug)]
@@ -77,7 +79,11 @@ pub(crate) enum Plan {
 
 /// The plan for one pod. A recovery already recorded on the pod is no new intervention: the
 /// brake and the Job's episode do not apply to it.
-pub(crate) fn plan(facts: PlanFacts<'_>, config: &Config, brake_config: &BrakeConfig) -> Plan {
+pub(crate) fn plan(
+    facts: PlanFacts<'_>,
+    config: &RecoveryConfig,
+    brake_config: &BrakeConfig,
+) -> Plan {
     let recovery = match decide(facts.pod, facts.node, facts.now, config) {
         Decision::Ignore(reason) => return Plan::Ignore(reason),
         Decision::RequeueAt(at) => return Plan::WaitForDeadline(at),

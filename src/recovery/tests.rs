@@ -62,7 +62,7 @@ fn nodes_named(name: &str) -> Option<NodeFacts> {
 
 fn decide_like_kueue(pod: &PodFacts) -> Decision {
     let node = pod.node_name.as_deref().and_then(nodes_named);
-    decide(pod, node.as_ref(), ts(NOW), &Config::default())
+    decide(pod, node.as_ref(), ts(NOW), &RecoveryConfig::default())
 }
 
 fn recovery(node: &str, key: &str, deadline: &str, total_secs: u64, set_failed: bool) -> Recovery {
@@ -140,7 +140,7 @@ fn kueue_reconciler_grace_period_did_not_elapse() {
     pod.deletion_timestamp = Some(ts(NOW));
     let now = ts("2026-11-21T20:00:00.25Z");
     assert_eq!(
-        decide(&pod, None, now, &Config::default()),
+        decide(&pod, None, now, &RecoveryConfig::default()),
         Decision::RequeueAt(ts("2026-11-21T20:01:00Z"))
     );
 }
@@ -211,11 +211,11 @@ fn kueue_threshold_boundary_before_requeues_at_the_threshold_acts() {
         .checked_sub(SignedDuration::from_nanos(1))
         .expect("ts");
     assert_eq!(
-        decide(&pod, Some(&node), just_before, &Config::default()),
+        decide(&pod, Some(&node), just_before, &RecoveryConfig::default()),
         Decision::RequeueAt(threshold)
     );
     assert!(matches!(
-        decide(&pod, Some(&node), threshold, &Config::default()),
+        decide(&pod, Some(&node), threshold, &RecoveryConfig::default()),
         Decision::Recover(r) if r.deadline == threshold
     ));
 }
@@ -223,7 +223,7 @@ fn kueue_threshold_boundary_before_requeues_at_the_threshold_acts() {
 // kueue TestCreateEventFilter / TestUpdateEventFilter: which pods are tracked at all.
 #[test]
 fn kueue_event_filter_eligibility() {
-    let config = Config::default();
+    let config = RecoveryConfig::default();
     let annotated_and_deleted = pod_to_forcefully_terminate();
     assert!(is_eligible(&annotated_and_deleted, &config));
 
@@ -271,7 +271,8 @@ fn message_grace_period_is_pod_grace_plus_threshold_in_seconds() {
     pod.deletion_grace_period_seconds = Some(30);
     pod.node_name = Some("node-a".into());
     let node_a = node("node-a", vec![taint(UNREACHABLE_TAINT_KEY, "NoExecute")]);
-    let Decision::Recover(r) = decide(&pod, Some(&node_a), ts(NOW), &Config::default()) else {
+    let Decision::Recover(r) = decide(&pod, Some(&node_a), ts(NOW), &RecoveryConfig::default())
+    else {
         panic!("expected Recover");
     };
     assert_eq!(
@@ -340,9 +341,9 @@ fn negative_pod_grace_period_counts_as_zero_in_the_message() {
 
 #[test]
 fn zero_grace_period_acts_at_the_deletion_timestamp() {
-    let config = Config {
+    let config = RecoveryConfig {
         grace_period: Duration::ZERO,
-        ..Config::default()
+        ..RecoveryConfig::default()
     };
     let mut pod = pod_to_forcefully_terminate();
     pod.deletion_timestamp = Some(ts(NOW));
@@ -663,23 +664,23 @@ const VALUES_UNDER_TEST: [&str; 10] = [
     "true", "True", "TRUE", "false", "", " true", "true ", "1", "yes", "\"true\"",
 ];
 
-fn configs() -> Vec<Config> {
+fn configs() -> Vec<RecoveryConfig> {
     let keys = |ks: &[&str]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>();
     vec![
-        Config::default(),
-        Config {
+        RecoveryConfig::default(),
+        RecoveryConfig {
             annotation_keys: keys(&[SAFE_TO_FORCEFULLY_TERMINATE]),
-            ..Config::default()
+            ..RecoveryConfig::default()
         },
-        Config {
+        RecoveryConfig {
             annotation_keys: keys(&[SAFE_TO_FORCEFULLY_DELETE]),
-            ..Config::default()
+            ..RecoveryConfig::default()
         },
-        Config {
+        RecoveryConfig {
             annotation_keys: keys(&["example.com/recover"]),
             grace_period: Duration::from_secs(0),
         },
-        Config {
+        RecoveryConfig {
             annotation_keys: vec![],
             grace_period: Duration::from_secs(300),
         },
@@ -984,7 +985,7 @@ mod properties {
             phase in phase(),
             pod_grace in proptest::option::of(-100i64..100_000),
         ) {
-            let config = Config { grace_period: Duration::from_secs(grace_s), ..Config::default() };
+            let config = RecoveryConfig { grace_period: Duration::from_secs(grace_s), ..RecoveryConfig::default() };
             let deletion = Timestamp::from_second(deletion_s).expect("ts");
             let dl = deadline(deletion, config.grace_period);
             let now = dl.checked_add(SignedDuration::from_nanos(offset_ns)).expect("now");

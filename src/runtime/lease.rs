@@ -157,28 +157,7 @@ pub(crate) async fn try_acquire_or_renew(
 ) -> Result<Round, kube::Error> {
     let duration_secs = i32::try_from(config.lease_duration.as_secs()).unwrap_or(i32::MAX);
     let Some(current) = api.get_opt(&config.name).await? else {
-        let lease = Lease {
-            metadata: ObjectMeta {
-                name: Some(config.name.clone()),
-                namespace: Some(config.namespace.clone()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(config.identity.clone()),
-                lease_duration_seconds: Some(duration_secs),
-                acquire_time: Some(MicroTime(now)),
-                renew_time: Some(MicroTime(now)),
-                lease_transitions: Some(0),
-                ..LeaseSpec::default()
-            }),
-        };
-        return match api.create(&PostParams::default(), &lease).await {
-            Ok(_) => Ok(Round::Leading),
-            Err(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict() => {
-                Ok(Round::Following { holder: None })
-            }
-            Err(e) => Err(e),
-        };
+        return create(api, config, duration_secs, now).await;
     };
     let spec = current.spec.as_ref();
     let holder = holder_of(spec);
@@ -205,10 +184,62 @@ pub(crate) async fn try_acquire_or_renew(
             });
         }
     }
+    let mut lease = current.clone();
+    lease.spec = Some(renewed(spec, config, duration_secs, held_by_us, now));
+    // `replace` sends metadata.resourceVersion: a concurrent writer makes this a 409.
+    match api
+        .replace(&config.name, &PostParams::default(), &lease)
+        .await
+    {
+        Ok(_) => Ok(Round::Leading),
+        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Round::Following { holder }),
+        Err(e) => Err(e),
+    }
+}
+
+/// A new Lease held by us, created; lost to whoever created it first.
+async fn create(
+    api: &Api<Lease>,
+    config: &LeaseConfig,
+    duration_secs: i32,
+    now: Timestamp,
+) -> Result<Round, kube::Error> {
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some(config.name.clone()),
+            namespace: Some(config.namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(config.identity.clone()),
+            lease_duration_seconds: Some(duration_secs),
+            acquire_time: Some(MicroTime(now)),
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(0),
+            ..LeaseSpec::default()
+        }),
+    };
+    match api.create(&PostParams::default(), &lease).await {
+        Ok(_) => Ok(Round::Leading),
+        Err(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict() => {
+            Ok(Round::Following { holder: None })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The Lease's spec renewed by us (`held_by_us`) or taken over: a takeover sets `acquireTime`
+/// and counts a transition.
+fn renewed(
+    spec: Option<&LeaseSpec>,
+    config: &LeaseConfig,
+    duration_secs: i32,
+    held_by_us: bool,
+    now: Timestamp,
+) -> LeaseSpec {
     let old = spec.cloned().unwrap_or_default();
     let transitions = old.lease_transitions.unwrap_or(0);
-    let mut lease = current.clone();
-    lease.spec = Some(LeaseSpec {
+    LeaseSpec {
         holder_identity: Some(config.identity.clone()),
         lease_duration_seconds: Some(duration_secs),
         acquire_time: if held_by_us {
@@ -223,15 +254,6 @@ pub(crate) async fn try_acquire_or_renew(
             transitions.saturating_add(1)
         }),
         ..old
-    });
-    // `replace` sends metadata.resourceVersion: a concurrent writer makes this a 409.
-    match api
-        .replace(&config.name, &PostParams::default(), &lease)
-        .await
-    {
-        Ok(_) => Ok(Round::Leading),
-        Err(kube::Error::Api(s)) if s.is_conflict() => Ok(Round::Following { holder }),
-        Err(e) => Err(e),
     }
 }
 

@@ -65,7 +65,7 @@ pub struct RejectionLabels {
 
 /// Labels of `jobgate_kubernetes_rules_info`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RulesLabels {
+pub(crate) struct RulesLabels {
     /// The cluster's release as configured (`--kubernetes-version`), e.g. `1.39`.
     pub kubernetes_version: String,
     /// The release whose kube-apiserver rules judge it: the same, or the newest jobgate knows.
@@ -101,7 +101,7 @@ pub struct ServerMetrics {
     /// body, in seconds.
     pub duration: Family<EndpointLabels, Histogram>,
     /// `jobgate_admission_in_flight_requests`: reviews being processed now.
-    pub in_flight: Gauge,
+    pub(crate) in_flight: Gauge,
     /// `jobgate_admission_rejected_requests_total{endpoint, code}`: requests answered with an
     /// HTTP error instead of a review.
     pub rejected: Family<RejectionLabels, Counter>,
@@ -109,7 +109,7 @@ pub struct ServerMetrics {
     pub warnings: Family<WarningLabels, Counter>,
     /// `jobgate_admission_body_bytes_reserved`: request-body bytes reserved from the memory
     /// budget now, in bytes.
-    pub body_bytes_reserved: Gauge,
+    pub(crate) body_bytes_reserved: Gauge,
 }
 
 impl ServerMetrics {
@@ -202,7 +202,7 @@ fn bool_label(b: bool) -> &'static str {
 impl RequestLabels {
     pub(crate) fn new(
         endpoint: &'static str,
-        summary: &crate::admission::Summary,
+        summary: &crate::admission::ReviewRecord,
     ) -> RequestLabels {
         RequestLabels {
             endpoint,

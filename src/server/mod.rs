@@ -2,6 +2,7 @@
 //! No business rule lives here.
 
 pub(crate) mod allocator;
+mod args;
 pub(crate) mod budget;
 pub(crate) mod expiry;
 pub(crate) mod extract;
@@ -15,7 +16,7 @@ pub mod tls;
 pub(crate) mod webhook;
 
 use std::future::Future;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,11 +26,14 @@ use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use hyper_util::rt::TokioTimer;
 
 use crate::job;
+use crate::rule_flags::ConfigError;
 use crate::runtime::{self, BindError};
+
+pub use args::ServeArgs;
 
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone)]
-pub enum TlsSource {
+enum TlsSource {
     /// PEM files (`--tls-cert`, `--tls-key`).
     Files {
         /// The certificate chain.
@@ -44,46 +48,56 @@ pub enum TlsSource {
     },
 }
 
-/// How `serve` runs: what `jobgate serve`'s flags say.
-#[derive(Debug, Clone)]
-pub struct ServeOptions {
-    /// The webhook (HTTPS) listen address.
-    pub addr: SocketAddr,
-    /// The admin (plain HTTP) listen address: `/livez`, `/readyz`, `/metrics`.
-    pub admin_addr: SocketAddr,
-    /// Where the serving certificate comes from.
-    pub tls: TlsSource,
-    /// `--client-ca`: PEM CA bundle a client certificate must chain to on the webhook port
-    /// (reloaded with the serving certificate). `None`: no client certificate asked for.
-    pub client_ca: Option<PathBuf>,
-    /// The rule settings the webhooks review with.
-    pub rules: job::Config,
-    /// Time allowed for a TLS handshake.
-    pub handshake_timeout: Duration,
-    /// How often the certificate, key and client CA files are read again (`reload`); 0: never.
-    pub tls_reload_interval: Duration,
-    /// Time allowed for an HTTP/1 request's headers to arrive.
-    pub header_read_timeout: Duration,
-    /// Time allowed for a request body to arrive once the headers did.
-    pub body_timeout: Duration,
-    /// After readiness turns false on shutdown, how long to keep serving before closing listeners
-    /// (lets endpoints controllers and load balancers stop sending new requests).
-    pub shutdown_delay: Duration,
-    /// How long in-flight requests get to finish once listeners close.
-    pub shutdown_timeout: Duration,
-    /// `--tls-server-name`: the host kube-apiserver dials (`<service>.<namespace>.svc`). Not
-    /// ready while the served certificate does not name it, and a new certificate that does not
-    /// is never swapped in. `None`: not checked (dev mode, a `url` clientConfig).
-    pub tls_server_name: Option<String>,
-    /// Request-body bytes held in memory at once (`budget`).
-    pub body_memory_budget: usize,
-    /// How long a request waits for budget before it is answered 429.
-    pub body_budget_wait: Duration,
+/// What the flags come to: where the certificate comes from, the listen addresses (loopback in
+/// dev mode), the rules loaded.
+struct Setup {
+    tls: TlsSource,
+    addr: SocketAddr,
+    admin_addr: SocketAddr,
+    rules: job::Config,
+}
+
+impl Setup {
+    fn of(args: &ServeArgs) -> Result<Setup, ConfigError> {
+        let localhost =
+            |addr: SocketAddr| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), addr.port());
+        let (tls, addr, admin_addr) = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => (
+                TlsSource::Files {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                },
+                args.addr,
+                args.admin_addr,
+            ),
+            // clap's `requires` makes the flags come in pairs; no pair is dev mode.
+            _ => (
+                TlsSource::Dev {
+                    dir: args.dev_certs_dir.clone(),
+                },
+                localhost(args.addr),
+                localhost(args.admin_addr),
+            ),
+        };
+        let rules = args.rules.load()?;
+        if let Some(note) = rules.newer_release_note() {
+            tracing::warn!("{note}");
+        }
+        Ok(Setup {
+            tls,
+            addr,
+            admin_addr,
+            rules,
+        })
+    }
 }
 
 /// Why `serve` could not start or stopped on its own.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// The rule settings (`--config`, `--policy`, ...) cannot be read.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The serving certificate, key or client CA cannot be loaded, or dev mode cannot write its
     /// certificates.
     #[error(transparent)]
@@ -167,35 +181,30 @@ pub fn https_server(
 /// closed, in-flight reviews given `shutdown_timeout` to finish. `on_listening` is called once
 /// both ports listen.
 pub async fn serve(
-    options: ServeOptions,
+    args: ServeArgs,
     on_listening: impl FnOnce(&Listening),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let setup = Setup::of(&args)?;
     allocator::configure();
-    let mut builder = runtime::Builder::new(options.admin_addr);
+    let mut builder = runtime::Builder::new(setup.admin_addr);
     let reload_metrics = reload::ReloadMetrics::register(builder.registry());
     // Dev mode's generated files are watched like mounted ones: what matters there is that
     // `--client-ca` is reloaded the same way in both modes.
-    let (cert, key, dev) = match &options.tls {
-        TlsSource::Files { cert, key } => (cert.clone(), key.clone(), None),
-        TlsSource::Dev { dir } => {
-            let files = tls::DevCertificates::generate(dir)?;
-            (files.tls_cert.clone(), files.tls_key.clone(), Some(files))
-        }
-    };
+    let (cert, key, dev) = serving_files(&setup.tls)?;
     let (mut reloader, tls_config) = reload::CertReloader::load_with_client_ca(
         &cert,
         &key,
-        options.client_ca.as_deref(),
+        args.client_ca.as_deref(),
         reload_metrics,
     )?;
-    let named = options
+    let named = args
         .tls_server_name
         .clone()
         .map(|host| reloader.require_server_name(host));
-    let listener = bind(options.addr)?;
+    let listener = bind(setup.addr)?;
     let metrics = metrics::ServerMetrics::register(builder.registry());
-    metrics::register_rules_info(builder.registry(), options.rules.cluster.release());
+    metrics::register_rules_info(builder.registry(), setup.rules.cluster.release());
     let runtime = builder.bind(shutdown).await?;
     let listening = Listening {
         addr: listener.local_addr().map_err(ServeError::Serve)?,
@@ -203,58 +212,27 @@ pub async fn serve(
         dev,
     };
 
-    let app = webhook::router(webhook::WebhookState {
-        config: Arc::new(options.rules.clone()),
-        limits: extract::BodyLimits {
-            body_timeout: options.body_timeout,
-            max_body_bytes: webhook::MAX_BODY_BYTES,
-            budget: budget::MemoryBudget::new(
-                budget::BudgetLimits::new(
-                    options.body_memory_budget,
-                    webhook::MAX_BODY_BYTES,
-                    options.body_budget_wait,
-                    // A body already read may wait for review as long as a client may take to
-                    // send it.
-                    options.body_timeout,
-                ),
-                metrics.body_bytes_reserved.clone(),
-            ),
-        },
-        metrics,
-        reviewer: crate::admission::review,
-    });
+    let app = webhook::router(webhook_state(&args, setup.rules, metrics));
     let handle: Handle<SocketAddr> = Handle::new();
     let rustls_config = RustlsConfig::from_config(tls_config);
     // Aborted when this function returns, however it returns.
     let _reload_task = AbortOnDrop(tokio::spawn(
-        reloader.run(rustls_config.clone(), options.tls_reload_interval),
+        reloader.run(rustls_config.clone(), args.tls_reload_interval),
     ));
     let server = https_server(
         listener,
         rustls_config,
-        options.handshake_timeout,
-        options.header_read_timeout,
+        args.tls_handshake_timeout,
+        args.header_read_timeout,
     )
     .map_err(ServeError::Serve)?
     .handle(handle.clone());
     let server_task = tokio::spawn(server.serve(app.into_make_service()));
 
-    // Ready once listening, and (with --tls-server-name) once the served certificate names the
-    // Service: at once, or when a reload brings one that does. Aborted when shutdown begins.
+    // Aborted when shutdown begins.
     let mut ready_task = None;
     if handle.listening().await.is_some() {
-        let readiness = runtime.readiness();
-        match named {
-            Some(mut named) if !*named.borrow() => {
-                ready_task = Some(AbortOnDrop(tokio::spawn(async move {
-                    // Err: the reloader is gone (no reloads); never ready then.
-                    if named.wait_for(|named| *named).await.is_ok() {
-                        readiness.set(true);
-                    }
-                })));
-            }
-            _ => readiness.set(true),
-        }
+        ready_task = become_ready(runtime.readiness(), named);
         on_listening(&listening);
         tracing::info!(addr = %listening.addr, admin_addr = %listening.admin_addr, "serving");
     }
@@ -267,27 +245,92 @@ pub async fn serve(
             return result;
         }
     }
-    // Not ready from now on; the listener stays open `shutdown_delay` longer (endpoints and
-    // load balancers stop sending), then closes, and connections get `shutdown_timeout`.
-    // graceful_shutdown closes them after the timeout at the latest; the extra second bounds the
-    // wait even if a connection task is slow to notice.
+    drain(&runtime, &handle, &args).await;
+    runtime.stop().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Ready once listening, and (with --tls-server-name) once the served certificate names the
+/// Service: at once, or when a reload brings one that does (the task returned waits for it).
+fn become_ready(
+    readiness: runtime::Readiness,
+    named: Option<tokio::sync::watch::Receiver<bool>>,
+) -> Option<AbortOnDrop> {
+    match named {
+        Some(mut named) if !*named.borrow() => Some(AbortOnDrop(tokio::spawn(async move {
+            // Err: the reloader is gone (no reloads); never ready then.
+            if named.wait_for(|named| *named).await.is_ok() {
+                readiness.set(true);
+            }
+        }))),
+        _ => {
+            readiness.set(true);
+            None
+        }
+    }
+}
+
+/// The serving certificate and key, and dev mode's generated files.
+fn serving_files(
+    source: &TlsSource,
+) -> Result<(PathBuf, PathBuf, Option<tls::DevCertificates>), ServeError> {
+    Ok(match source {
+        TlsSource::Files { cert, key } => (cert.clone(), key.clone(), None),
+        TlsSource::Dev { dir } => {
+            let files = tls::DevCertificates::generate(dir)?;
+            (files.tls_cert.clone(), files.tls_key.clone(), Some(files))
+        }
+    })
+}
+
+/// What the webhook handlers share: the rules, the body limits and budget, the metrics.
+fn webhook_state(
+    args: &ServeArgs,
+    rules: job::Config,
+    metrics: metrics::ServerMetrics,
+) -> webhook::WebhookState {
+    webhook::WebhookState {
+        config: Arc::new(rules),
+        limits: extract::BodyLimits {
+            body_timeout: args.body_timeout,
+            max_body_bytes: webhook::MAX_BODY_BYTES,
+            budget: budget::MemoryBudget::new(
+                budget::BudgetLimits::new(
+                    args.body_memory_budget,
+                    webhook::MAX_BODY_BYTES,
+                    args.body_budget_wait,
+                    // A body already read may wait for review as long as a client may take to
+                    // send it.
+                    args.body_timeout,
+                ),
+                metrics.body_bytes_reserved.clone(),
+            ),
+        },
+        metrics,
+        reviewer: crate::admission::review,
+    }
+}
+
+/// Not ready from now on; the listener stays open `shutdown_delay` longer (endpoints and load
+/// balancers stop sending), then closes, and connections get `shutdown_timeout`.
+/// graceful_shutdown closes them after the timeout at the latest; the extra second bounds the
+/// wait even if a connection task is slow to notice.
+async fn drain(runtime: &runtime::Runtime, handle: &Handle<SocketAddr>, args: &ServeArgs) {
     let connections_closed = async {
-        tokio::time::sleep(options.shutdown_delay).await;
-        handle.graceful_shutdown(Some(options.shutdown_timeout));
+        tokio::time::sleep(args.shutdown_delay).await;
+        handle.graceful_shutdown(Some(args.shutdown_timeout));
         while handle.connection_count() > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    let timeout = options.shutdown_delay + options.shutdown_timeout + Duration::from_secs(1);
+    let timeout = args.shutdown_delay + args.shutdown_timeout + Duration::from_secs(1);
     if !runtime.drain(timeout, connections_closed).await {
         tracing::warn!(
             connections = handle.connection_count(),
             "connections still open after the shutdown timeout"
         );
     }
-    runtime.stop().await;
-    tracing::info!("stopped");
-    Ok(())
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

@@ -46,7 +46,7 @@ pub struct ReloadMetrics {
     /// 1 while the files on disk are a bad pair and the previous certificate is still served.
     pub failing: Gauge,
     /// `notAfter` of the served leaf certificate, in seconds since the Unix epoch.
-    pub expiration: Gauge,
+    pub(crate) expiration: Gauge,
 }
 
 impl ReloadMetrics {
@@ -89,6 +89,7 @@ impl ReloadMetrics {
     }
 
     /// Reloads that succeeded so far (`result="success"`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn successes(&self) -> u64 {
         self.reloads
             .get_or_create(&ReloadLabels { result: "success" })
@@ -96,6 +97,7 @@ impl ReloadMetrics {
     }
 
     /// Reloads that failed so far (`result="failure"`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn failures(&self) -> u64 {
         self.reloads
             .get_or_create(&ReloadLabels { result: "failure" })
@@ -125,7 +127,7 @@ pub struct CertReloader {
     /// The contents behind the served configuration.
     served: Contents,
     /// The last state of the files that failed to load, so one bad pair is reported once.
-    rejected: Option<Rejected>,
+    rejected: Option<RejectedFiles>,
     metrics: ReloadMetrics,
     /// `--tls-server-name`, and whether the served certificate names it.
     server_name: Option<(String, tokio::sync::watch::Sender<bool>)>,
@@ -141,7 +143,7 @@ struct Contents {
 
 /// What was on disk when a reload failed.
 #[derive(Debug, PartialEq, Eq)]
-enum Rejected {
+enum RejectedFiles {
     /// A pair that could be read but not loaded.
     Pair(Contents),
     /// Files that could not be read, by error message (a missing file, permissions).
@@ -151,6 +153,7 @@ enum Rejected {
 impl CertReloader {
     /// Loads the pair for the first time; the returned configuration is what the server starts
     /// with (`RustlsConfig::from_config`) and what later polls compare against.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn load(
         cert: &Path,
         key: &Path,
@@ -213,13 +216,13 @@ impl CertReloader {
         let contents = match read(&self.cert, &self.key, self.client_ca.as_deref()) {
             Ok(contents) => contents,
             // kubelet's swap is atomic, so an unreadable file is not a moment of a rotation.
-            Err(e) => return self.reject(Rejected::Unreadable(e.to_string()), e),
+            Err(e) => return self.reject(RejectedFiles::Unreadable(e.to_string()), e),
         };
         if contents == self.served {
             self.recovered();
             return Poll::Unchanged;
         }
-        if matches!(&self.rejected, Some(Rejected::Pair(bad)) if *bad == contents) {
+        if matches!(&self.rejected, Some(RejectedFiles::Pair(bad)) if *bad == contents) {
             return Poll::Unchanged;
         }
         match build(&contents, &self.cert, &self.key, self.client_ca.as_deref()) {
@@ -234,7 +237,7 @@ impl CertReloader {
                         server_name: host.clone(),
                         detail,
                     };
-                    return self.reject(Rejected::Pair(contents), error);
+                    return self.reject(RejectedFiles::Pair(contents), error);
                 }
                 // Counted before the swap, so whoever sees the new certificate sees the count.
                 self.metrics
@@ -259,11 +262,11 @@ impl CertReloader {
                 }
                 Poll::Reloaded
             }
-            Err(e) => self.reject(Rejected::Pair(contents), e),
+            Err(e) => self.reject(RejectedFiles::Pair(contents), e),
         }
     }
 
-    fn reject(&mut self, rejected: Rejected, error: TlsError) -> Poll {
+    fn reject(&mut self, rejected: RejectedFiles, error: TlsError) -> Poll {
         if self.rejected.as_ref() == Some(&rejected) {
             return Poll::Unchanged;
         }

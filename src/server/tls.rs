@@ -93,6 +93,7 @@ pub fn install_crypto_provider() {
 }
 
 /// Reads a PEM certificate chain and private key and builds the server configuration.
+#[cfg(any(test, feature = "test-support"))]
 pub fn load_server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsError> {
     let cert_pem = std::fs::read(cert).map_err(|source| TlsError::Read {
         path: cert.into(),
@@ -106,6 +107,7 @@ pub fn load_server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, 
 }
 
 /// Builds the server configuration from PEM bytes; `cert`/`key` name the sources in errors.
+#[cfg(any(test, feature = "test-support"))]
 pub(crate) fn server_config_from_pem(
     cert_pem: &[u8],
     key_pem: &[u8],
@@ -153,7 +155,7 @@ pub(crate) fn client_verifier_from_pem(
     .map_err(|e| bad(e.to_string()))
 }
 
-/// As [`server_config_from_pem`], requiring a client certificate `client_auth` accepts when it is
+/// As `server_config_from_pem`, requiring a client certificate `client_auth` accepts when it is
 /// given (`--client-ca`).
 pub(crate) fn server_config_with_client_auth(
     cert_pem: &[u8],

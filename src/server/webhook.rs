@@ -17,7 +17,7 @@ use super::metrics::{
     EndpointLabels, InFlight, RejectionLabels, RequestLabels, ServerMetrics, WarningLabels,
 };
 use super::rejection::{Budget, Rejected, Rejection, json_response, status_label};
-use crate::admission::{Endpoint, Outcome};
+use crate::admission::{Endpoint, Reply};
 use crate::job;
 
 /// An UPDATE review carries the object twice and kube-apiserver allows ~3 MiB per object.
@@ -28,7 +28,7 @@ pub(crate) const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 const REVIEW_INLINE_BYTES: usize = 256 * 1024;
 
 /// What reviews a body: `admission::review`, or in tests one that misbehaves.
-pub(crate) type Reviewer = fn(Endpoint, &[u8], &job::Config) -> Outcome;
+pub(crate) type Reviewer = fn(Endpoint, &[u8], &job::Config) -> Reply;
 
 #[derive(Clone)]
 pub(crate) struct WebhookState {
@@ -102,7 +102,7 @@ async fn review(
     endpoint: Endpoint,
     state: &WebhookState,
     body: ReviewBody,
-) -> Result<(Outcome, Instant), Rejected> {
+) -> Result<(Reply, Instant), Rejected> {
     let ReviewBody {
         bytes,
         reservation,
@@ -173,7 +173,7 @@ fn count_rejection(metrics: &ServerMetrics, endpoint: Endpoint, status: StatusCo
 fn answer(
     endpoint: Endpoint,
     metrics: &ServerMetrics,
-    outcome: Outcome,
+    outcome: Reply,
     started: Instant,
 ) -> Response {
     // 400 for an unreadable review, 500 for an answer that could not be encoded.
@@ -242,7 +242,7 @@ mod tests {
     use super::*;
     use crate::server::budget::{BudgetLimits, MemoryBudget};
 
-    fn panicking(_: Endpoint, _: &[u8], _: &job::Config) -> Outcome {
+    fn panicking(_: Endpoint, _: &[u8], _: &job::Config) -> Reply {
         panic!("a rule that panics")
     }
 

@@ -23,7 +23,7 @@ fn ts(s: &str) -> Timestamp {
 
 fn options() -> RenderOptions {
     RenderOptions {
-        config: crate::recovery::Config {
+        config: crate::recovery::RecoveryConfig {
             annotation_keys: crate::kueue::RECOVERY_ANNOTATION_KEYS
                 .map(String::from)
                 .to_vec(),

@@ -20,7 +20,7 @@ use crate::recovery::{self, Ignored, NodeFacts, PodFacts, Recovery};
 /// The settings of the decisions (the reconciler's flags, see `RecoveryArgs`).
 #[derive(Debug, Clone)]
 pub(crate) struct RenderOptions {
-    pub(crate) config: recovery::Config,
+    pub(crate) config: recovery::RecoveryConfig,
     pub(crate) episode: EpisodeConfig,
     pub(crate) brake: BrakeConfig,
 }
@@ -132,7 +132,7 @@ struct SnapshotView<'a> {
 }
 
 impl<'a> SnapshotView<'a> {
-    fn new(snapshot: &'a Snapshot, config: &recovery::Config) -> SnapshotView<'a> {
+    fn new(snapshot: &'a Snapshot, config: &recovery::RecoveryConfig) -> SnapshotView<'a> {
         let nodes: BTreeMap<&str, NodeFacts> = snapshot
             .nodes
             .iter()

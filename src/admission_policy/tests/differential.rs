@@ -6,7 +6,7 @@
 //!   routes the request) and the MutatingAdmissionPolicy (`engine`): the same JSON Patch, op for
 //!   op; the patch applies; each applied to the patched object (reinvocation, either one's
 //!   output) patches nothing;
-//! - `/validate`'s policy findings (`job::review::validate`, what the ValidatingWebhookConfiguration
+//! - `/validate`'s policy findings (`job::pipeline::validate`, what the ValidatingWebhookConfiguration
 //!   is sent: not objects being deleted) and the ValidatingAdmissionPolicies with their bindings:
 //!   per policy, the same warnings and the same field errors, in order, so the same verdict;
 //!   on the object as written and as mutated, UPDATE ratcheting against `oldObject` included.
@@ -26,8 +26,14 @@ use super::engine::{Answer, Cluster};
 use super::strategies::KEYS;
 use crate::admission::{Endpoint, review as webhook};
 use crate::admission_policy::{Install, render};
-use crate::job::review::{self, Said, Source};
-use crate::job::{Config, JobObject, Kind, Level, Operation, PolicyName, Review};
+use crate::job::finding::Said;
+use crate::job::finding::Source;
+use crate::job::levels::Level;
+use crate::job::levels::PolicyName;
+use crate::job::pipeline;
+use crate::job::review::Operation;
+use crate::job::review::Review;
+use crate::job::{Config, JobObject, Kind};
 
 /// The rendered objects for `config`, read back from the YAML `jobgate render` prints.
 pub(crate) fn rendered(config: &Config) -> Vec<Value> {
@@ -157,7 +163,7 @@ pub(crate) fn webhook_findings(admission: &Admission, config: &Config) -> Findin
         object: &object,
         old_object: old.as_ref(),
     };
-    for finding in review::validate(&review, config).findings {
+    for finding in pipeline::validate(&review, config).findings {
         if let Source::Policy(policy) = finding.source {
             let entry = out.entry(policy).or_default();
             match &finding.said {
@@ -331,13 +337,13 @@ fn fixture_configs() -> Vec<Config> {
     let mut configs = vec![Config::default()];
     for level in [Level::Warn, Level::Deny] {
         configs.push(Config {
-            policies: crate::job::Policies::all(level),
+            policies: crate::job::levels::Policies::all(level),
             ..Config::default()
         });
     }
     configs.push(Config {
         recovery_annotation_keys: KEYS.iter().map(|k| k.to_string()).collect(),
-        policies: crate::job::Policies::all(Level::Warn),
+        policies: crate::job::levels::Policies::all(Level::Warn),
         ..Config::default()
     });
     configs.push(Config {

@@ -10,7 +10,10 @@ use super::differential::{
     on_a_large_stack, policy_findings, rendered, webhook_findings, webhook_mutation,
 };
 use super::engine::Cluster;
-use crate::job::{Config, Level, Policies, PolicyName};
+use crate::job::Config;
+use crate::job::levels::Level;
+use crate::job::levels::Policies;
+use crate::job::levels::PolicyName;
 
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const NEW_KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";

@@ -2,8 +2,10 @@
 //! `expected_differences`, over `engine`).
 
 use super::*;
+use crate::job::levels::Level;
+use crate::job::levels::Policies;
+use crate::job::levels::PolicyName;
 use crate::job::version::Cluster;
-use crate::job::{Level, Policies, PolicyName};
 
 mod corpus;
 mod differential;

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use super::strategies::*;
 use super::*;
-use crate::job::{Config, JobObject, Kind, Operation, Review};
+use crate::job::review::Operation;
+use crate::job::review::Review;
+use crate::job::{Config, JobObject, Kind};
 
 #[derive(Debug, Clone)]
 struct Case {

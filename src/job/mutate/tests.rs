@@ -5,7 +5,9 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::job::{Config, JobObject, Kind, Operation, Review};
+use crate::job::review::Operation;
+use crate::job::review::Review;
+use crate::job::{Config, JobObject, Kind};
 
 const TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 const DELETE: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
@@ -43,7 +45,7 @@ fn kind_of(object: &Value) -> Kind {
     Kind::from_kind(object["kind"].as_str().unwrap()).unwrap()
 }
 
-struct Outcome {
+struct Mutated {
     ops: Value,
     patched: Value,
     warnings: Vec<String>,
@@ -55,7 +57,7 @@ fn run_with(
     old: Option<&Value>,
     scope: RecoveryScope,
     config: &Config,
-) -> Outcome {
+) -> Mutated {
     let kind = kind_of(object);
     let parsed = JobObject::from_json(kind, &object.to_string()).unwrap();
     let old = old.map(|o| JobObject::from_json(kind, &o.to_string()).unwrap());
@@ -68,14 +70,14 @@ fn run_with(
     assert!(verdict.errors.is_empty());
     let mut patched = object.clone();
     json_patch::patch(&mut patched, &verdict.patch.0).unwrap();
-    Outcome {
+    Mutated {
         ops: serde_json::to_value(&verdict.patch).unwrap(),
         patched,
         warnings: verdict.warnings,
     }
 }
 
-fn create(object: &Value, scope: RecoveryScope) -> Outcome {
+fn create(object: &Value, scope: RecoveryScope) -> Mutated {
     run_with(Operation::Create, object, None, scope, &Config::default())
 }
 

@@ -13,8 +13,8 @@ use std::hash::BuildHasher;
 use serde::Deserialize as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::digest::{Digest, DigestVisitor, Hasher128, Mode, Pos, Seed, absent, keys};
 use super::schema::Ty;
-use super::{Digest, DigestVisitor, Hasher128, Mode, Pos, Seed, absent, keys};
 
 /// A digest per comparison, `None` where the comparison leaves the value out.
 pub(super) type Digests = [Option<Digest>; 4];

@@ -2,9 +2,15 @@
 //! (`TestValidateJob` "..." keys) and KEP sentences; each asserts the exact message.
 
 use super::*;
+use crate::job::config::Config;
+use crate::job::review::Verdict;
 use crate::job::version::{FeatureGate, KubernetesVersion};
-use crate::job::{JobObject, Kind};
 use serde_json::{Value, json};
+
+/// `/validate`'s verdict: the review pipeline's validating stage.
+fn validate(review: &Review<'_>, config: &Config) -> Verdict {
+    crate::job::pipeline::validate(review, config).into_verdict()
+}
 
 /// A Job spec with one container `main`, one init container `init`, `restartPolicy: Never`,
 /// then `extra` merged in (JSON object text).

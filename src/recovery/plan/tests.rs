@@ -208,7 +208,7 @@ fn expected(
 /// the KEP's steps in Kueue's order.
 #[test]
 fn the_plan_follows_the_steps_in_order_over_every_state() {
-    let config = Config::default();
+    let config = RecoveryConfig::default();
     let brake_config = BrakeConfig::default();
     let job = JobKey {
         namespace: "ns".into(),

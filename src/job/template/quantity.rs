@@ -29,7 +29,7 @@
 //!   saturate at the int64 bounds instead of wrapping. None of these changes a value: `Cmp` was
 //!   and is exact, which is what this module mirrors, and no rule jobgate mirrors reads `Value()`.
 
-use super::version::KubernetesVersion;
+use crate::job::version::KubernetesVersion;
 
 /// A quantity's value in canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,55 +126,17 @@ impl Quantity {
     }
 
     fn parse_with(s: &str, refuses_min_int32_exponent: bool) -> Option<Quantity> {
-        let b = s.as_bytes();
-        if b.is_empty() {
-            return None; // ErrFormatWrong
-        }
-        if s == "0" {
-            return Some(Quantity::ZERO);
-        }
-        // parseQuantityString: sign, leading zeros, numerator, denominator, suffix.
-        let end = b.len();
-        let mut pos = 0;
-        let negative = b[0] == b'-';
-        if matches!(b[0], b'-' | b'+') {
-            pos += 1;
-        }
-        while pos < end && b[pos] == b'0' {
-            pos += 1;
-        }
-        if pos >= end {
-            return Some(Quantity::ZERO); // num = "0", no suffix
-        }
-        let num_start = pos;
-        while pos < end && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-        let num = &b[num_start..pos];
-        let mut denom: &[u8] = &[];
-        if pos < end && b[pos] == b'.' {
-            pos += 1;
-            let start = pos;
-            while pos < end && b[pos].is_ascii_digit() {
-                pos += 1;
-            }
-            denom = &b[start..pos];
-        }
-        let has_digit = b[..pos].iter().any(u8::is_ascii_digit);
-        let suffix_start = pos;
-        while pos < end && b"eEinumkKMGTP".contains(&b[pos]) {
-            pos += 1;
-        }
-        if pos < end && matches!(b[pos], b'-' | b'+') {
-            pos += 1;
-        }
-        while pos < end && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-        if pos < end {
-            return None; // ErrFormatWrong
-        }
-        let suffix = interpret(&s[suffix_start..])?; // ErrSuffix
+        let Parts {
+            negative,
+            num,
+            denom,
+            has_digit,
+            suffix,
+        } = match Parts::of(s)? {
+            Lexed::Zero => return Some(Quantity::ZERO),
+            Lexed::Parts(parts) => parts,
+        };
+        let suffix = interpret(suffix)?; // ErrSuffix
 
         // Go's int64 fast path cannot fail; the `inf.Dec` path fails on a value without digits.
         // Both give the same value where they succeed (the fast path needs no rounding or cap).
@@ -377,6 +339,84 @@ fn round_up_to_nano(digits: &mut Vec<u8>, exponent: &mut i64) {
         }
     }
     strip_leading_zeros(digits);
+}
+
+/// A quantity's text split as `parseQuantityString` splits it.
+enum Lexed<'a> {
+    /// `0`, or a sign and zeros only: zero, whatever follows.
+    Zero,
+    Parts(Parts<'a>),
+}
+
+/// The sign, the numerator's digits (leading zeros removed), the denominator's digits, whether
+/// there was any digit, and the suffix (unread).
+struct Parts<'a> {
+    negative: bool,
+    num: &'a [u8],
+    denom: &'a [u8],
+    has_digit: bool,
+    suffix: &'a str,
+}
+
+impl<'a> Parts<'a> {
+    /// `parseQuantityString`: sign, leading zeros, numerator, denominator, suffix. `None`:
+    /// `ErrFormatWrong`.
+    fn of(s: &'a str) -> Option<Lexed<'a>> {
+        let b = s.as_bytes();
+        if b.is_empty() {
+            return None; // ErrFormatWrong
+        }
+        if s == "0" {
+            return Some(Lexed::Zero);
+        }
+        let end = b.len();
+        let mut pos = 0;
+        let negative = b[0] == b'-';
+        if matches!(b[0], b'-' | b'+') {
+            pos += 1;
+        }
+        while pos < end && b[pos] == b'0' {
+            pos += 1;
+        }
+        if pos >= end {
+            return Some(Lexed::Zero); // num = "0", no suffix
+        }
+        let num_start = pos;
+        while pos < end && b[pos].is_ascii_digit() {
+            pos += 1;
+        }
+        let num = &b[num_start..pos];
+        let mut denom: &[u8] = &[];
+        if pos < end && b[pos] == b'.' {
+            pos += 1;
+            let start = pos;
+            while pos < end && b[pos].is_ascii_digit() {
+                pos += 1;
+            }
+            denom = &b[start..pos];
+        }
+        let has_digit = b[..pos].iter().any(u8::is_ascii_digit);
+        let suffix_start = pos;
+        while pos < end && b"eEinumkKMGTP".contains(&b[pos]) {
+            pos += 1;
+        }
+        if pos < end && matches!(b[pos], b'-' | b'+') {
+            pos += 1;
+        }
+        while pos < end && b[pos].is_ascii_digit() {
+            pos += 1;
+        }
+        if pos < end {
+            return None; // ErrFormatWrong
+        }
+        Some(Lexed::Parts(Parts {
+            negative,
+            num,
+            denom,
+            has_digit,
+            suffix: &s[suffix_start..],
+        }))
+    }
 }
 
 #[cfg(test)]

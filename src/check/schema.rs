@@ -27,8 +27,8 @@ use serde::de::{
 };
 use serde_json::{Map, Value};
 
-use super::Kind;
-use super::version::KubernetesVersion;
+use crate::job::Kind;
+use crate::job::version::KubernetesVersion;
 
 /// Whether `release` has field `key` of the struct k8s-openapi names `name`, whose 1.37 fields
 /// are `fields`.
