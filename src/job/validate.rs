@@ -126,8 +126,8 @@ pub(crate) fn validate_object(object: &JobObject, cluster: &Cluster) -> Vec<Fiel
 
 /// `validateNameAllowsCompletions`, `ValidateJob`'s last check: an Indexed Job's pods take
 /// `<name>-<index>` as their hostname, so the one of the largest index must be a DNS-1123 label
-/// (pkg/apis/batch/validation/validation.go). A name still to be generated (`generateName`) gets a random suffix the
-/// apiserver alone knows: left to it.
+/// (pkg/apis/batch/validation/validation.go). A name still to be generated (`generateName`)
+/// gets a random suffix the apiserver alone knows: left to it.
 fn indexed_pod_hostname(object: &JobObject) -> Option<FieldError> {
     if object.spec.completion_mode.as_deref() != Some(INDEXED) {
         return None;
