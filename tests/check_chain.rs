@@ -35,8 +35,8 @@ fn post(jg: &Jobgate, path: &str, review: &Value) -> Value {
 enum Verdict {
     /// Not a Job or CronJob CREATE/UPDATE: let through untouched.
     Untouched,
-    /// The object cannot be read.
-    Unreadable,
+    /// The object cannot be read: why, in the webhook's words (`status.message`).
+    Unreadable(String),
     Reviewed {
         allowed: bool,
         /// `field: message` of every error.
@@ -51,7 +51,7 @@ fn cluster(jg: &Jobgate, mutate_path: &str, review: &Value) -> Verdict {
     let response = &mutated["response"];
     if response["allowed"] == false {
         assert_eq!(response["status"]["code"], 400, "{mutated}");
-        return Verdict::Unreadable;
+        return Verdict::Unreadable(response["status"]["message"].as_str().unwrap().into());
     }
     let patch: Value = match response["patch"].as_str() {
         Some(b64) => serde_json::from_slice(
@@ -68,7 +68,7 @@ fn cluster(jg: &Jobgate, mutate_path: &str, review: &Value) -> Verdict {
     let validated = post(jg, "/validate", &patched);
     let v = &validated["response"];
     if v["allowed"] == false && v["status"]["code"] == 400 {
-        return Verdict::Unreadable;
+        return Verdict::Unreadable(v["status"]["message"].as_str().unwrap().into());
     }
     let strings = |w: &Value| -> Vec<String> {
         w.as_array()
@@ -122,9 +122,9 @@ fn check(file: &Path, extra: &[&str]) -> Verdict {
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    if v["unreadable"].as_array().is_some_and(|u| !u.is_empty()) {
+    if let Some(first) = v["unreadable"].as_array().and_then(|u| u.first()) {
         assert_eq!(out.status.code(), Some(2));
-        return Verdict::Unreadable;
+        return Verdict::Unreadable(first["reason"].as_str().unwrap().into());
     }
     let Some(object) = v["objects"].as_array().and_then(|o| o.first()) else {
         assert_eq!(out.status.code(), Some(0));
@@ -214,4 +214,43 @@ fn the_readme_opt_in_example_is_denied_by_check_as_by_the_cluster() {
     let as_review = dir.path().join("review.json");
     std::fs::write(&as_review, review.to_string()).unwrap();
     assert_eq!(check(&as_review, &deny), expected);
+}
+
+/// The webhook and `check` read a review with one reader: a review whose object cannot be read
+/// is refused by both, in the same words.
+#[test]
+fn an_unreadable_review_is_refused_by_check_in_the_webhooks_words() {
+    let jg = Jobgate::start(&[]);
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "pi", "image": "perl"}]}}}});
+    let mut wrong_type = job.clone();
+    wrong_type["spec"]["backoffLimit"] = json!("many");
+    let mut a_pod = job.clone();
+    a_pod["kind"] = json!("Pod");
+    let cases = [
+        ("CREATE", wrong_type.clone(), None),
+        ("CREATE", a_pod, None),
+        ("CREATE", json!([1]), None),
+        ("UPDATE", job.clone(), None),
+        ("UPDATE", job.clone(), Some(wrong_type)),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (operation, object, old)) in cases.into_iter().enumerate() {
+        let mut review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+                "operation": operation, "namespace": "ml", "name": "pi", "object": object}});
+        if let Some(old) = old {
+            review["request"]["oldObject"] = old;
+        }
+        let expected = cluster(&jg, "/mutate", &review);
+        assert!(
+            matches!(expected, Verdict::Unreadable(_)),
+            "{i}: {expected:?}"
+        );
+        let file = dir.path().join(format!("review-{i}.json"));
+        std::fs::write(&file, review.to_string()).unwrap();
+        assert_eq!(check(&file, &[]), expected, "{i}: {review}");
+    }
 }

@@ -15,6 +15,8 @@ pub use request::parse;
 pub(crate) use request::{ObjectIn, ParsedReview};
 pub(crate) use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
 
+use crate::job::mutate::RecoveryScope;
+use crate::job::pipeline::{self, Stages};
 use crate::job::review::Operation;
 use crate::job::template::WholeTemplate;
 use crate::job::{self, Kind};
@@ -194,11 +196,11 @@ fn decide(
         }
     };
     let object = std::mem::replace(&mut parsed.object, ObjectIn::Absent);
-    let object = match read_object(kind, "request.object", object) {
+    let mut object = match read_object(kind, "request.object", object) {
         Ok(o) => o,
         Err(message) => return Ruling::Unreadable(Some(kind), message),
     };
-    let old_object = match (
+    let mut old_object = match (
         operation,
         std::mem::replace(&mut parsed.old_object, ObjectIn::Absent),
     ) {
@@ -212,17 +214,6 @@ fn decide(
         },
         _ => None,
     };
-    let (mut object, mut old_object) = (object, old_object);
-    if endpoint == Endpoint::Validate {
-        // kube-apiserver defaults an object before it validates it and before webhooks see it,
-        // as the cluster's release does (a CronJob's onPodConditions[].status from 1.34 on).
-        // An object that arrives undefaulted (a client calling jobgate directly) is judged as
-        // the apiserver would store it, the same way `jobgate check` judges it.
-        job::defaults::apply_apiserver_defaults(&mut object, &config.cluster);
-        if let Some(old) = old_object.as_mut() {
-            job::defaults::apply_apiserver_defaults(old, &config.cluster);
-        }
-    }
     // kube-apiserver's `spec.template` immutability compares the whole template of a Job;
     // only a Job UPDATE at /validate pays for reading the templates as a whole.
     if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, old_object.as_mut()) {
@@ -230,23 +221,20 @@ fn decide(
         object.spec.template.whole = Some(new_template);
         old.spec.template.whole = Some(old_template);
     }
-    let review = job::review::Review {
+    let stages = match endpoint {
+        Endpoint::Validate => Stages::Validate,
+        Endpoint::Mutate => Stages::Mutate(RecoveryScope::JobAnnotation),
+        Endpoint::MutateRecovery => Stages::Mutate(RecoveryScope::Namespace),
+    };
+    let write = pipeline::Write {
         operation,
-        object: &object,
-        old_object: old_object.as_ref(),
+        object,
+        old_object,
     };
-    // The one review pipeline `check` and `audit` call too; the webhook only renders it.
-    let outcome = match endpoint {
-        Endpoint::Validate => job::pipeline::validate(&review, config),
-        Endpoint::Mutate => {
-            job::pipeline::mutate(&review, config, job::mutate::RecoveryScope::JobAnnotation)
-        }
-        Endpoint::MutateRecovery => {
-            job::pipeline::mutate(&review, config, job::mutate::RecoveryScope::Namespace)
-        }
-    };
-    let verdict = outcome.into_verdict();
-    Ruling::Reviewed(kind, object.display_name().to_string(), verdict)
+    // The one review pipeline `check` and `audit` run too; the webhook only renders it.
+    let Ok(judged) = pipeline::run::<std::convert::Infallible>(write, stages, config);
+    let verdict = judged.judgment.into_verdict();
+    Ruling::Reviewed(kind, judged.object.display_name().to_string(), verdict)
 }
 
 fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObject, String> {
@@ -255,13 +243,7 @@ fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObj
         ObjectIn::Raw(raw) => raw,
         ObjectIn::Absent => return Err(format!("{at} is required for CREATE and UPDATE")),
     };
-    job::JobObject::from_json(kind, raw.get()).map_err(|e| {
-        if e.path.is_empty() || e.path == "." {
-            format!("{at} is not a valid {}: {}", kind.as_str(), e.message)
-        } else {
-            format!("{at}.{}: {}", e.path, e.message)
-        }
-    })
+    job::JobObject::from_json(kind, raw.get()).map_err(|e| pipeline::unreadable(kind, at, &e))
 }
 
 /// `spec.template` of `request.object` and `request.oldObject`, reduced to what the

@@ -12,9 +12,9 @@ use crate::embedded::Owner;
 use crate::job::finding::Finding;
 use crate::job::finding::Source;
 use crate::job::mutate::RecoveryScope;
+use crate::job::pipeline::{self, Stages};
 use crate::job::review::Operation;
-use crate::job::{self, Config, JobObject, Kind, defaults};
-use crate::job::{finding, pipeline};
+use crate::job::{self, Config, JobObject, Kind, finding};
 
 /// `kubectl --validate`: what happens to unknown and duplicate fields (server-side field
 /// validation, `metav1.FieldValidation{Strict,Warn,Ignore}`).
@@ -175,6 +175,7 @@ pub(crate) fn check_document(
                 old_doc: None,
                 namespace_hint: String::new(),
                 name_hint: String::new(),
+                in_review: false,
                 from_template: None,
             };
             check_object(place, object, decoded, chain, report)
@@ -407,7 +408,17 @@ pub(super) struct Object {
     pub(super) namespace_hint: String,
     /// The review's `request.name`.
     pub(super) name_hint: String,
+    /// Whether it came in an AdmissionReview: messages then name `request.object` and
+    /// `request.oldObject`, as the webhook's do.
+    pub(super) in_review: bool,
     pub(super) from_template: Option<FromTemplate>,
+}
+
+impl Object {
+    /// Where the object is in what was read, for messages.
+    fn object_at(&self) -> &'static str {
+        if self.in_review { "request.object" } else { "" }
+    }
 }
 
 /// A Job a controller builds from a template held in another object (`embedded`).
@@ -464,6 +475,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
         old_doc: old,
         namespace_hint: parsed.namespace.clone().unwrap_or_default(),
         name_hint: name,
+        in_review: true,
         from_template: None,
     };
     check_object(
@@ -475,7 +487,8 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
     );
 }
 
-/// Reads `doc` as `kind` the way `/validate` reads `request.object`.
+/// Reads `doc` as `kind` the way the webhook reads `request.object` (`at`: empty for a document
+/// that is the object).
 fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
     let mut object =
         JobObject::from_value_ref(o.kind, doc).map_err(|e| match &o.from_template {
@@ -483,21 +496,20 @@ fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObjec
                 "{}: the Job built from it is not a valid Job: {e}",
                 t.template
             )),
-            None => place.unreadable(format!("{at}not a valid {}: {e}", o.kind.as_str())),
+            None => place.unreadable(pipeline::unreadable(o.kind, at, &e)),
         })?;
     if let Some(t) = &o.from_template {
         object.template_at = Some(job::model::TemplateAt::new(&t.template));
     }
+    // kube-apiserver's `spec.template` immutability compares the whole template of a Job (a
+    // template that cannot be compared is a warning from `/validate`, as at the webhook).
     if o.operation == Operation::Update && o.kind == Kind::Job {
         object.keep_whole_template(doc);
-        // The immutability rule must not pass silently on a template it cannot read.
-        if let Some(job::template::WholeTemplate::Unreadable(e)) = &object.spec.template.whole {
-            return Err(place.unreadable(format!("{at}spec.template cannot be read: {e}")));
-        }
     }
     Ok(object)
 }
 
+/// `o` through the chain `chain` stands for, after kube-apiserver's decoding said `decoded`.
 pub(super) fn check_object(
     place: &Place<'_>,
     mut o: Object,
@@ -505,8 +517,7 @@ pub(super) fn check_object(
     chain: &Chain<'_>,
     report: &mut Report,
 ) {
-    let config = chain.config;
-    let (mut object, mut old) = match read_new_and_old(place, &o) {
+    let (object, old_object) = match read_new_and_old(place, &o) {
         Ok(both) => both,
         Err(u) => return report.unreadable.push(u),
     };
@@ -520,56 +531,41 @@ pub(super) fn check_object(
         report.objects.push(checked);
         return;
     }
-    let mut outcome = finding::Judgment::default();
-    if chain.mutate {
-        let mutated = pipeline::mutate(
-            &job::review::Review {
-                operation: o.operation,
-                object: &object,
-                old_object: old.as_ref(),
-            },
-            config,
-            chain.scope(&checked.namespace),
-        );
-        if !mutated.patch.0.is_empty() {
-            match apply_own_patch(place, &mut o, &object, &mutated.patch, config) {
-                Ok((patched, changes)) => {
-                    checked.mutation_changes = changes;
-                    object = patched;
-                }
-                Err(u) => return report.unreadable.push(u),
-            }
-        }
-        outcome = mutated;
-    }
-    // kube-apiserver defaults the object (again, after mutation) before it validates it.
-    defaults::apply_apiserver_defaults(&mut object, &config.cluster);
-    if o.operation == Operation::Create {
-        defaults::prepare_job_for_create(&mut object, &config.cluster);
-    }
-    if let Some(old) = old.as_mut() {
-        defaults::apply_apiserver_defaults(old, &config.cluster);
-    }
-    let validated = pipeline::validate(
-        &job::review::Review {
-            operation: o.operation,
-            object: &object,
-            old_object: old.as_ref(),
-        },
-        config,
-    );
-    outcome.findings.extend(validated.findings);
+    let write = pipeline::Write {
+        operation: o.operation,
+        object,
+        old_object,
+    };
+    let scope = chain.scope(&checked.namespace);
+    // kube-apiserver applies the webhook's patch and decodes the object again. The document is
+    // patched in place: it is not needed unpatched any more, and a copy of a large one costs as
+    // much again.
+    let mut reread = |patch: &json_patch::Patch| {
+        json_patch::patch(&mut o.doc, &patch.0)
+            .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))?;
+        read(place, &o, &o.doc, o.object_at())
+    };
+    let stages = match chain.mutate {
+        true => Stages::MutateThenValidate(scope, &mut reread),
+        false => Stages::Validate,
+    };
+    let judged = match pipeline::run(write, stages, chain.config) {
+        Ok(judged) => judged,
+        Err(u) => return report.unreadable.push(u),
+    };
+    checked.mutation_changes = judged.mutation_changes;
     let location = checked.location.clone();
+    let judgment = judged.judgment;
     checked
         .findings
-        .extend(outcome.findings.into_iter().map(|finding| {
+        .extend(judgment.findings.into_iter().map(|finding| {
             let at = match finding.field() {
                 Some(p) => place.at(&segments(p)),
                 None => location.clone(),
             };
             Located { finding, at }
         }));
-    checked.patch = outcome.patch;
+    checked.patch = judgment.patch;
     report.objects.push(checked);
 }
 
@@ -578,11 +574,11 @@ fn read_new_and_old(
     place: &Place<'_>,
     o: &Object,
 ) -> Result<(JobObject, Option<JobObject>), Unreadable> {
-    let object = read(place, o, &o.doc, "")?;
+    let object = read(place, o, &o.doc, o.object_at())?;
     let old = o
         .old_doc
         .as_ref()
-        .map(|d| read(place, o, d, "oldObject: "))
+        .map(|d| read(place, o, d, "request.oldObject"))
         .transpose()?;
     Ok((object, old))
 }
@@ -627,30 +623,4 @@ fn checked_object(place: &Place<'_>, o: &Object, object: &JobObject, chain: &Cha
         mutation_changes: false,
         built,
     }
-}
-
-/// The document with jobgate's own patch applied in place (it is not needed unpatched any more,
-/// and a copy of a large one costs as much again), read again, and whether the patch changes
-/// what the apiserver stores: a patch that only writes what the apiserver defaults anyway does
-/// not.
-fn apply_own_patch(
-    place: &Place<'_>,
-    o: &mut Object,
-    object: &JobObject,
-    patch: &json_patch::Patch,
-    config: &Config,
-) -> Result<(JobObject, bool), Unreadable> {
-    json_patch::patch(&mut o.doc, &patch.0)
-        .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))?;
-    let mut patched = read(place, o, &o.doc, "")?;
-    let mut unpatched = object.clone();
-    defaults::apply_apiserver_defaults(&mut unpatched, &config.cluster);
-    defaults::apply_apiserver_defaults(&mut patched, &config.cluster);
-    // (A CronJob's template text differs with any patch; its fields are compared.)
-    let fields = |o: &JobObject| JobObject {
-        job_template_json: None,
-        ..o.clone()
-    };
-    let changes = fields(&patched) != fields(&unpatched);
-    Ok((patched, changes))
 }

@@ -116,6 +116,7 @@ pub(super) fn check_owner(
             old_doc: None,
             namespace_hint: namespace.clone(),
             name_hint: String::new(),
+            in_review: false,
             from_template: Some(FromTemplate {
                 owner_kind: owner.kind(),
                 owner_name: name.clone(),
