@@ -244,7 +244,7 @@ fn is_dns_label(s: &str) -> bool {
 
 /// What [`write`] wrote, for the command's output.
 #[derive(Debug, Clone)]
-pub struct Written {
+pub struct WrittenFiles {
     /// The CA certificate file.
     pub ca_cert: PathBuf,
     /// The serving certificate file.
@@ -314,7 +314,7 @@ fn service_to_issue_for(args: &CertsArgs) -> Result<(String, String), CertsError
 
 /// Generates the bundle for `args` at time `now` and writes the four files. Returns what was
 /// written and the Service it was issued for.
-pub fn write(args: &CertsArgs, now: SystemTime) -> Result<Written, CertsError> {
+pub fn write(args: &CertsArgs, now: SystemTime) -> Result<WrittenFiles, CertsError> {
     for (flag, value) in [("service", &args.service), ("namespace", &args.namespace)] {
         if let Some(value) = value
             && !is_dns_label(value)
@@ -347,7 +347,7 @@ pub fn write(args: &CertsArgs, now: SystemTime) -> Result<Written, CertsError> {
         path: args.out.clone(),
         source,
     })?;
-    let written = Written {
+    let written = WrittenFiles {
         ca_cert: args.out.join(CA_CERT_FILE),
         tls_cert: args.out.join(TLS_CERT_FILE),
         tls_key: args.out.join(TLS_KEY_FILE),
@@ -419,7 +419,7 @@ pub fn run(args: &CertsArgs) -> Result<(), CertsError> {
 
 /// How to install with these files: the self-signed overlay installs into `jobgate-system`;
 /// another namespace needs an overlay of it that says so (docs/src/install.md).
-fn install_hint(written: &Written) -> String {
+fn install_hint(written: &WrittenFiles) -> String {
     if written.service != DEFAULT_SERVICE {
         return format!(
             "the installs name the Service {DEFAULT_SERVICE}: kube-apiserver will call \
@@ -701,7 +701,7 @@ mod tests {
 
     #[test]
     fn the_install_hint_names_the_namespace_the_certificate_is_for() {
-        let written = |service: &str, namespace: &str| Written {
+        let written = |service: &str, namespace: &str| WrittenFiles {
             ca_cert: "ca.crt".into(),
             tls_cert: "tls.crt".into(),
             tls_key: "tls.key".into(),

@@ -12,6 +12,7 @@ pub mod embedded;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod job;
+mod json_str;
 pub(crate) mod kueue;
 mod names;
 pub mod reconciler;

@@ -259,12 +259,12 @@ fn whole_templates(body: &[u8]) -> (WholeTemplate, WholeTemplate) {
     #[serde(rename_all = "camelCase")]
     struct Request<'a> {
         #[serde(default, borrow)]
-        object: Option<Object<'a>>,
+        object: Option<SpecOnly<'a>>,
         #[serde(default, borrow)]
-        old_object: Option<Object<'a>>,
+        old_object: Option<SpecOnly<'a>>,
     }
     #[derive(serde::Deserialize)]
-    struct Object<'a> {
+    struct SpecOnly<'a> {
         #[serde(default, borrow)]
         spec: Option<Spec<'a>>,
     }
@@ -273,7 +273,7 @@ fn whole_templates(body: &[u8]) -> (WholeTemplate, WholeTemplate) {
         #[serde(default, borrow)]
         template: Option<&'a serde_json::value::RawValue>,
     }
-    let template = |o: Option<Object<'_>>| {
+    let template = |o: Option<SpecOnly<'_>>| {
         let text = o
             .and_then(|o| o.spec)
             .and_then(|s| s.template)

@@ -37,7 +37,7 @@ pub struct RenderArgs {
 
 /// Why `jobgate render` printed nothing.
 #[derive(Debug, thiserror::Error)]
-enum Failure {
+enum RenderFailure {
     #[error("{0}")]
     Settings(#[from] crate::rule_flags::ConfigError),
     #[error("{0}")]
@@ -51,7 +51,7 @@ pub fn run(args: &RenderArgs) -> i32 {
     match write(args, &mut std::io::stdout().lock()) {
         Ok(()) => 0,
         // `jobgate render | head` closes the pipe early: not an error.
-        Err(Failure::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(RenderFailure::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
             eprintln!("jobgate render: {e}");
             1
@@ -59,7 +59,7 @@ pub fn run(args: &RenderArgs) -> i32 {
     }
 }
 
-fn write(args: &RenderArgs, out: &mut impl Write) -> Result<(), Failure> {
+fn write(args: &RenderArgs, out: &mut impl Write) -> Result<(), RenderFailure> {
     let config = args.rules.load()?;
     let install = Install {
         name: args.name.clone(),

@@ -20,6 +20,7 @@ use crate::job::finding::Source;
 use crate::job::levels::Level;
 use crate::job::levels::Policies;
 use crate::job::levels::PolicyName;
+use crate::json_str::str_or_empty;
 
 /// What was read from the cluster.
 #[derive(Debug, Clone, Default)]
@@ -105,25 +106,21 @@ const RECOVERY_POLICIES: [PolicyName; 2] = [
     PolicyName::RecoveryCountsTowardBackoff,
 ];
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 /// Reviews every object of `inventory` with `config`, and every Job with opted-in pods with the
 /// recovery policies.
 pub(crate) fn audit(inventory: &Inventory, config: &Config) -> Audit {
     let mut audit = Audit::default();
     for doc in &inventory.objects {
-        let namespace = str_at(doc, "/metadata/namespace");
+        let namespace = str_or_empty(doc, "/metadata/namespace");
         let Some(findings) = review(namespace, doc, config, &mut audit.report, |_| true) else {
             continue; // unreadable: reported as such
         };
         audit.audited.push(Audited {
             namespace: namespace.to_string(),
-            api_version: str_at(doc, "/apiVersion").to_string(),
-            kind: str_at(doc, "/kind").to_string(),
-            name: str_at(doc, "/metadata/name").to_string(),
-            uid: str_at(doc, "/metadata/uid").to_string(),
+            api_version: str_or_empty(doc, "/apiVersion").to_string(),
+            kind: str_or_empty(doc, "/kind").to_string(),
+            name: str_or_empty(doc, "/metadata/name").to_string(),
+            uid: str_or_empty(doc, "/metadata/uid").to_string(),
             findings,
         });
     }
@@ -215,10 +212,10 @@ fn recovery(inventory: &Inventory, config: &Config) -> Vec<RecoveryFinding> {
         // A Job that is gone (or replaced under the same name) has no spec to judge: its pods are
         // recovered without per-Job state.
         let Some(doc) = inventory.objects.iter().find(|d| {
-            str_at(d, "/kind") == "Job"
-                && str_at(d, "/metadata/namespace") == namespace
-                && str_at(d, "/metadata/name") == name.as_str()
-                && str_at(d, "/metadata/uid") == uid.as_str()
+            str_or_empty(d, "/kind") == "Job"
+                && str_or_empty(d, "/metadata/namespace") == namespace
+                && str_or_empty(d, "/metadata/name") == name.as_str()
+                && str_or_empty(d, "/metadata/uid") == uid.as_str()
         }) else {
             continue;
         };

@@ -168,7 +168,7 @@ pub(crate) fn check_document(
     match (kind, Kind::from_kind(kind), owner) {
         (_, Some(k), _) if batch_v1 => {
             let decoded = decode(place, k, &doc, chain);
-            let object = Object {
+            let object = Subject {
                 operation: Operation::Create,
                 kind: k,
                 doc,
@@ -399,7 +399,7 @@ fn go_quoted(s: &str) -> String {
 
 /// A Job or CronJob to check, as read from a document or an AdmissionReview, or built by a
 /// controller from a template.
-pub(super) struct Object {
+pub(super) struct Subject {
     pub(super) operation: Operation,
     pub(super) kind: Kind,
     pub(super) doc: Value,
@@ -414,7 +414,7 @@ pub(super) struct Object {
     pub(super) from_template: Option<FromTemplate>,
 }
 
-impl Object {
+impl Subject {
     /// Where the object is in what was read, for messages.
     fn object_at(&self) -> &'static str {
         if self.in_review { "request.object" } else { "" }
@@ -468,7 +468,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
             .unreadable
             .push(place.unreadable("request.oldObject is required for UPDATE".into()));
     }
-    let object = Object {
+    let object = Subject {
         operation: op,
         kind: k,
         doc: object,
@@ -489,7 +489,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
 
 /// Reads `doc` as `kind` the way the webhook reads `request.object` (`at`: empty for a document
 /// that is the object).
-fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
+fn read(place: &Place<'_>, o: &Subject, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
     let mut object =
         JobObject::from_value_ref(o.kind, doc).map_err(|e| match &o.from_template {
             Some(t) => place.unreadable(format!(
@@ -512,7 +512,7 @@ fn read(place: &Place<'_>, o: &Object, doc: &Value, at: &str) -> Result<JobObjec
 /// `o` through the chain `chain` stands for, after kube-apiserver's decoding said `decoded`.
 pub(super) fn check_object(
     place: &Place<'_>,
-    mut o: Object,
+    mut o: Subject,
     decoded: Vec<Located>,
     chain: &Chain<'_>,
     report: &mut Report,
@@ -572,7 +572,7 @@ pub(super) fn check_object(
 /// The object and, for an UPDATE, the old object, read as the rules see them.
 fn read_new_and_old(
     place: &Place<'_>,
-    o: &Object,
+    o: &Subject,
 ) -> Result<(JobObject, Option<JobObject>), Unreadable> {
     let object = read(place, o, &o.doc, o.object_at())?;
     let old = o
@@ -585,7 +585,12 @@ fn read_new_and_old(
 
 /// The report's entry for `object`, before any finding: where it is and what it is called. A
 /// Job built from a template is reported as the object holding it, at the template.
-fn checked_object(place: &Place<'_>, o: &Object, object: &JobObject, chain: &Chain<'_>) -> Checked {
+fn checked_object(
+    place: &Place<'_>,
+    o: &Subject,
+    object: &JobObject,
+    chain: &Chain<'_>,
+) -> Checked {
     let namespace = match (
         object.metadata.namespace.as_deref(),
         o.namespace_hint.as_str(),

@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::document::{FromTemplate, Object, Place, check_object};
+use super::document::{FromTemplate, Place, Subject, check_object};
 use super::report::{Checked, Located, Report};
 use super::{Chain, FieldValidation};
 use crate::check::schema;
@@ -28,27 +28,24 @@ use crate::job::finding;
 use crate::job::finding::Finding;
 use crate::job::finding::Source;
 use crate::job::review::Operation;
+use crate::json_str::str_or_empty;
 
 /// The pattern controller-gen gives a `resource.Quantity` in a CRD (jobset.x-k8s.io_jobsets.yaml,
 /// trainer.kubeflow.org_trainingruntimes.yaml).
 pub(crate) const CRD_QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
 
-fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 /// The owner's name as reported (its `generateName` when it has no name) and the namespace its
 /// Jobs are created in (a ClusterTrainingRuntime's: the default namespace).
 fn name_and_namespace(owner: Owner, doc: &Value, chain: &Chain<'_>) -> (String, String) {
     let name = match (
-        str_at(doc, "/metadata/name"),
-        str_at(doc, "/metadata/generateName"),
+        str_or_empty(doc, "/metadata/name"),
+        str_or_empty(doc, "/metadata/generateName"),
     ) {
         ("", "") => "<unnamed>".to_string(),
         ("", generate) => generate.to_string(),
         (n, _) => n.to_string(),
     };
-    let namespace = match (owner, str_at(doc, "/metadata/namespace")) {
+    let namespace = match (owner, str_or_empty(doc, "/metadata/namespace")) {
         (Owner::ClusterTrainingRuntime, _) | (_, "") => chain.default_namespace.to_string(),
         (_, ns) => ns.to_string(),
     };
@@ -109,7 +106,7 @@ pub(super) fn check_owner(
             .unwrap_or_default();
         // What the owner's own metadata says, once, with its first Job.
         found.extend(misplaced.take().into_iter().flatten());
-        let object = Object {
+        let object = Subject {
             operation: Operation::Create,
             kind: Kind::Job,
             doc: built.job,

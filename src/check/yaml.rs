@@ -33,7 +33,7 @@ pub(crate) const MAX_DEPTH: usize = 128;
 
 /// One YAML document, converted.
 #[derive(Debug)]
-pub(crate) struct Document {
+pub(crate) struct YamlDocument {
     pub(crate) value: Value,
     /// Where its root node starts.
     pub(crate) root: Option<Position>,
@@ -43,7 +43,7 @@ pub(crate) struct Document {
 
 /// Why the stream cannot be read past some point.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Failure {
+pub(crate) struct YamlFailure {
     pub(crate) at: Option<Position>,
     pub(crate) reason: String,
 }
@@ -79,7 +79,7 @@ pub(crate) struct Documents<'a> {
 }
 
 impl Iterator for Documents<'_> {
-    type Item = Result<Document, Failure>;
+    type Item = Result<YamlDocument, YamlFailure>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -101,16 +101,16 @@ fn position(span: &Span) -> Position {
     }
 }
 
-fn fail(at: Option<Position>, reason: impl Into<String>) -> Failure {
-    Failure {
+fn fail(at: Option<Position>, reason: impl Into<String>) -> YamlFailure {
+    YamlFailure {
         at,
         reason: reason.into(),
     }
 }
 
 impl Documents<'_> {
-    fn next_document(&mut self) -> Option<Result<Document, Failure>> {
-        let mut builder: Option<Builder> = None;
+    fn next_document(&mut self) -> Option<Result<YamlDocument, YamlFailure>> {
+        let mut builder: Option<TreeBuilder> = None;
         loop {
             let (event, span) = match self.parser.next_event()? {
                 Ok(e) => e,
@@ -125,7 +125,7 @@ impl Documents<'_> {
             };
             match event {
                 Event::StreamStart | Event::StreamEnd => {}
-                Event::DocumentStart(..) => builder = Some(Builder::new(&self.aliased)),
+                Event::DocumentStart(..) => builder = Some(TreeBuilder::new(&self.aliased)),
                 Event::DocumentEnd => {
                     let b = builder.take()?;
                     return Some(Ok(b.finish()));
@@ -142,7 +142,7 @@ impl Documents<'_> {
 }
 
 /// A mapping key awaiting its value.
-enum Key {
+enum PendingKey {
     Name(String),
     /// `<<`: the value is merged.
     Merge,
@@ -152,13 +152,13 @@ enum Container {
     Seq(Vec<Value>),
     Map {
         map: Map<String, Value>,
-        key: Option<Key>,
+        key: Option<PendingKey>,
         /// Keys set by a merge (an explicit key over one is not a duplicate).
         merged: HashSet<String>,
     },
 }
 
-struct Frame {
+struct OpenCollection {
     container: Container,
     /// How this collection hangs from its parent (for the paths of duplicates).
     step: Option<Step>,
@@ -168,9 +168,9 @@ struct Frame {
     decodes_at_start: usize,
 }
 
-struct Builder<'a> {
+struct TreeBuilder<'a> {
     aliased: &'a HashSet<usize>,
-    stack: Vec<Frame>,
+    stack: Vec<OpenCollection>,
     root: Option<Value>,
     root_at: Option<Position>,
     /// Anchored values some alias uses, with how many nodes decoding them took.
@@ -191,9 +191,9 @@ enum Scalar {
     Str(String),
 }
 
-impl<'a> Builder<'a> {
-    fn new(aliased: &'a HashSet<usize>) -> Builder<'a> {
-        Builder {
+impl<'a> TreeBuilder<'a> {
+    fn new(aliased: &'a HashSet<usize>) -> TreeBuilder<'a> {
+        TreeBuilder {
             aliased,
             stack: Vec::new(),
             root: None,
@@ -205,8 +205,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn finish(self) -> Document {
-        Document {
+    fn finish(self) -> YamlDocument {
+        YamlDocument {
             value: self.root.unwrap_or(Value::Null),
             root: self.root_at,
             duplicates: self.duplicates,
@@ -216,7 +216,7 @@ impl<'a> Builder<'a> {
     fn expecting_key(&self) -> bool {
         matches!(
             self.stack.last(),
-            Some(Frame {
+            Some(OpenCollection {
                 container: Container::Map { key: None, .. },
                 ..
             })
@@ -228,14 +228,14 @@ impl<'a> Builder<'a> {
         match self.stack.last().map(|f| &f.container) {
             Some(Container::Seq(items)) => Some(Step::Index(items.len())),
             Some(Container::Map {
-                key: Some(Key::Name(k)),
+                key: Some(PendingKey::Name(k)),
                 ..
             }) => Some(Step::Key(k.clone())),
             _ => None,
         }
     }
 
-    fn event(&mut self, event: Event<'_>, span: &Span) -> Result<(), Failure> {
+    fn event(&mut self, event: Event<'_>, span: &Span) -> Result<(), YamlFailure> {
         let at = position(span);
         if self.stack.is_empty() && self.root.is_none() {
             self.root_at.get_or_insert(at);
@@ -262,10 +262,10 @@ impl<'a> Builder<'a> {
         anchor: usize,
         tag: Option<&Tag>,
         at: Position,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), YamlFailure> {
         if self.expecting_key() {
             if is_merge(text, plain, tag) {
-                self.set_key(Key::Merge);
+                self.set_key(PendingKey::Merge);
                 return Ok(());
             }
             let scalar = resolve(text, plain, tag).map_err(|r| fail(Some(at), r))?;
@@ -274,7 +274,7 @@ impl<'a> Builder<'a> {
                 let value = scalar_value(&scalar, text).map_err(|r| fail(Some(at), r))?;
                 self.keep_anchor(anchor, &value, 1);
             }
-            self.set_key(Key::Name(key));
+            self.set_key(PendingKey::Name(key));
             return Ok(());
         }
         let scalar = resolve(text, plain, tag).map_err(|r| fail(Some(at), r))?;
@@ -284,7 +284,7 @@ impl<'a> Builder<'a> {
     }
 
     /// An alias: its anchor's value again, counted as go-yaml v2 counts it.
-    fn alias(&mut self, id: usize, at: Position) -> Result<(), Failure> {
+    fn alias(&mut self, id: usize, at: Position) -> Result<(), YamlFailure> {
         self.decodes += 1;
         let Some((value, size)) = self.anchors.get(&id) else {
             // An anchor whose node is still open: the value would contain itself.
@@ -311,14 +311,14 @@ impl<'a> Builder<'a> {
         let value = value.clone();
         if self.expecting_key() {
             let key = key_string(&value).map_err(|r| fail(Some(at), r))?;
-            self.set_key(Key::Name(key));
+            self.set_key(PendingKey::Name(key));
             return Ok(());
         }
         self.complete(value, at)
     }
 
     /// A sequence (`sequence`) or a mapping begins.
-    fn start(&mut self, sequence: bool, anchor: usize, at: Position) -> Result<(), Failure> {
+    fn start(&mut self, sequence: bool, anchor: usize, at: Position) -> Result<(), YamlFailure> {
         if self.expecting_key() {
             return Err(fail(
                 Some(at),
@@ -342,7 +342,7 @@ impl<'a> Builder<'a> {
             }
         };
         let step = self.next_step();
-        self.stack.push(Frame {
+        self.stack.push(OpenCollection {
             container,
             step,
             anchor: (anchor != 0 && self.aliased.contains(&anchor)).then_some(anchor),
@@ -352,7 +352,7 @@ impl<'a> Builder<'a> {
     }
 
     /// The innermost sequence or mapping ends.
-    fn end(&mut self, at: Position) -> Result<(), Failure> {
+    fn end(&mut self, at: Position) -> Result<(), YamlFailure> {
         let Some(frame) = self.stack.pop() else {
             return Ok(());
         };
@@ -376,8 +376,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn set_key(&mut self, k: Key) {
-        if let Some(Frame {
+    fn set_key(&mut self, k: PendingKey) {
+        if let Some(OpenCollection {
             container: Container::Map { key, .. },
             ..
         }) = self.stack.last_mut()
@@ -387,8 +387,8 @@ impl<'a> Builder<'a> {
     }
 
     /// A node is complete: it becomes the root, an item, or a mapping's value.
-    fn complete(&mut self, value: Value, at: Position) -> Result<(), Failure> {
-        let duplicate_path = |stack: &[Frame], key: &str| {
+    fn complete(&mut self, value: Value, at: Position) -> Result<(), YamlFailure> {
+        let duplicate_path = |stack: &[OpenCollection], key: &str| {
             let mut steps: Vec<Step> = stack.iter().filter_map(|f| f.step.clone()).collect();
             steps.push(Step::Key(key.to_string()));
             steps
@@ -400,14 +400,16 @@ impl<'a> Builder<'a> {
         match &mut frame.container {
             Container::Seq(items) => items.push(value),
             Container::Map { map, key, merged } => match key.take() {
-                Some(Key::Name(k)) => {
+                Some(PendingKey::Name(k)) => {
                     let was_merged = merged.remove(&k);
                     if map.insert(k.clone(), value).is_some() && !was_merged {
                         let steps = duplicate_path(&self.stack, &k);
                         self.duplicates.push(steps);
                     }
                 }
-                Some(Key::Merge) => merge(map, merged, value).map_err(|r| fail(Some(at), r))?,
+                Some(PendingKey::Merge) => {
+                    merge(map, merged, value).map_err(|r| fail(Some(at), r))?
+                }
                 None => {}
             },
         }
@@ -827,7 +829,7 @@ mod tests {
         doc.value
     }
 
-    fn failure(text: &str) -> Failure {
+    fn failure(text: &str) -> YamlFailure {
         documents(text).find_map(Result::err).expect("a failure")
     }
 

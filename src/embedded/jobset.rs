@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::ControllerJob;
 use crate::job::version::KubernetesVersion;
+use crate::json_str::str_at;
 
 pub(super) const API_VERSION: &str = "jobset.x-k8s.io/v1alpha2";
 
@@ -42,10 +43,6 @@ const NO_SCHEDULE: &str = "alpha.jobset.sigs.k8s.io/no-schedule";
 /// The uid kube-apiserver gives the JobSet, which a manifest does not have: the Jobs' owner
 /// reference and `jobset-uid` label carry this stand-in.
 pub(super) const UID_STAND_IN: &str = "00000000-0000-0000-0000-000000000000";
-
-fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
 
 /// One replicated job's facts (after defaulting).
 struct Replicated {

@@ -206,7 +206,7 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
     let now = ctx.now();
     let plan = plan_pod(ctx, &pod, &facts, now).await?;
     tracing::debug!(?plan, "planned");
-    let step = Step {
+    let step = Execution {
         ctx,
         key,
         pod: &pod,
@@ -287,7 +287,7 @@ fn settle(ctx: &Context, key: &PodKey, node: Option<String>, outcome: Outcome) -
 
 /// One reconcile's step: the plan executed against the pod as read, what was remembered of it
 /// before (`seen`) and the time of the plan.
-struct Step<'a> {
+struct Execution<'a> {
     ctx: &'a Context,
     key: &'a PodKey,
     pod: &'a Pod,
@@ -296,7 +296,7 @@ struct Step<'a> {
     now: Timestamp,
 }
 
-impl Step<'_> {
+impl Execution<'_> {
     async fn execute(&self, plan: Plan) -> Result<Outcome, ReconcileError> {
         let now = self.now;
         Ok(match plan {

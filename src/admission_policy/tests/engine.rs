@@ -377,7 +377,7 @@ fn mutate(
 
 /// One failed validation of a ValidatingAdmissionPolicy.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Failure {
+pub(crate) struct PolicyFailure {
     /// The policy's name.
     pub(crate) policy: String,
     /// `messageExpression`'s result (trimmed; a multi-line or empty one falls back to `message`),
@@ -390,7 +390,7 @@ fn validate(
     policy: &Value,
     admission: &Admission,
     request: &Context<'static, 'static>,
-) -> Result<Vec<Failure>, String> {
+) -> Result<Vec<PolicyFailure>, String> {
     let spec = &policy["spec"];
     let name = policy["metadata"]["name"]
         .as_str()
@@ -415,7 +415,7 @@ fn validate(
                     },
                     None => fallback,
                 };
-                failures.push(Failure {
+                failures.push(PolicyFailure {
                     policy: name.clone(),
                     message,
                 });
@@ -431,9 +431,9 @@ fn validate(
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Answer {
     /// Each failure bound with `Deny`, by policy, in order.
-    pub(crate) denials: Vec<Failure>,
+    pub(crate) denials: Vec<PolicyFailure>,
     /// Each failure bound with `Warn`, by policy, in order.
-    pub(crate) warnings: Vec<Failure>,
+    pub(crate) warnings: Vec<PolicyFailure>,
 }
 
 impl Answer {
