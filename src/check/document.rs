@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::input::Unreadable;
 use super::locate::{Position, segments};
-use super::report::{self, Checked, Located, Location, Report, Skipped};
+use super::report::{self, Checked, IgnoredDocument, Located, Location, Report};
 use crate::check::schema;
 use crate::embedded::Owner;
 use crate::job::finding::Finding;
@@ -197,7 +197,7 @@ pub(crate) fn check_document(
                 }
             }
         }
-        _ => report.ignored.push(Skipped {
+        _ => report.ignored.push(IgnoredDocument {
             location: place.location(),
             api_version: api_version.to_string(),
             kind: kind.to_string(),
@@ -448,7 +448,7 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
     let (Some(k), Some(op @ (Operation::Create | Operation::Update))) =
         (parsed.job_kind, parsed.operation)
     else {
-        report.ignored.push(Skipped {
+        report.ignored.push(IgnoredDocument {
             location: place.location(),
             api_version: str_member(&doc, "apiVersion").to_string(),
             kind: format!(

@@ -43,7 +43,7 @@ enum Key {
     /// The key read, as the trie node of its path (if wanted).
     Read(Option<usize>),
     /// A collection used as a key: its value is not addressable.
-    Skipped,
+    IgnoredDocument,
 }
 
 /// An open collection, with the trie node of its path (if wanted).
@@ -57,7 +57,7 @@ enum Frame {
         next: usize,
     },
     /// A collection used as a mapping key.
-    Skipped,
+    IgnoredDocument,
 }
 
 /// One node of the trie of wanted paths.
@@ -210,10 +210,10 @@ impl Wanted {
                 key: key @ Key::Expected,
                 ..
             }) => {
-                *key = Key::Skipped;
-                Frame::Skipped
+                *key = Key::IgnoredDocument;
+                Frame::IgnoredDocument
             }
-            Some(Frame::Skipped) => Frame::Skipped,
+            Some(Frame::IgnoredDocument) => Frame::IgnoredDocument,
             _ => {
                 let node = self.value(stack, doc, at);
                 if is_map {
@@ -239,7 +239,7 @@ impl Wanted {
             }
             Some(Frame::Map { key, .. }) => match std::mem::replace(key, Key::Expected) {
                 Key::Read(node) => node,
-                Key::Expected | Key::Skipped => None,
+                Key::Expected | Key::IgnoredDocument => None,
             },
             Some(Frame::Seq { node, next }) => {
                 let index = *next;
@@ -255,7 +255,7 @@ impl Wanted {
                 self.nodes[child].at = Some(at);
                 Some(child)
             }
-            Some(Frame::Skipped) => None,
+            Some(Frame::IgnoredDocument) => None,
         }
     }
 }

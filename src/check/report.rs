@@ -18,7 +18,7 @@ pub(crate) const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Default)]
 pub(crate) struct Report {
     pub(crate) objects: Vec<Checked>,
-    pub(crate) ignored: Vec<Skipped>,
+    pub(crate) ignored: Vec<IgnoredDocument>,
     pub(crate) unreadable: Vec<Unreadable>,
 }
 
@@ -156,7 +156,7 @@ impl Checked {
 /// A document skipped: not a batch/v1 Job or CronJob.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Skipped {
+pub(crate) struct IgnoredDocument {
     #[serde(serialize_with = "location_string")]
     pub(crate) location: Location,
     pub(crate) api_version: String,
@@ -176,7 +176,7 @@ pub(crate) struct Summary {
     pub(crate) unreadable: usize,
 }
 
-impl Skipped {
+impl IgnoredDocument {
     /// `apiVersion/kind`, what skipped documents are counted by (`<no kind>` without one).
     pub(crate) fn what(&self) -> String {
         match (self.api_version.as_str(), self.kind.as_str()) {

@@ -22,7 +22,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::corpus::{self, Admission, RECOVERY_LABEL, apiserver_form};
-use super::engine::{Answer, Cluster};
+use super::engine::{Answer, RenderedPolicies};
 use super::strategies::KEYS;
 use crate::admission::{Endpoint, review as webhook};
 use crate::admission_policy::{Install, render};
@@ -223,7 +223,7 @@ impl std::ops::AddAssign for Tally {
 fn compare_validation(
     admission: &Admission,
     config: &Config,
-    cluster: &Cluster,
+    cluster: &RenderedPolicies,
 ) -> Result<Tally, String> {
     let webhook = webhook_findings(admission, config);
     let answer = cluster.validate(admission)?;
@@ -248,7 +248,7 @@ pub(crate) fn compare(raw: &Admission, config: &Config) -> Result<Tally, String>
     let mut admission = raw.clone();
     admission.object = apiserver_form(&raw.object);
     admission.old_object = raw.old_object.as_ref().map(apiserver_form);
-    let cluster = Cluster::new(&rendered(config));
+    let cluster = RenderedPolicies::new(&rendered(config));
     let mut tally = Tally {
         requests: 1,
         ..Tally::default()

@@ -462,21 +462,21 @@ impl Answer {
 }
 
 /// The rendered objects, as kube-apiserver would hold them.
-pub(crate) struct Cluster {
+pub(crate) struct RenderedPolicies {
     mutating: Vec<Value>,
     validating: Vec<(Value, Vec<String>)>,
 }
 
-impl Cluster {
+impl RenderedPolicies {
     /// The policies of `objects` that have a binding (by `policyName`, named as the policy).
-    pub(crate) fn new(objects: &[Value]) -> Cluster {
+    pub(crate) fn new(objects: &[Value]) -> RenderedPolicies {
         let bound = |kind: &str, name: &str| {
             objects
                 .iter()
                 .find(|o| o["kind"] == kind && o["spec"]["policyName"] == name)
                 .cloned()
         };
-        let mut cluster = Cluster {
+        let mut cluster = RenderedPolicies {
             mutating: Vec::new(),
             validating: Vec::new(),
         };

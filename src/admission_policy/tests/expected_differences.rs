@@ -9,7 +9,7 @@ use super::corpus::{Admission, NAMESPACE, apiserver_form};
 use super::differential::{
     on_a_large_stack, policy_findings, rendered, webhook_findings, webhook_mutation,
 };
-use super::engine::Cluster;
+use super::engine::RenderedPolicies;
 use crate::job::Config;
 use crate::job::levels::Level;
 use crate::job::levels::Policies;
@@ -67,7 +67,7 @@ fn a_mutation_warning_has_no_counterpart_the_patch_is_the_same() {
                 "jobgate: set spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled",
             ]
         );
-        let policy = Cluster::new(&rendered(&config))
+        let policy = RenderedPolicies::new(&rendered(&config))
             .mutate(&admission)
             .unwrap()
             .unwrap();
@@ -87,7 +87,7 @@ fn a_denial_names_only_the_first_failed_validation_every_finding_is_one() {
     on_a_large_stack(|| {
         let config = config(Level::Deny);
         let admission = create(job(json!({KEY: "True", NEW_KEY: "yes"}), json!({})));
-        let cluster = Cluster::new(&rendered(&config));
+        let cluster = RenderedPolicies::new(&rendered(&config));
         let answer = cluster.validate(&admission).unwrap();
         let webhook = webhook_findings(&admission, &config);
         assert_eq!(policy_findings(&answer), webhook);
@@ -124,7 +124,7 @@ fn a_warning_is_prefixed_with_the_policy_and_binding() {
             json!({KEY: "true"}),
             json!({"podReplacementPolicy": "TerminatingOrFailed"}),
         ));
-        let answer = Cluster::new(&rendered(&config))
+        let answer = RenderedPolicies::new(&rendered(&config))
             .validate(&admission)
             .unwrap();
         let webhook = webhook_findings(&admission, &config);
@@ -151,7 +151,7 @@ fn a_non_printable_value_is_quoted_by_cel_not_by_go() {
     on_a_large_stack(|| {
         let config = config(Level::Deny);
         let admission = create(job(json!({KEY: "ok\u{1}"}), json!({})));
-        let answer = Cluster::new(&rendered(&config))
+        let answer = RenderedPolicies::new(&rendered(&config))
             .validate(&admission)
             .unwrap();
         let webhook = webhook_findings(&admission, &config);
@@ -170,7 +170,7 @@ fn a_non_printable_value_is_quoted_by_cel_not_by_go() {
 fn an_empty_annotations_map_or_an_explicit_null_never_reaches_admission() {
     on_a_large_stack(|| {
         let config = Config::default();
-        let cluster = Cluster::new(&rendered(&config));
+        let cluster = RenderedPolicies::new(&rendered(&config));
         // `annotations: {}`: the webhook adds the key into the map, the policy adds the map;
         // the objects patched are the same.
         let object = job(json!({}), json!({"podReplacementPolicy": "Failed"}));
