@@ -553,7 +553,7 @@ mod tests {
             fields_may_be_incomplete(v("1.39")).as_deref(),
             Some(
                 "Kubernetes 1.39 is newer than the releases whose fields jobgate read (the newest, \
-                 1.38, from k8s.io/api v0.38.0-alpha.2)"
+                 1.38, from k8s.io/api v0.38.0-beta.0)"
             )
         );
         // A newer release is walked with the newest fields read.

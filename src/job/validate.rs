@@ -26,6 +26,8 @@ use super::review::{Operation, Review};
 use super::version::{Cluster, KubernetesVersion, OldJobState, TemplateUpdateOptions};
 use crate::names::{NameMessages, is_qualified_name};
 
+mod declarative;
+
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
 const MAX_PARALLELISM_FOR_INDEXED_JOB: i32 = 100_000;
 const MAX_FAILED_INDEXES_FOR_INDEXED_JOB: i32 = 100_000;
@@ -84,6 +86,7 @@ pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<Fi
         (Operation::Create, _, Kind::Job) => errors.extend(indexed_pod_hostname(object)),
         _ => {}
     }
+    declarative::apply(&mut errors, review, cluster);
     let style = cluster.value_style();
     for e in &mut errors {
         e.value = std::mem::replace(&mut e.value, BadValue::Omit).in_style(style);
@@ -212,7 +215,7 @@ fn validate_counts(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<FieldErr
         if spec.backoff_limit_per_index.is_none() {
             errs.push(FieldError::required(
                 p("backoffLimitPerIndex"),
-                "when maxFailedIndexes is specified",
+                declarative::HANDWRITTEN_REQUIRED_WITH_MAX_FAILED_INDEXES,
             ));
         }
     }

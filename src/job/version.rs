@@ -10,10 +10,8 @@
 //! rules ([`KubernetesVersion::rules`]); the commands say so once (`newer_release_note`).
 //!
 //! What each release's code says, and the tag it was read from, is in docs/src/versions.md. 1.38
-//! is read from the newest tags the Go module proxy serves: `k8s.io/kubernetes` v1.38.0-alpha.0
-//! (cut at the 1.37 branch point, 2026-08-06: its batch code and gates are 1.37's) and the
-//! staging modules `k8s.io/api`, `k8s.io/apimachinery` and `k8s.io/apiserver` v0.38.0-alpha.2
-//! (2026-10-08).
+//! is read from the newest tag the Go module proxy serves, `k8s.io/kubernetes` v1.38.0-beta.0
+//! with its staging modules v0.38.0-beta.0 (the parity judge for 1.38 is built from it).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -184,6 +182,10 @@ pub(crate) enum FeatureGate {
     /// KEP-4671 Workload API. Known because `WorkloadWithJob` depends on it (`defaultKubernetes
     /// FeatureGateDependencies`): a cluster that enables the one enables the other.
     GenericWorkload,
+    /// KEP-5073 (k8s.io/apiserver `features`): declarative validation rules at beta replace the
+    /// handwritten ones they cover. From 1.38 the Job's `backoffLimitPerIndex` required with
+    /// `maxFailedIndexes` is such a rule (`validate::declarative`).
+    DeclarativeValidationBeta,
 }
 
 /// A gate's state in one release.
@@ -199,7 +201,7 @@ enum GateState {
 
 /// Each gate's stages as `kube_features.go` lists them (`featuregate.VersionedSpecs`: the stage
 /// from a release on), then the release that no longer has it. Read per release from
-/// `k8s.io/kubernetes` v1.33.13, v1.34.4, v1.35.4, v1.36.3, v1.37.2 and v1.38.0-alpha.0, except
+/// `k8s.io/kubernetes` v1.33.13, v1.34.4, v1.35.4, v1.36.3, v1.37.2 and v1.38.0-beta.0, except
 /// where a comment says otherwise.
 const GATE_STAGES: &[(FeatureGate, &[(u16, GateState)])] = {
     use FeatureGate::*;
@@ -217,8 +219,7 @@ const GATE_STAGES: &[(FeatureGate, &[(u16, GateState)])] = {
             ],
         ),
         // GA and locked in 1.35 (kubernetes#135080). Removed in 1.38 by kubernetes#141717
-        // (merged 2026-08-31), which NO SERVED CODE HOLDS: v1.38.0-alpha.0 predates it and still
-        // lists the gate ("remove in 1.38"). Followed as the PR documents; see versions.md.
+        // (merged 2026-08-31): v1.38.0-beta.0's kube_features.go no longer lists it.
         (
             JobManagedBy,
             &[
@@ -250,7 +251,7 @@ const GATE_STAGES: &[(FeatureGate, &[(u16, GateState)])] = {
             ],
         ),
         // Alpha in 1.35 (kubernetes#132441), beta from 1.36 (kubernetes#135965). Still beta in
-        // v1.38.0-alpha.0; the GA proposal for 1.38 (kubernetes#141784) is in no served code.
+        // v1.38.0-beta.0 (the GA proposal for 1.38, kubernetes#141784, is not in it).
         (
             MutablePodResourcesForSuspendedJobs,
             &[(35, Default(false)), (36, Default(true))],
@@ -260,22 +261,24 @@ const GATE_STAGES: &[(FeatureGate, &[(u16, GateState)])] = {
             MutableSchedulingDirectivesForSuspendedJobs,
             &[(35, Default(false)), (36, Default(true))],
         ),
-        // Alpha (off) from 1.36, still alpha in v1.37.2 and v1.38.0-alpha.0.
+        // Alpha (off) from 1.36, still alpha in v1.37.2 and v1.38.0-beta.0.
         (WorkloadWithJob, &[(36, Default(false))]),
-        // Alpha (off) from 1.35, beta (off) from 1.37; the same in v1.38.0-alpha.0.
+        // Alpha (off) from 1.35, beta (off) from 1.37; the same in v1.38.0-beta.0.
         (GenericWorkload, &[(35, Default(false))]),
+        // Beta (on) from 1.36 (k8s.io/apiserver; kube_features.go v1.36.3 to v1.38.0-beta.0).
+        (DeclarativeValidationBeta, &[(36, Default(true))]),
     ]
 };
 
 /// `defaultKubernetesFeatureGateDependencies` (pkg/features/kube_features.go, v1.36.3 to
-/// v1.38.0-alpha.0) of the gates jobgate knows: an enabled gate whose dependency is disabled is
+/// v1.38.0-beta.0) of the gates jobgate knows: an enabled gate whose dependency is disabled is
 /// refused (component-base `featuregate`: "%s is enabled, but depends on features that are
 /// disabled: %v").
 const GATE_DEPENDENCIES: &[(FeatureGate, FeatureGate)] =
     &[(FeatureGate::WorkloadWithJob, FeatureGate::GenericWorkload)];
 
 impl FeatureGate {
-    pub(crate) const ALL: [FeatureGate; 8] = [
+    pub(crate) const ALL: [FeatureGate; 9] = [
         FeatureGate::JobPodReplacementPolicy,
         FeatureGate::JobManagedBy,
         FeatureGate::JobBackoffLimitPerIndex,
@@ -284,6 +287,7 @@ impl FeatureGate {
         FeatureGate::MutableSchedulingDirectivesForSuspendedJobs,
         FeatureGate::WorkloadWithJob,
         FeatureGate::GenericWorkload,
+        FeatureGate::DeclarativeValidationBeta,
     ];
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -300,6 +304,7 @@ impl FeatureGate {
             }
             FeatureGate::WorkloadWithJob => "WorkloadWithJob",
             FeatureGate::GenericWorkload => "GenericWorkload",
+            FeatureGate::DeclarativeValidationBeta => "DeclarativeValidationBeta",
         }
     }
 
@@ -521,7 +526,7 @@ impl Cluster {
     ///   `validatePodTemplateUpdate` reads it; kubernetes#136077 added it here in 1.36).
     /// - 1.36 (beta, on), 1.37 and 1.38: both when `suspended && (notStarted || JobSuspended
     ///   condition) && active == 0` (`shouldAllowMutablePodTemplate`, v1.36.3, v1.37.2;
-    ///   v1.38.0-alpha.0 is v1.37.2's). v1.36.1 had `suspended && JobSuspended condition && active
+    ///   v1.38.0-beta.0's is the same). v1.36.1 had `suspended && JobSuspended condition && active
     ///   == 0` for both (kubernetes#136077; the never-started case came back in 1.36.2,
     ///   kubernetes#139287, cherry-pick #139329): jobgate cannot tell patch releases apart and
     ///   takes the later, more permissive form, at `/validate` and in `check` alike; an apiserver

@@ -8,7 +8,7 @@ pub(super) const RELEASES_READ: &[(u16, &str)] = &[
     (35, "v0.35.4"),
     (36, "v0.36.3"),
     (37, "v0.37.2"),
-    (38, "v0.38.0-alpha.2"),
+    (38, "v0.38.0-beta.0"),
 ];
 
 /// `(struct, field, first minor, last minor)`: a field of a Job's or CronJob's types that a release
@@ -33,6 +33,7 @@ pub(super) const VARYING_FIELDS: &[(&str, &str, u16, u16)] = &[
     ("PodSpec", "schedulingGroup", 36, 38),
     ("PodSpec", "workloadRef", 35, 35),
     ("ProjectedVolumeSource", "defaultUser", 37, 38),
+    ("SeccompProfile", "oci", 38, 38),
     ("SecretVolumeSource", "defaultUser", 37, 38),
     ("ServiceAccountTokenProjection", "user", 37, 38),
     ("VolumeMount", "bindMountOptions", 37, 38),
