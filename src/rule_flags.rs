@@ -135,7 +135,8 @@ pub struct RuleArgs {
     /// The cluster's overrides of Job-related feature gates, as kube-apiserver's
     /// --feature-gates takes them: Name=true|false,... (JobPodReplacementPolicy, JobManagedBy,
     /// JobBackoffLimitPerIndex, JobSuccessPolicy, MutablePodResourcesForSuspendedJobs,
-    /// MutableSchedulingDirectivesForSuspendedJobs, WorkloadWithJob, GenericWorkload).
+    /// MutableSchedulingDirectivesForSuspendedJobs, WorkloadWithJob, GenericWorkload,
+    /// DeclarativeValidationBeta).
     #[arg(
         long = "feature-gates",
         env = "JOBGATE_FEATURE_GATES",

@@ -376,7 +376,7 @@ fn kep_5547_spec_scheduling_is_refused_before_1_37_and_accepted_from_1_37() {
 }
 
 /// kubernetes#140010 marks `podFailurePolicy.rules` optional in the batch API's OpenAPI from 1.38
-/// (`+optional` in k8s.io/api v0.38.0-alpha.2 `batch/v1/types.go`; the JSON tag is `rules`
+/// (`+optional` in k8s.io/api v0.38.0-beta.0 `batch/v1/types.go`; the JSON tag is `rules`
 /// without `omitempty` in every release, and `validatePodFailurePolicy` is unchanged): a policy
 /// without rules, absent, `null` or `[]`, is accepted by every release.
 #[test]

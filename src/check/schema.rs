@@ -46,7 +46,7 @@ fn has_field(release: KubernetesVersion, name: &str, fields: &[&str], key: &str)
 /// Why the fields jobgate knows for `release` may be fewer than the cluster's: a release newer
 /// than any whose types were read. `None` for a release that was read.
 ///
-/// A release read from a pre-release tag (1.38, from k8s.io/api v0.38.0-alpha.2, the newest the
+/// A release read from a pre-release tag (1.38, from k8s.io/api v0.38.0-beta.0, the newest the
 /// Go module proxy serves) is taken as read: a field added after that tag is unknown there
 /// until `known_fields.rs` is generated again from the release's own tag (docs/src/versions.md).
 pub(crate) fn fields_may_be_incomplete(release: KubernetesVersion) -> Option<String> {
@@ -482,7 +482,7 @@ mod tests {
     }
 
     /// KEP-5547's `spec.scheduling` is in k8s.io/api `batch/v1/types.go` from v0.37 (not in
-    /// v0.33.13-v0.36.3; in v0.37.2 and v0.38.0-alpha.2): kubectl's strict decoding refuses it
+    /// v0.33.13-v0.36.3; in v0.37.2 and v0.38.0-beta.0): kubectl's strict decoding refuses it
     /// below 1.37 as an unknown field, and skips its value (nothing under it is reported); from
     /// 1.37 its own fields are checked.
     #[test]

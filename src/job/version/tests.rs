@@ -172,9 +172,8 @@ fn kubernetes_138759_job_success_policy_removed_in_1_37() {
 }
 
 /// kubernetes#141717 (merged 2026-08-31) drops the `JobManagedBy` gate, GA and locked since 1.35,
-/// from 1.38. NOT CONFIRMED against served code: the newest `k8s.io/kubernetes` tag the Go
-/// module proxy serves, v1.38.0-alpha.0 (2026-08-06), predates the PR and still lists the gate.
-/// jobgate follows the PR: on 1.38 the gate is unrecognized and `managedBy` always on.
+/// from 1.38: v1.38.0-beta.0's kube_features.go no longer lists it (the parity judge built from it
+/// refuses the gate too). On 1.38 the gate is unrecognized and `managedBy` always on.
 #[test]
 fn kubernetes_141717_job_managed_by_removed_in_1_38() {
     use FeatureGate::*;
@@ -196,7 +195,7 @@ fn kubernetes_141717_job_managed_by_removed_in_1_38() {
 }
 
 /// KEP-5440's gates were proposed for GA (locked) in 1.38 (kubernetes#141784, held in
-/// September). The code the Go module proxy serves for 1.38 (v1.38.0-alpha.0) has both still
+/// September). v1.38.0-beta.0 has both still
 /// beta and on by default, so a 1.38 cluster may turn either off, as in 1.36 and 1.37. Were they
 /// locked, jobgate would accept a `=false` the apiserver refuses at start-up: a configuration
 /// jobgate takes that the cluster cannot run, never a stricter verdict.
@@ -214,7 +213,7 @@ fn kubernetes_141784_kep_5440_gates_are_still_beta_in_1_38() {
 }
 
 /// KEP-5547's gate: alpha (off) from 1.36 (the Job controller's workload scheduling), the
-/// `spec.scheduling` field it guards from 1.37; still alpha in v1.37.2 and v1.38.0-alpha.0.
+/// `spec.scheduling` field it guards from 1.37; still alpha in v1.37.2 and v1.38.0-beta.0.
 #[test]
 fn kep_5547_workload_with_job_is_an_alpha_gate_from_1_36() {
     use FeatureGate::*;
@@ -239,7 +238,7 @@ fn kep_5547_workload_with_job_is_an_alpha_gate_from_1_36() {
 }
 
 /// `WorkloadWithJob` depends on `GenericWorkload` (`defaultKubernetesFeatureGateDependencies`,
-/// v1.36.3 to v1.38.0-alpha.0): kube-apiserver refuses the one on without the other, in
+/// v1.36.3 to v1.38.0-beta.0): kube-apiserver refuses the one on without the other, in
 /// component-base's words (the parity test found jobgate taking it).
 #[test]
 fn workload_with_job_needs_generic_workload_as_kube_apiserver_says() {
@@ -500,7 +499,7 @@ fn template_update_options_over_every_release_gate_and_old_job_state() {
 }
 
 /// 1.35 (alpha, off) reads the `JobSuspended` condition for resources (kubernetes#132441), which
-/// a Job that never started does not have; from 1.36 (v1.36.3, v1.37.2, v1.38.0-alpha.0) a
+/// a Job that never started does not have; from 1.36 (v1.36.3, v1.37.2, v1.38.0-beta.0) a
 /// suspended Job that never started may change them once no pod is active.
 #[test]
 fn a_never_started_suspended_job_may_change_resources_from_1_36() {
