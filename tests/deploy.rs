@@ -3692,3 +3692,36 @@ fn check_issued_by_corporate_ca(r: &Rendered) {
     );
     check_webhook_configurations(r);
 }
+
+/// `featureGates` in values.schema.json takes exactly the gates `jobgate` knows (the list its
+/// `unrecognized feature gate` error gives), so a gate the binary takes is never refused by the
+/// chart, nor one it refuses let through to a crash-looping pod.
+#[test]
+fn the_chart_takes_every_feature_gate_jobgate_knows() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(chart_dir().join("values.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let mut in_chart: Vec<String> = schema
+        .pointer("/properties/kubernetes/properties/featureGates/propertyNames/enum")
+        .and_then(serde_json::Value::as_array)
+        .expect("featureGates.propertyNames.enum")
+        .iter()
+        .map(|g| g.as_str().unwrap().to_string())
+        .collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args(["check", "--feature-gates", "NoSuchGate=true", "-"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("jobgate check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let known = stderr
+        .split("jobgate knows the Job gates ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no gate list in: {stderr}"));
+    let mut known: Vec<String> = known.split(", ").map(str::to_string).collect();
+    in_chart.sort();
+    known.sort();
+    assert_eq!(in_chart, known);
+}
