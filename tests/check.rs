@@ -404,6 +404,97 @@ fn kubernetes_140010_pod_failure_policy_rules_optional_in_1_38_validation_unchan
     }
 }
 
+/// The Workload API's delegation annotations come in pairs from 1.38
+/// (`validateDelegationAnnotations`, v1.38.0-beta.0): once either is on a Job or a CronJob's job
+/// template, both must be non-empty. Earlier releases have no such rule. (The literals are parity
+/// cases too: the judge of every release agrees.)
+#[test]
+fn kubernetes_1_38_delegation_annotations_come_in_pairs() {
+    const ONE_OF_THE_PAIR: &str = "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: delegated
+  annotations:
+    scheduling.k8s.io/workload-name: training
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+";
+    const AN_EMPTY_ONE: &str = "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: delegated-empty
+  annotations:
+    scheduling.k8s.io/workload-name: \"\"
+    scheduling.k8s.io/group-template-name: workers
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+";
+    const BOTH: &str = "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: delegated-pair
+  annotations:
+    scheduling.k8s.io/workload-name: training
+    scheduling.k8s.io/group-template-name: workers
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+";
+    const CRON_JOB: &str = "apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: delegated-nightly
+spec:
+  schedule: \"@daily\"
+  jobTemplate:
+    metadata:
+      annotations:
+        scheduling.k8s.io/group-template-name: workers
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox}]
+";
+    let message = "must be set to a non-empty value when scheduling.k8s.io/workload-name or scheduling.k8s.io/group-template-name is set";
+    for (manifest, refused_at) in [
+        (
+            ONE_OF_THE_PAIR,
+            Some("metadata.annotations[scheduling.k8s.io/group-template-name]"),
+        ),
+        (
+            AN_EMPTY_ONE,
+            Some("metadata.annotations[scheduling.k8s.io/workload-name]"),
+        ),
+        (BOTH, None),
+        (
+            CRON_JOB,
+            Some("spec.jobTemplate.metadata.annotations[scheduling.k8s.io/workload-name]"),
+        ),
+    ] {
+        for version in ["1.33", "1.37", "1.38"] {
+            let out = check(&["--kubernetes-version", version, "-"], manifest, &[]);
+            let stdout = text(&out.stdout);
+            match refused_at.filter(|_| version == "1.38") {
+                Some(field) => {
+                    assert_eq!(out.status.code(), Some(1), "{version}: {stdout}");
+                    let expected = format!("{field}: Required value: {message}");
+                    assert!(stdout.contains(&expected), "{version}: {stdout}");
+                }
+                None => assert_eq!(out.status.code(), Some(0), "{version}: {stdout}"),
+            }
+        }
+    }
+}
+
 /// A Job as a 1.35-1.37 apiserver stores it (spec.managedBy GA in 1.35, successPolicy,
 /// backoffLimitPerIndex, status fields of current releases) reads and checks cleanly.
 #[test]

@@ -737,9 +737,17 @@ const CLAIMED: [&str; 15] = [
 /// Whether jobgate claims the judge's error on `field`. `spec.template` and `spec.template.spec`
 /// count only as the template's immutability (KEP-5440 reports it on the pod spec).
 fn claimed(field: &str, message: &str) -> bool {
-    // `validateNameAllowsCompletions`, the one metadata rule jobgate validates.
+    // `validateNameAllowsCompletions` and, from 1.38, `validateDelegationAnnotations`: the
+    // metadata rules jobgate validates.
     if field == "metadata.name" {
         return message.contains(": will not able to create pod with invalid DNS label: ");
+    }
+    let annotations = field
+        .strip_prefix("spec.jobTemplate.")
+        .unwrap_or(field)
+        .strip_prefix("metadata.annotations[scheduling.k8s.io/");
+    if annotations.is_some_and(|key| key == "workload-name]" || key == "group-template-name]") {
+        return true;
     }
     let rest = field
         .strip_prefix("spec.jobTemplate.spec.")

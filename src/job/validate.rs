@@ -27,6 +27,7 @@ use super::version::{Cluster, KubernetesVersion, OldJobState, TemplateUpdateOpti
 use crate::names::{NameMessages, is_qualified_name};
 
 mod declarative;
+mod delegation;
 
 /// `maxParallelismForIndexedJob`, `maxFailedIndexesForIndexedJob`, `completionsSoftLimit`.
 const MAX_PARALLELISM_FOR_INDEXED_JOB: i32 = 100_000;
@@ -80,10 +81,18 @@ pub(crate) fn apiserver_errors(review: &Review<'_>, cluster: &Cluster) -> Vec<Fi
                 errors.extend(validate_job_update(review.object, old, cluster));
             } else {
                 errors.extend(validate_job_update(review.object, old, cluster));
+                errors.extend(delegation::errors(object, Some(old), cluster));
                 errors.extend(hostname);
             }
         }
-        (Operation::Create, _, Kind::Job) => errors.extend(indexed_pod_hostname(object)),
+        (Operation::Create, _, Kind::Job) => {
+            errors.extend(delegation::errors(object, None, cluster));
+            errors.extend(indexed_pod_hostname(object));
+        }
+        (operation, old, Kind::CronJob) => {
+            let old = old.filter(|_| operation == Operation::Update);
+            errors.extend(delegation::errors(object, old, cluster));
+        }
         _ => {}
     }
     declarative::apply(&mut errors, review, cluster);
