@@ -59,10 +59,51 @@ pub struct ParsedReview<'a> {
 #[serde(rename_all = "camelCase")]
 struct ReviewIn<'a, R> {
     #[serde(default, borrow)]
-    api_version: Option<Cow<'a, str>>,
+    api_version: Option<BodyStr<'a>>,
     #[serde(default, borrow)]
-    kind: Option<Cow<'a, str>>,
+    kind: Option<BodyStr<'a>>,
     request: Option<R>,
+}
+
+/// A string borrowed from the body unless it holds an escape. serde's own `Cow<str>` copies
+/// every time (its `Deserialize` reads a `String`; only a struct field of exactly that type,
+/// marked `borrow`, borrows), which cost one allocation per key of every request.
+struct BodyStr<'a>(Cow<'a, str>);
+
+impl std::ops::Deref for BodyStr<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for BodyStr<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(BodyStrVisitor(std::marker::PhantomData))
+    }
+}
+
+struct BodyStrVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for BodyStrVisitor<'a> {
+    type Value = BodyStr<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(BodyStr(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(BodyStr(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(BodyStr(Cow::Owned(v)))
+    }
 }
 
 /// The request's object: read in the same pass when the request's `kind` came first (as
@@ -107,14 +148,16 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for FastRequestVisitor<'a> {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = FastRequestIn::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match key.as_ref() {
+        while let Some(key) = map.next_key::<BodyStr<'de>>()? {
+            match &*key {
                 "uid" => out.uid = map.next_value()?,
                 "kind" => {
                     let gvk: Option<GroupVersionKind<'de>> = map.next_value()?;
                     out.kind = gvk.map(|g| (g.group, g.version, g.kind));
                 }
-                "operation" => out.operation = map.next_value()?,
+                "operation" => {
+                    out.operation = map.next_value::<Option<BodyStr<'de>>>()?.map(|o| o.0);
+                }
                 "namespace" => out.namespace = map.next_value()?,
                 "name" => out.name = map.next_value()?,
                 "dryRun" => out.dry_run = map.next_value()?,
@@ -132,7 +175,7 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for FastRequestVisitor<'a> {
                             _ => ObjectIn::Absent,
                         },
                     };
-                    if key == "object" {
+                    if &*key == "object" {
                         out.object = Some(object);
                     } else {
                         out.old_object = Some(object);
@@ -327,6 +370,21 @@ mod tests {
                 r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":""}}"#
             ),
             "request.uid is required"
+        );
+    }
+
+    #[test]
+    fn body_strings_are_borrowed_unless_escaped() {
+        let read = |json| match serde_json::from_str::<BodyStr<'_>>(json).unwrap().0 {
+            Cow::Borrowed(s) => ("borrowed", s.to_owned()),
+            Cow::Owned(s) => ("owned", s),
+        };
+        assert_eq!(read(r#""object""#), ("borrowed", "object".into()));
+        assert_eq!(read(r#""obj\u0065ct""#), ("owned", "object".into()));
+        let e = serde_json::from_str::<BodyStr<'_>>("1").err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "invalid type: integer `1`, expected a string at line 1 column 1"
         );
     }
 

@@ -2,6 +2,7 @@
 //! `pkg/apis/core/v1/defaults.go`). Mutation uses the KEP-3939 rule; `jobgate check` applies all of
 //! them before validating, as the apiserver does before validation.
 
+use super::interned::InternedStr;
 use super::model::{JobObject, JobSpec, Kind, Presence};
 use super::version::{Cluster, FeatureGate};
 
@@ -43,7 +44,7 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
             });
         }
         spec.completion_mode
-            .get_or_insert_with(|| "NonIndexed".to_string());
+            .get_or_insert(InternedStr::from_static("NonIndexed"));
         spec.suspend.get_or_insert(false);
     }
     let job = object.kind == Kind::Job;
@@ -60,8 +61,9 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
             }
         }
     } else if !spec.pod_replacement_policy.is_set() {
-        spec.pod_replacement_policy =
-            Presence::Value(pod_replacement_policy_default(spec).to_string());
+        spec.pod_replacement_policy = Presence::Value(InternedStr::from_static(
+            pod_replacement_policy_default(spec),
+        ));
     }
     let defaults_status =
         object.kind == Kind::Job || cluster.defaults_cron_job_pod_condition_status();
@@ -72,7 +74,7 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
             .flat_map(|r| r.on_pod_conditions.iter_mut())
         {
             if pattern.status.as_deref().unwrap_or("").is_empty() {
-                pattern.status = Some("True".to_string());
+                pattern.status = Some(InternedStr::from_static("True"));
             }
         }
     }
@@ -84,7 +86,7 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
         .unwrap_or("")
         .is_empty()
     {
-        spec.template.spec.restart_policy = Some("Always".to_string());
+        spec.template.spec.restart_policy = Some(InternedStr::from_static("Always"));
     }
 }
 
@@ -177,7 +179,7 @@ mod tests {
         apply_apiserver_defaults(&mut j, &Cluster::default());
         assert_eq!(
             j.spec.pod_replacement_policy,
-            Presence::Value(String::new())
+            Presence::Value(InternedStr::default())
         );
         let mut j = job(
             r#"{"spec":{"podReplacementPolicy":null,"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}"#,

@@ -14,7 +14,7 @@ use super::model::{OnExitCodes, PodFailurePolicy, Presence, SuccessPolicy};
 /// Stands in for the address `%#v` prints for a non-nil pointer.
 const POINTER: &str = "<pointer>";
 
-fn s(v: &Option<String>) -> &str {
+fn s<T: std::ops::Deref<Target = str>>(v: &Option<T>) -> &str {
     v.as_deref().unwrap_or("")
 }
 

@@ -1,8 +1,9 @@
 //! The policy core: a Job in, a verdict (field errors, warnings, a JSON Patch) out.
 //! Pure functions over plain data: no I/O, no async, no clock.
 //!
-//! Shared types live in leaf modules (`review`, `finding`, `levels`, `field`, `model`), so the
-//! modules that use them import each other in one direction only (`tests/import_graph.rs`).
+//! Shared types live in leaf modules (`review`, `finding`, `levels`, `field`, `interned`,
+//! `model`), so the modules that use them import each other in one direction only
+//! (`tests/import_graph.rs`).
 
 mod annotations;
 pub(crate) mod config;
@@ -10,6 +11,7 @@ pub(crate) mod defaults;
 pub(crate) mod field;
 pub(crate) mod finding;
 mod go_values;
+pub(crate) mod interned;
 pub(crate) mod levels;
 pub(crate) mod model;
 pub(crate) mod mutate;

@@ -2,12 +2,15 @@
 //!
 //! Admission reviews carry whole objects (often with `managedFields` and a
 //! `last-applied-configuration` copy of themselves); deserializing only these fields keeps a review
-//! at a few microseconds. Unknown fields are skipped, never rejected.
+//! at a few microseconds. Unknown fields are skipped, never rejected. String fields whose values
+//! upstream enumerates (`restartPolicy`, `completionMode`, ...) are [`InternedStr`]s: reading one
+//! of those values allocates nothing.
 
 use std::borrow::Cow;
 
 use super::annotations::{AnnotationValue, Annotations};
 use super::field::FieldPath;
+use super::interned::InternedStr;
 use serde::{Deserialize, Deserializer};
 
 /// A field whose absence, explicit `null` and value mean different things
@@ -183,21 +186,21 @@ pub(crate) struct JobSpec {
     #[serde(default)]
     pub(crate) max_failed_indexes: Option<i32>,
     #[serde(default)]
-    pub(crate) completion_mode: Option<String>,
+    pub(crate) completion_mode: Option<InternedStr>,
     /// KEP-4368: the controller that reconciles the Job (`kubernetes.io/job-controller` when
     /// unset).
     #[serde(default)]
-    pub(crate) managed_by: Option<String>,
+    pub(crate) managed_by: Option<InternedStr>,
     #[serde(default)]
     pub(crate) suspend: Option<bool>,
     #[serde(default, deserialize_with = "presence")]
     pub(crate) pod_failure_policy: Presence<PodFailurePolicy>,
     #[serde(default, deserialize_with = "presence")]
-    pub(crate) pod_replacement_policy: Presence<String>,
+    pub(crate) pod_replacement_policy: Presence<InternedStr>,
     /// What `defaults::apply_apiserver_defaults` dropped from `podReplacementPolicy` with the
     /// 1.33 gate `JobPodReplacementPolicy` off; an UPDATE may keep it (`dropDisabledFields`).
     #[serde(skip)]
-    pub(crate) dropped_pod_replacement_policy: Option<Presence<String>>,
+    pub(crate) dropped_pod_replacement_policy: Option<Presence<InternedStr>>,
     #[serde(default)]
     pub(crate) success_policy: Option<SuccessPolicy>,
     #[serde(default)]
@@ -232,7 +235,7 @@ impl From<PodFailurePolicyWire> for PodFailurePolicy {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(from = "PodFailurePolicyRuleWire")]
 pub(crate) struct PodFailurePolicyRule {
-    pub(crate) action: Option<String>,
+    pub(crate) action: Option<InternedStr>,
     pub(crate) on_exit_codes: Option<OnExitCodes>,
     pub(crate) on_pod_conditions: Vec<OnPodConditionsPattern>,
     pub(crate) on_pod_conditions_null: bool,
@@ -242,7 +245,7 @@ pub(crate) struct PodFailurePolicyRule {
 #[serde(rename_all = "camelCase")]
 struct PodFailurePolicyRuleWire {
     #[serde(default)]
-    action: Option<String>,
+    action: Option<InternedStr>,
     #[serde(default)]
     on_exit_codes: Option<OnExitCodes>,
     #[serde(default)]
@@ -264,7 +267,7 @@ impl From<PodFailurePolicyRuleWire> for PodFailurePolicyRule {
 #[serde(from = "OnExitCodesWire")]
 pub(crate) struct OnExitCodes {
     pub(crate) container_name: Option<String>,
-    pub(crate) operator: Option<String>,
+    pub(crate) operator: Option<InternedStr>,
     pub(crate) values: Vec<i32>,
     /// `values` was absent or null (Go's nil slice), not `[]`: kube-apiserver prints the two
     /// differently (`null`, `[]`) in "at least one value is required".
@@ -277,7 +280,7 @@ struct OnExitCodesWire {
     #[serde(default)]
     container_name: Option<String>,
     #[serde(default)]
-    operator: Option<String>,
+    operator: Option<InternedStr>,
     #[serde(default)]
     values: Option<Vec<i32>>,
 }
@@ -297,9 +300,9 @@ impl From<OnExitCodesWire> for OnExitCodes {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct OnPodConditionsPattern {
     #[serde(default, rename = "type")]
-    pub(crate) type_: Option<String>,
+    pub(crate) type_: Option<InternedStr>,
     #[serde(default)]
-    pub(crate) status: Option<String>,
+    pub(crate) status: Option<InternedStr>,
 }
 
 /// `rules_null`: see `PodFailurePolicy`.
@@ -369,7 +372,7 @@ pub(crate) struct TemplateMeta {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PodSpec {
     #[serde(default)]
-    pub(crate) restart_policy: Option<String>,
+    pub(crate) restart_policy: Option<InternedStr>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub(crate) containers: Vec<NamedContainer>,
     #[serde(default, deserialize_with = "null_as_default")]

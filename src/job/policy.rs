@@ -9,6 +9,7 @@ use super::config::Config;
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
 use super::field::{BadValue, FieldError, FieldPath, ValueStyle};
 use super::finding::{Finding, Source};
+use super::interned::InternedStr;
 use super::levels::{Level, PolicyName};
 use super::model::{JobObject, Kind, ObjectMeta};
 use super::review::{Operation, Review};
@@ -94,7 +95,7 @@ fn findings(object: &JobObject, config: &Config) -> Vec<Violation> {
     let replacement = spec
         .pod_replacement_policy
         .value()
-        .map(String::as_str)
+        .map(InternedStr::as_str)
         .unwrap_or_else(|| pod_replacement_policy_default(spec));
 
     if opted_in && on(PolicyName::RecoveryNeedsFailed) && replacement != FAILED {

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::interned::InternedStr;
 use super::model::{JobObject, JobSpec, Kind, ObjectMeta};
 use super::strict::{Strict, without_position};
 
@@ -14,7 +15,7 @@ use super::strict::{Strict, without_position};
 #[serde(expecting = "a Job object")]
 struct JobDoc {
     #[serde(default)]
-    kind: Option<String>,
+    kind: Option<InternedStr>,
     #[serde(default)]
     metadata: ObjectMeta,
     #[serde(default)]
@@ -37,9 +38,9 @@ struct JobStatus {
 #[derive(Deserialize)]
 struct JobCondition {
     #[serde(default, rename = "type")]
-    type_: Option<String>,
+    type_: Option<InternedStr>,
     #[serde(default)]
-    status: Option<String>,
+    status: Option<InternedStr>,
 }
 
 impl JobStatus {
@@ -56,7 +57,7 @@ impl JobStatus {
 #[serde(expecting = "a CronJob object")]
 struct CronJobDoc {
     #[serde(default)]
-    kind: Option<String>,
+    kind: Option<InternedStr>,
     #[serde(default)]
     metadata: ObjectMeta,
     #[serde(default)]
@@ -333,7 +334,7 @@ mod tests {
         assert_eq!(null.spec.pod_replacement_policy, Presence::Null);
         assert_eq!(
             empty.spec.pod_replacement_policy,
-            Presence::Value(String::new())
+            Presence::Value(InternedStr::default())
         );
     }
 

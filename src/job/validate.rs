@@ -870,7 +870,7 @@ fn same_pod_failure_policy(a: &Presence<PodFailurePolicy>, b: &Presence<PodFailu
     }
 }
 
-fn s(v: &Option<String>) -> &str {
+fn s<T: std::ops::Deref<Target = str>>(v: &Option<T>) -> &str {
     v.as_deref().unwrap_or("")
 }
 
