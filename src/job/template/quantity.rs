@@ -18,16 +18,37 @@
 //! The canonical form (sign, significant digits, power of ten) is equal exactly when the values
 //! are, so hashing it keeps the streaming template digest exact.
 //!
-//! What apimachinery v0.38.0-alpha.2 (Kubernetes 1.38) changed, diffed against v0.37.2:
-//! - `ParseQuantity` refuses (`ErrSuffix`) a decimal exponent that narrows to `math.MinInt32`
-//!   on the `inf.Dec` path, whose scale cannot be negated ([`Quantity::parse_in`]). Other
-//!   exponents beyond int32 are still narrowed ("stored objects keep the spelling they were
-//!   given"): the bounds check kubernetes#141203 describes is not in that code.
-//! - `String()` writes a `DecimalSI` value above the `E` suffix (10^18) in exponent form (`1e21`)
-//!   where 1.33-1.37 dropped the exponent (`1000E` was written `1`, kubernetes#140459); `Cmp`
-//!   settles by magnitude before aligning scales; `Value()`, `MilliValue()` and `ScaledValue()`
-//!   saturate at the int64 bounds instead of wrapping. None of these changes a value: `Cmp` was
-//!   and is exact, which is what this module mirrors, and no rule jobgate mirrors reads `Value()`.
+//! What apimachinery v0.38.0-beta.0 (Kubernetes 1.38) changed, diffed against v0.37.2:
+//! - the int64 fast path takes 19 digits (`maxInt64Factors`, `math.go`), parsed with
+//!   `strconv.ParseUint` and kept only within int64 (or exactly `-2^63`); it still applies a
+//!   decimal exponent with a wrapping int32 `scale -= int32(len(denom))`, so `1.25e-2147483647`
+//!   is `125e2147483647`, as its own `TestParseQuantity` records;
+//! - the `inf.Dec` path (`decFromDigits`) keeps 29 significant digits (`maxSignificantDigits`;
+//!   70 before a binary suffix, which changes no binary value) and rounds the rest away from
+//!   zero, so `123456789012345678901234567891` is `1234567890123456789012345679e2`;
+//! - on that path a decimal exponent that narrows to `math.MinInt32` is `ErrSuffix`; any other
+//!   exponent is widened: the scale saturates at `math.MaxInt32` (the same 29 digits at
+//!   `e2147483641` and `e2147483642` are one value) and a value below 10^`math.MinInt32` is
+//!   rounded up to 10^-9 like any value finer than that, where v0.37.2 wrapped (and then spent
+//!   minutes, or panicked, rounding it). Other exponents beyond int32 are still narrowed ("stored
+//!   objects keep the spelling they were given");
+//! - a number without digits is `ErrNumeric` by an explicit check, not `inf.Dec.SetString`:
+//!   the same strings.
+//!
+//! [`parse_error`] (and `Quantity::parse_in`, which the tests read) take 1.38 and later releases
+//! so. The template digest (`digest.rs`) reads every release with [`Quantity::parse`] (1.33-1.37
+//! values), so two quantities 1.38 reads as one value and 1.37 does not (they differ past the
+//! 29th significant digit, in an exponent saturated at `math.MaxInt32`, or below
+//! 10^`math.MinInt32`) differ there: stricter than kube-apiserver 1.38 for such quantities.
+//!
+//! Only in code paths jobgate does not mirror: `String()` writes a `DecimalSI` value above the `E`
+//! suffix in exponent form (`1e21`, where 1.33-1.37 dropped the exponent) and stops a canonical
+//! exponent at the largest multiple of 3 in int32; `Value()`, `MilliValue()` and `ScaledValue()`
+//! saturate at the int64 bounds; `Add` and `Sub` round the finer operand when the two are more than
+//! 29 orders of magnitude apart (`maxScaleGap`, `boundScaleGap`); `infScale`, `narrowScale` and
+//! `infDecAmount.AsScale` saturate or short-circuit instead of wrapping (`canAlignInfScale` is
+//! gone); the cached string records its `Format`. `Cmp` is exact as before, by magnitude first,
+//! which is what this module compares.
 
 use crate::job::version::KubernetesVersion;
 
@@ -44,8 +65,57 @@ pub(crate) struct Quantity {
 /// `maxAllowed` (`pkg/api/resource/math.go`): the largest int64.
 const MAX_ALLOWED: &[u8] = b"9223372036854775807";
 
-/// `maxInt64Factors`: the decimal digits an int64 always holds.
-const MAX_INT64_FACTORS: i64 = 18;
+/// `maxInt64Factors` (`pkg/api/resource/math.go`) as v0.33.13-v0.37.2 set it: how many digits
+/// the int64 fast path of `ParseQuantity` takes.
+const MAX_INT64_FACTORS_UP_TO_1_37: i64 = 18;
+
+/// `maxInt64Factors` in v0.38.0-beta.0: 19 digits, which the fast path parses with
+/// `strconv.ParseUint` and takes only within int64 (or exactly `-2^63`).
+const MAX_INT64_FACTORS_FROM_1_38: i64 = 19;
+
+/// `maxSignificantDigits` (v0.38.0-beta.0 `quantity.go`): the significant digits
+/// `decFromDigits` keeps for a decimal quantity, rounding the rest away from zero.
+const MAX_SIGNIFICANT_DIGITS: usize = 29;
+
+/// `maxBinarySISignificantDigits` (v0.38.0-beta.0): the same bound before a binary suffix.
+const MAX_BINARY_SI_SIGNIFICANT_DIGITS: usize = 70;
+
+/// Which `ParseQuantity` a release runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parser {
+    /// k8s.io/apimachinery v0.33.13 to v0.37.2, value for value.
+    UpTo1_37,
+    /// k8s.io/apimachinery v0.38.0-beta.0.
+    From1_38,
+}
+
+impl Parser {
+    fn of(release: KubernetesVersion) -> Parser {
+        if release.rules() >= KubernetesVersion::V1_38 {
+            Parser::From1_38
+        } else {
+            Parser::UpTo1_37
+        }
+    }
+}
+
+/// Which error `ParseQuantity` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParseFailure {
+    FormatWrong,
+    Suffix,
+    Numeric,
+}
+
+impl ParseFailure {
+    fn message(self) -> &'static str {
+        match self {
+            ParseFailure::FormatWrong => ERR_FORMAT_WRONG,
+            ParseFailure::Suffix => ERR_SUFFIX,
+            ParseFailure::Numeric => ERR_NUMERIC,
+        }
+    }
+}
 
 /// The suffix's base and exponent, and whether it is binary (`BinarySI`).
 #[derive(Debug, Clone, Copy)]
@@ -110,82 +180,58 @@ impl Quantity {
         exponent: 0,
     };
 
-    /// `ParseQuantity(s)`'s value in `release`, or `None` where it returns an error there: from
-    /// 1.38 also a decimal exponent that narrows to `math.MinInt32` on the `inf.Dec` path
-    /// (apimachinery v0.38.0-alpha.2; in 1.33-1.37 that scale's negation wraps and the value is
-    /// `10^(2^31)` times the number, as [`Quantity::parse`] reads it).
+    /// `ParseQuantity(s)`'s value in `release`, or `None` where it returns an error there (see
+    /// the module doc for what 1.38 reads differently). Production reads the error alone
+    /// ([`parse_error`]); the template digest reads [`Quantity::parse`].
+    #[cfg(test)]
     pub(crate) fn parse_in(s: &str, release: KubernetesVersion) -> Option<Quantity> {
-        let refuses_min_int32_exponent = release.rules() >= KubernetesVersion::V1_38;
-        Quantity::parse_with(s, refuses_min_int32_exponent)
+        Quantity::parse_with(s, Parser::of(release)).ok()
     }
 
-    /// `ParseQuantity(s)`'s value as 1.33-1.37 read it, or `None` where it returns an error. Every
-    /// quantity a later release reads has the same value here.
+    /// `ParseQuantity(s)`'s value as 1.33-1.37 read it, or `None` where it returns an error.
+    /// Apimachinery v0.38.0-beta.0 reads some quantities differently (the module doc says which);
+    /// the template digest reads every release's quantities here.
     pub(crate) fn parse(s: &str) -> Option<Quantity> {
-        Quantity::parse_with(s, false)
+        Quantity::parse_with(s, Parser::UpTo1_37).ok()
     }
 
-    fn parse_with(s: &str, refuses_min_int32_exponent: bool) -> Option<Quantity> {
-        let Parts {
-            negative,
-            num,
-            denom,
-            has_digit,
-            suffix,
-        } = match Parts::of(s)? {
-            Lexed::Zero => return Some(Quantity::ZERO),
+    fn parse_with(s: &str, parser: Parser) -> Result<Quantity, ParseFailure> {
+        let parts = match Parts::of(s).ok_or(ParseFailure::FormatWrong)? {
+            Lexed::Zero => return Ok(Quantity::ZERO),
             Lexed::Parts(parts) => parts,
         };
-        let suffix = interpret(suffix)?; // ErrSuffix
+        let suffix = interpret(parts.suffix).ok_or(ParseFailure::Suffix)?;
+        let fast = parts.takes_int64_fast_path(suffix, parser);
+        if !fast && !parts.has_digit {
+            // v0.37.2: `inf.Dec.SetString` reads no digit; v0.38.0-beta.0: "Handle a number
+            // with no digits, such as "-.Pi", as an error".
+            return Err(ParseFailure::Numeric);
+        }
+        let q = match parser {
+            Parser::UpTo1_37 => parts.value_up_to_1_37(suffix),
+            Parser::From1_38 if fast && !suffix.binary => parts.int64_fast_path_value(suffix),
+            Parser::From1_38 => parts.dec_value_from_1_38(suffix)?,
+        };
+        Ok(q.rounded_up_to_nano_and_capped(suffix.binary))
+    }
 
-        // Go's int64 fast path cannot fail; the `inf.Dec` path fails on a value without digits.
-        // Both give the same value where they succeed (the fast path needs no rounding or cap).
-        let num_len = num.len().max(1) as i64; // an empty numerator is "0"
-        let denom_len = denom.len() as i64;
-        let fast = if suffix.binary {
-            // `int32(float32(exponent)*3/10)` is exact for the binary exponents 10..60.
-            let precision = 15 - num_len - i64::from(suffix.exponent) * 3 / 10 - 1;
-            denom.is_empty() && precision >= 0
-        } else {
-            let precision = MAX_INT64_FACTORS - (num_len + denom_len);
-            let scale = suffix.exponent.wrapping_sub(denom_len as i32);
-            precision >= 0 && scale >= -9
-        };
-        if !fast && !has_digit {
-            return None; // ErrNumeric
+    /// The end of `ParseQuantity`'s `inf.Dec` path: a non-zero value finer than 10^-9 rounds up,
+    /// away from zero (`inf.RoundUp` in v0.37.2, `infDecAmount.AsScale(Nano)` in
+    /// v0.38.0-beta.0: the same value), and a binary-suffixed magnitude above 2^63-1 is capped.
+    fn rounded_up_to_nano_and_capped(mut self, binary: bool) -> Quantity {
+        strip_leading_zeros(&mut self.digits);
+        if self.digits.is_empty() {
+            return Quantity::ZERO;
         }
-        if refuses_min_int32_exponent && !fast && !suffix.binary && suffix.exponent == i32::MIN {
-            return None; // ErrSuffix: "the quantity has no representation here"
+        if self.exponent < -9 {
+            round_up_to_nano(&mut self.digits, &mut self.exponent);
         }
-
-        let mut digits: Vec<u8> = num.iter().chain(denom).map(|d| d - b'0').collect();
-        let mut exponent = if suffix.binary {
-            -denom_len
-        } else {
-            // `amount.SetScale(amount.Scale() + Scale(exponent).infScale())`, in int32.
-            -i64::from((denom_len as i32).wrapping_add(suffix.exponent.wrapping_neg()))
-        };
-        if suffix.binary {
-            digits = times_power_of_two(&digits, suffix.exponent);
+        self.normalize();
+        if binary && self.magnitude_exceeds_max() {
+            self.digits = MAX_ALLOWED.iter().map(|d| d - b'0').collect();
+            self.exponent = 0;
         }
-        strip_leading_zeros(&mut digits);
-        if digits.is_empty() {
-            return Some(Quantity::ZERO);
-        }
-        if exponent < -9 {
-            round_up_to_nano(&mut digits, &mut exponent);
-        }
-        let mut q = Quantity {
-            negative,
-            digits,
-            exponent,
-        };
-        q.normalize();
-        if suffix.binary && q.magnitude_exceeds_max() {
-            q.digits = MAX_ALLOWED.iter().map(|d| d - b'0').collect();
-            q.exponent = 0;
-        }
-        Some(q)
+        self
     }
 
     pub(crate) fn is_zero(&self) -> bool {
@@ -238,51 +284,11 @@ pub(crate) const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
 pub(crate) const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
 
 /// The error `ParseQuantity(s)` returns in `release`, as kube-apiserver prints it, or `None`
-/// when `s` parses there ([`Quantity::parse_in`] decides; this only names which of its checks
-/// failed).
+/// when `s` parses there.
 pub(crate) fn parse_error(s: &str, release: KubernetesVersion) -> Option<&'static str> {
-    if Quantity::parse_in(s, release).is_some() {
-        return None;
-    }
-    if Quantity::parse(s).is_some() {
-        // Only 1.38's refusal of an exponent narrowing to math.MinInt32 (`ErrSuffix`).
-        return Some(ERR_SUFFIX);
-    }
-    Some(match quantity_suffix(s) {
-        None => ERR_FORMAT_WRONG,
-        Some(suffix) if interpret(suffix).is_none() => ERR_SUFFIX,
-        Some(_) => ERR_NUMERIC,
-    })
-}
-
-/// The suffix `parseQuantityString` splits off `s`, or `None` where it returns
-/// `ErrFormatWrong` (an empty string, or characters after the suffix's digits).
-fn quantity_suffix(s: &str) -> Option<&str> {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return None;
-    }
-    let mut pos = usize::from(matches!(b[0], b'-' | b'+'));
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    if pos < b.len() && b[pos] == b'.' {
-        pos += 1;
-        while pos < b.len() && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-    }
-    let start = pos;
-    while pos < b.len() && b"eEinumkKMGTP".contains(&b[pos]) {
-        pos += 1;
-    }
-    if pos < b.len() && matches!(b[pos], b'-' | b'+') {
-        pos += 1;
-    }
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    (pos == b.len()).then(|| &s[start..])
+    Quantity::parse_with(s, Parser::of(release))
+        .err()
+        .map(ParseFailure::message)
 }
 
 /// `digits × 2^power` (power at most 60), digits most significant first.
@@ -417,6 +423,140 @@ impl<'a> Parts<'a> {
             suffix: &s[suffix_start..],
         }))
     }
+}
+
+impl Parts<'_> {
+    /// Whether `ParseQuantity` takes its int64 fast path, which has no rounding, cap or
+    /// `ErrNumeric` and, for a decimal suffix, keeps `scale -= int32(len(denom))` wrapped.
+    fn takes_int64_fast_path(&self, suffix: Suffix, parser: Parser) -> bool {
+        let num_len = self.num.len().max(1) as i64; // an empty integer part is "0"
+        let denom_len = self.denom.len() as i64;
+        if suffix.binary {
+            // `int32(float32(exponent)*3/10)` is exact for the binary exponents 10..60.
+            let precision = 15 - num_len - i64::from(suffix.exponent) * 3 / 10 - 1;
+            return self.denom.is_empty() && precision >= 0;
+        }
+        let (factors, parse_uint) = match parser {
+            Parser::UpTo1_37 => (MAX_INT64_FACTORS_UP_TO_1_37, false),
+            Parser::From1_38 => (MAX_INT64_FACTORS_FROM_1_38, true),
+        };
+        let precision = factors - (num_len + denom_len);
+        let scale = suffix.exponent.wrapping_sub(denom_len as i32);
+        precision >= 0 && scale >= -9 && (!parse_uint || self.fits_int64())
+    }
+
+    /// v0.38.0-beta.0 `ParseQuantity`: `strconv.ParseUint(num+denom)` within int64, or exactly
+    /// 2^63 when negative (`math.MinInt64`); anything else leaves the fast path.
+    fn fits_int64(&self) -> bool {
+        let shifted: String = self
+            .num
+            .iter()
+            .chain(self.denom)
+            .map(|&b| char::from(b))
+            .collect();
+        let shifted = if shifted.is_empty() { "0" } else { &shifted };
+        match shifted.parse::<u64>() {
+            Ok(u) => u <= i64::MAX as u64 || (self.negative && u == 1 << 63),
+            Err(_) => false,
+        }
+    }
+
+    fn digits(&self) -> Vec<u8> {
+        self.num
+            .iter()
+            .chain(self.denom)
+            .map(|d| d - b'0')
+            .collect()
+    }
+
+    /// The value in v0.33.13-v0.37.2, where the fast path and the `inf.Dec` path agree: the
+    /// decimal exponent is applied with int32 arithmetic
+    /// (`amount.SetScale(amount.Scale() + Scale(exponent).infScale())`), wrapping as Go does.
+    fn value_up_to_1_37(&self, suffix: Suffix) -> Quantity {
+        let denom_len = self.denom.len() as i64;
+        let mut digits = self.digits();
+        let exponent = if suffix.binary {
+            digits = times_power_of_two(&digits, suffix.exponent);
+            -denom_len
+        } else {
+            -i64::from((denom_len as i32).wrapping_add(suffix.exponent.wrapping_neg()))
+        };
+        Quantity {
+            negative: self.negative,
+            digits,
+            exponent,
+        }
+    }
+
+    /// v0.38.0-beta.0's int64 fast path for a decimal suffix: `num+denom` at
+    /// `scale = exponent - len(denom)` in int32, which wraps past `math.MinInt32` (its own test
+    /// table keeps `1.25e-2147483647` as `125e2147483647`, "TODO: edge case that wraps").
+    fn int64_fast_path_value(&self, suffix: Suffix) -> Quantity {
+        let scale = suffix.exponent.wrapping_sub(self.denom.len() as i32);
+        Quantity {
+            negative: self.negative,
+            digits: self.digits(),
+            exponent: i64::from(scale),
+        }
+    }
+
+    /// v0.38.0-beta.0's `inf.Dec` path (`ParseQuantity`, `decFromDigits`): the significant
+    /// digits are bounded (29, or 70 before a binary suffix) and rounded away from zero; then a
+    /// decimal exponent of `math.MinInt32` is `ErrSuffix`, and the scale is widened, so it
+    /// saturates at `math.MaxInt32` instead of wrapping, and one below `math.MinInt32` rounds
+    /// to 10^-9 as any other value finer than that.
+    fn dec_value_from_1_38(&self, suffix: Suffix) -> Result<Quantity, ParseFailure> {
+        let max_digits = if suffix.binary {
+            MAX_BINARY_SI_SIGNIFICANT_DIGITS
+        } else {
+            MAX_SIGNIFICANT_DIGITS
+        };
+        let mut digits = self.digits();
+        strip_leading_zeros(&mut digits);
+        let dropped = digits.len().saturating_sub(max_digits);
+        if dropped > 0 {
+            let rounds_up = digits[max_digits..].iter().any(|d| *d != 0);
+            digits.truncate(max_digits);
+            if rounds_up {
+                increment(&mut digits);
+            }
+        }
+        // `decFromDigits`: a decimal point scale outside a Scale (some 2^31 digits) is not
+        // `fits`, nor is `math.MinInt32` (`canInfScale`); `ParseQuantity` returns `ErrNumeric`.
+        let point = dropped as i64 - self.denom.len() as i64;
+        if point <= i64::from(i32::MIN) || point > i64::from(i32::MAX) {
+            return Err(ParseFailure::Numeric);
+        }
+        let exponent = if suffix.binary {
+            digits = times_power_of_two(&digits, suffix.exponent);
+            point
+        } else if suffix.exponent == i32::MIN {
+            // "Return an error if the exponent is math.MinInt32 rather than rounding it to 1n."
+            return Err(ParseFailure::Suffix);
+        } else {
+            // `narrowScale` saturates; below `math.MinInt32` the value is rounded to 10^-9
+            // early, which is what rounding the exact value gives.
+            (point + i64::from(suffix.exponent)).min(i64::from(i32::MAX))
+        };
+        Ok(Quantity {
+            negative: self.negative,
+            digits,
+            exponent,
+        })
+    }
+}
+
+/// Adds one unit in the last place of a digit string, carrying (`999` becomes `1000`).
+fn increment(digits: &mut Vec<u8>) {
+    for d in digits.iter_mut().rev() {
+        if *d == 9 {
+            *d = 0;
+        } else {
+            *d += 1;
+            return;
+        }
+    }
+    digits.insert(0, 1);
 }
 
 #[cfg(test)]
@@ -574,6 +714,261 @@ mod tests {
         assert!(same("1e4294967299", "1e3"));
     }
 
+    /// `ParseQuantity(s)` in `release` as `OK <digits>e<exponent>` or `ERR <message>`, the form
+    /// the expectations below were written in.
+    fn read_in(s: &str, release: KubernetesVersion) -> String {
+        match Quantity::parse_with(s, Parser::of(release)) {
+            Ok(q) if q.is_zero() => "OK 0".to_string(),
+            Ok(q) => {
+                let digits: String = q.digits.iter().map(|d| char::from(b'0' + d)).collect();
+                let sign = if q.negative { "-" } else { "" };
+                format!("OK {sign}{digits}e{}", q.exponent)
+            }
+            Err(failure) => format!("ERR {}", failure.message()),
+        }
+    }
+
+    fn zeros(n: usize) -> String {
+        "0".repeat(n)
+    }
+
+    /// `TestParseQuantity` (apimachinery v0.38.0-beta.0 `quantity_test.go`): the rows whose value
+    /// is not the plain decimal value of an int64, read by 1.38 (its `want` and `wantAsDec`, as
+    /// digits and a power of ten).
+    #[test]
+    fn test_parse_quantity_from_1_38() {
+        let rows: Vec<(String, &str)> = vec![
+            ("999999999999999999.1".into(), "OK 9999999999999999991e-1"),
+            ("-9999999999999999999".into(), "OK -9999999999999999999e0"),
+            ("-9223372036854775808".into(), "OK -9223372036854775808e0"),
+            ("9223372036854775808".into(), "OK 9223372036854775808e0"),
+            ("922337203685477580.8".into(), "OK 9223372036854775808e-1"),
+            ("9223372036854775808E".into(), "OK 9223372036854775808e18"),
+            ("10000000000000000000E".into(), "OK 1e37"),
+            ("1000E".into(), "OK 1e21"),
+            ("1.5n".into(), "OK 2e-9"),
+            ("1.0000000000001Ki".into(), "OK 1024000000001e-9"),
+            ("1e-10".into(), "OK 1e-9"),
+            // 29 or more significant digits
+            (
+                format!("1{}1", zeros(27)),
+                "OK 10000000000000000000000000001e0",
+            ),
+            (
+                format!("1{}1", zeros(28)),
+                "OK 10000000000000000000000000001e1",
+            ),
+            (
+                format!("1{}10", zeros(27)),
+                "OK 10000000000000000000000000001e1",
+            ),
+            (
+                format!("1{}01", zeros(28)),
+                "OK 10000000000000000000000000001e2",
+            ),
+            (
+                format!("-1{}1", zeros(28)),
+                "OK -10000000000000000000000000001e1",
+            ),
+            ("9".repeat(29), "OK 99999999999999999999999999999e0"),
+            ("9".repeat(30), "OK 1e30"),
+            (format!("-{}", "9".repeat(30)), "OK -1e30"),
+            (
+                format!("1{}1", zeros(10000)),
+                "OK 10000000000000000000000000001e9973",
+            ),
+            (
+                format!("0.01{}1e21", zeros(28)),
+                "OK 10000000000000000000000000001e-9",
+            ),
+            (format!("{}Ki", "9".repeat(100)), "OK 9223372036854775807e0"),
+            (
+                "3.999999999999999999999999999132638262011596452794037759304046630859375Ei".into(),
+                "OK 4611686018427387903999999999e-9",
+            ),
+            // large exponents
+            (
+                "1.7976931348623157000000000001e308".into(),
+                "OK 17976931348623157000000000001e280",
+            ),
+            (
+                "1.79769313486231569999999999999e308".into(),
+                "OK 17976931348623157e292",
+            ),
+            (format!("1{}", zeros(10000)), "OK 1e10000"),
+            (format!("1{}Ki", zeros(10000)), "OK 9223372036854775807e0"),
+            ("1e-10000".into(), "OK 1e-9"),
+            (format!("0.{}1", zeros(9999)), "OK 1e-9"),
+            // DecimalExponent at the int32 exponent limit
+            ("10e2147483647".into(), "OK 1e2147483648"),
+            (
+                "9223372036854775808e2147483647".into(),
+                "OK 9223372036854775808e2147483647",
+            ),
+            ("1.0000000000000000000e2147483647".into(), "OK 1e2147483647"),
+            ("00000000000000000001e2147483647".into(), "OK 1e2147483647"),
+            // more than 29 significant digits near the int32 exponent limit: the scale saturates
+            (
+                "98765432109876543210987654321098765e2147483645".into(),
+                "OK 98765432109876543210987654322e2147483647",
+            ),
+            (
+                "-98765432109876543210987654321098765e2147483645".into(),
+                "OK -98765432109876543210987654322e2147483647",
+            ),
+            (
+                "98765432109876543210987654321098765e2147483641".into(),
+                "OK 98765432109876543210987654322e2147483647",
+            ),
+            (
+                "98765432109876543210987654321098765e2147483642".into(),
+                "OK 98765432109876543210987654322e2147483647",
+            ),
+            (
+                "987654321098765432109876543210.5e2147483647".into(),
+                "OK 98765432109876543210987654322e2147483647",
+            ),
+            (format!("1{}e2147483647", zeros(29)), "OK 1e2147483675"),
+            ("1e-2147483647".into(), "OK 1e-9"),
+            ("1000000000.0000000001e-2147483647".into(), "OK 1e-9"),
+            // zero with fractional digits; signs, leading zeros, a trailing dot
+            ("0.0000000000000000000".into(), "OK 0"),
+            ("0.0e-2147483647".into(), "OK 0"),
+            ("+.5Pi".into(), "OK 562949953421312e0"),
+            ("1.Pi".into(), "OK 1125899906842624e0"),
+            ("007.50e-10".into(), "OK 1e-9"),
+            ("-0.0Pi".into(), "OK 0"),
+            // "TODO: edge case that wraps": the int64 fast path keeps its int32 scale wrapped
+            ("1.25e-2147483647".into(), "OK 125e2147483647"),
+            (".1e-2147483648".into(), "OK 1e2147483647"),
+        ];
+        for (input, want) in rows {
+            assert_eq!(
+                read_in(&input, KubernetesVersion::V1_38),
+                want,
+                "{input:.60}"
+            );
+        }
+    }
+
+    /// `TestQuantityParse` (v0.38.0-beta.0): the rows `quantityTestcases` and the `invalid`
+    /// list gained, read by 1.38.
+    #[test]
+    fn test_quantity_parse_from_1_38() {
+        let suffix = format!("ERR {ERR_SUFFIX}");
+        let numeric = format!("ERR {ERR_NUMERIC}");
+        for (input, want) in [
+            // "a number with no digits is 0 when the int64 fast path parses it"
+            (".", "OK 0"),
+            (".Ki", "OK 0"),
+            (".1G", "OK 1e8"),
+            // "parseQuantityString leaves the invalid part of these in suffix"
+            ("--1", &suffix),
+            (".-1", &suffix),
+            ("1-", &suffix),
+            ("1-1", &suffix),
+            ("1.-1", &suffix),
+            ("1e", &suffix),
+            ("1e-", &suffix),
+            ("1KiKi", &suffix),
+            ("1ee3", &suffix),
+            ("1iK", &suffix),
+            ("1Kie3", &suffix),
+            ("1K", &suffix),
+            ("1ki", &suffix),
+            ("1Ki1", &suffix),
+            ("1Ki-", &suffix),
+            ("Ki1", &suffix),
+            // "a number with no digits is rejected when it skips the int64 fast path"
+            (".e-10", &numeric),
+            ("-.Pi", &numeric),
+            ("Ei", &numeric),
+            // "an exponent that narrows to a scale of math.MinInt32 is rejected"
+            ("1e2147483648", &suffix),
+        ] {
+            assert_eq!(read_in(input, KubernetesVersion::V1_38), want, "{input}");
+        }
+    }
+
+    /// What 1.38's int64 fast path takes (`maxInt64Factors` 19 and `strconv.ParseUint`,
+    /// v0.38.0-beta.0 `ParseQuantity`) decides where a scale wraps and where `math.MinInt32` is
+    /// refused: the fast path wraps, the `inf.Dec` path refuses that exponent and rounds the
+    /// others.
+    #[test]
+    fn the_19_digit_fast_path_decides_wrapping_and_refusal_from_1_38() {
+        let suffix = format!("ERR {ERR_SUFFIX}");
+        for (input, want) in [
+            (
+                "1.234567890123456789e-2147483648",
+                "OK 1234567890123456789e2147483630",
+            ),
+            (
+                "-9.223372036854775808e-2147483648",
+                "OK -9223372036854775808e2147483630",
+            ),
+            ("9.223372036854775808e-2147483648", &suffix),
+            (
+                "9.223372036854775807e-2147483647",
+                "OK 9223372036854775807e2147483631",
+            ),
+            ("9.223372036854775808e-2147483647", "OK 1e-9"),
+            ("0.1e-2147483647", "OK 1e-9"),
+            ("0.01e-2147483647", "OK 1e2147483647"),
+            ("1.5e-2147483648", "OK 15e2147483647"),
+            ("0.0e-2147483648", "OK 0"),
+            ("0e-2147483648", &suffix),
+            ("-2e-2147483648", &suffix),
+            ("1.234567890123456789", "OK 1234567891e-9"),
+        ] {
+            assert_eq!(read_in(input, KubernetesVersion::V1_38), want, "{input}");
+        }
+    }
+
+    /// `maxSignificantDigits` (v0.38.0-beta.0): 1.38 rounds a decimal quantity away from zero
+    /// after 29 significant digits, so values 1.33-1.37 tell apart are one there; 1.37 reads
+    /// them exactly as before.
+    #[test]
+    fn decimal_quantities_keep_29_significant_digits_from_1_38_only() {
+        let (v1_37, v1_38) = (KubernetesVersion::V1_37, KubernetesVersion::V1_38);
+        for (input, in_1_37, in_1_38) in [
+            (
+                "123456789012345678901234567891",
+                "OK 123456789012345678901234567891e0",
+                "OK 1234567890123456789012345679e2",
+            ),
+            (
+                "123456789012345678901234567900",
+                "OK 1234567890123456789012345679e2",
+                "OK 1234567890123456789012345679e2",
+            ),
+            (
+                "-123456789012345678901234567891",
+                "OK -123456789012345678901234567891e0",
+                "OK -1234567890123456789012345679e2",
+            ),
+            (
+                "99999999999999999999999999999.5",
+                "OK 999999999999999999999999999995e-1",
+                "OK 1e29",
+            ),
+            (
+                "0e-2147483648",
+                "OK 0",
+                "ERR unable to parse quantity's suffix",
+            ),
+        ] {
+            assert_eq!(read_in(input, v1_37), in_1_37, "{input}");
+            assert_eq!(read_in(input, v1_38), in_1_38, "{input}");
+        }
+        // Past the nano digits, 29 digits change nothing: both round up to 10^-9.
+        for input in [
+            "0.000000000123456789012345678901234567891",
+            "-0.00000000000000000000000000001",
+        ] {
+            assert_eq!(read_in(input, v1_37), read_in(input, v1_38), "{input}");
+        }
+    }
+
     mod properties {
         use super::super::Quantity;
         use proptest::prelude::*;
@@ -585,7 +980,9 @@ mod tests {
             fn parse_never_panics_and_is_canonical(
                 s in "[-+]?[0-9]{0,25}(\\.[0-9]{0,25})?([eEinumkKMGTP]{0,2}[-+]?[0-9]{0,12})?",
             ) {
-                if let Some(q) = Quantity::parse(&s) {
+                let v1_38 = crate::job::version::KubernetesVersion::V1_38;
+                let read = [Quantity::parse(&s), Quantity::parse_in(&s, v1_38)];
+                for q in read.into_iter().flatten() {
                     let (negative, _, digits) = q.canonical();
                     prop_assert!(digits.first() != Some(&0), "{s}: leading zero");
                     prop_assert!(digits.last() != Some(&0), "{s}: trailing zero");
@@ -621,14 +1018,13 @@ mod tests {
         }
     }
 
-    /// apimachinery v0.38.0-alpha.2 refuses, on the `inf.Dec` path, the one decimal exponent
-    /// whose scale cannot be negated: `math.MinInt32`, however it was written (`e-2147483648`,
+    /// `TestQuantityParse` (v0.38.0-beta.0): "an exponent that narrows to a scale of
+    /// math.MinInt32 is rejected" on the `inf.Dec` path, however it was written (`e-2147483648`,
     /// or `e2147483648` and `e6442450944`, which narrow to it). 1.33-1.37 read it as 10^(2^31).
     /// The int64 fast path still takes `1.5e-2147483648` (its scale wraps), and every other
-    /// exponent beyond int32 is still narrowed in 1.38: the range check kubernetes#141203
-    /// proposes is not in the served code.
+    /// exponent beyond int32 is still narrowed in 1.38 (`suffixHandler.interpret`, `suffix.go`).
     #[test]
-    fn kubernetes_141203_only_an_exponent_narrowing_to_min_int32_is_refused_from_1_38() {
+    fn test_quantity_parse_only_an_exponent_narrowing_to_min_int32_is_refused_from_1_38() {
         use crate::job::version::KubernetesVersion as V;
         let (v1_37, v1_38) = (V::V1_37, V::V1_38);
         for min in [
@@ -664,12 +1060,12 @@ mod tests {
         assert_eq!(Quantity::parse_in("1e4294967297", v1_38), Some(q("1e1")));
     }
 
-    /// kubernetes#140459: 1.38 writes a `DecimalSI` value above 10^18 in exponent form (`1e21`);
-    /// 1.33-1.37 dropped the exponent (`1000E` was written `1`). The comparison is by value, so
-    /// every spelling of 10^21 is one quantity and a value that differs by that lost exponent is
-    /// another.
+    /// 1.38 writes a `DecimalSI` value above 10^18 in exponent form (`1e21`; v0.38.0-beta.0
+    /// `CanonicalizeBytes`, `TestParseQuantity`'s `1000E` row); 1.33-1.37 dropped the exponent
+    /// (`1000E` was written `1`). The comparison is by value, so every spelling of 10^21 is one
+    /// quantity and a value that differs by that lost exponent is another.
     #[test]
-    fn kubernetes_140459_decimal_si_above_1e18_compares_by_value_at_any_spelling() {
+    fn decimal_si_above_1e18_compares_by_value_at_any_spelling() {
         for (a, b) in [
             ("1000E", "1e21"),
             ("1000E", "1000000000000000000000"),
@@ -690,11 +1086,11 @@ mod tests {
         }
     }
 
-    /// 1.38's `Value()` saturates at the int64 bounds (the change the changelog gives as
-    /// kubernetes#141305; apimachinery v0.38.0-alpha.2 `AsScaledInt64`, `scaledValue`). The
-    /// comparison never goes through an int64: values past it stay distinct and exact.
+    /// 1.38's `Value()` saturates at the int64 bounds (apimachinery v0.38.0-beta.0
+    /// `Quantity.AsScaledInt64`, `scaledValue` in `scale_int.go`). The comparison never goes
+    /// through an int64: values past it stay distinct and exact.
     #[test]
-    fn kubernetes_141305_values_beyond_int64_compare_exactly_not_saturated() {
+    fn values_beyond_int64_compare_exactly_not_saturated() {
         for (a, b) in [
             ("9223372036854775808", "9223372036854775807"),
             ("18446744073709551616", "18446744073709551617"),
