@@ -19,6 +19,7 @@ use crate::job::mutate::RecoveryScope;
 use crate::job::pipeline::{self, Stages};
 use crate::job::review::Operation;
 use crate::job::template::WholeTemplate;
+use crate::job::version::KubernetesVersion;
 use crate::job::{self, Kind};
 
 /// The webhook paths jobgate serves.
@@ -217,7 +218,7 @@ fn decide(
     // kube-apiserver's `spec.template` immutability compares the whole template of a Job;
     // only a Job UPDATE at /validate pays for reading the templates as a whole.
     if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, old_object.as_mut()) {
-        let (new_template, old_template) = whole_templates(body);
+        let (new_template, old_template) = whole_templates(body, config.cluster.release());
         object.spec.template.whole = Some(new_template);
         old.spec.template.whole = Some(old_template);
     }
@@ -249,7 +250,7 @@ fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObj
 /// `spec.template` of `request.object` and `request.oldObject`, reduced to what the
 /// immutability check compares (`job::template`): a second read of the body that skips
 /// everything else and keeps nothing in proportion to the templates' size.
-fn whole_templates(body: &[u8]) -> (WholeTemplate, WholeTemplate) {
+fn whole_templates(body: &[u8], release: KubernetesVersion) -> (WholeTemplate, WholeTemplate) {
     #[derive(serde::Deserialize)]
     struct Body<'a> {
         #[serde(borrow)]
@@ -278,7 +279,7 @@ fn whole_templates(body: &[u8]) -> (WholeTemplate, WholeTemplate) {
             .and_then(|o| o.spec)
             .and_then(|s| s.template)
             .map_or("null", |t| t.get());
-        WholeTemplate::from_json(text)
+        WholeTemplate::from_json(text, release)
     };
     match serde_json::from_slice::<Body<'_>>(body) {
         Ok(b) => (template(b.request.object), template(b.request.old_object)),

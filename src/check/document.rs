@@ -14,6 +14,7 @@ use crate::job::finding::Source;
 use crate::job::mutate::RecoveryScope;
 use crate::job::pipeline::{self, Stages};
 use crate::job::review::Operation;
+use crate::job::version::KubernetesVersion;
 use crate::job::{self, Config, JobObject, Kind, finding};
 
 /// `kubectl --validate`: what happens to unknown and duplicate fields (server-side field
@@ -489,7 +490,13 @@ fn check_review(place: &Place<'_>, doc: Value, chain: &Chain<'_>, report: &mut R
 
 /// Reads `doc` as `kind` the way the webhook reads `request.object` (`at`: empty for a document
 /// that is the object).
-fn read(place: &Place<'_>, o: &Subject, doc: &Value, at: &str) -> Result<JobObject, Unreadable> {
+fn read(
+    place: &Place<'_>,
+    o: &Subject,
+    doc: &Value,
+    at: &str,
+    release: KubernetesVersion,
+) -> Result<JobObject, Unreadable> {
     let mut object =
         JobObject::from_value_ref(o.kind, doc).map_err(|e| match &o.from_template {
             Some(t) => place.unreadable(format!(
@@ -504,7 +511,7 @@ fn read(place: &Place<'_>, o: &Subject, doc: &Value, at: &str) -> Result<JobObje
     // kube-apiserver's `spec.template` immutability compares the whole template of a Job (a
     // template that cannot be compared is a warning from `/validate`, as at the webhook).
     if o.operation == Operation::Update && o.kind == Kind::Job {
-        object.keep_whole_template(doc);
+        object.keep_whole_template(doc, release);
     }
     Ok(object)
 }
@@ -517,7 +524,8 @@ pub(super) fn check_object(
     chain: &Chain<'_>,
     report: &mut Report,
 ) {
-    let (object, old_object) = match read_new_and_old(place, &o) {
+    let release = chain.config.cluster.release();
+    let (object, old_object) = match read_new_and_old(place, &o, release) {
         Ok(both) => both,
         Err(u) => return report.unreadable.push(u),
     };
@@ -543,7 +551,7 @@ pub(super) fn check_object(
     let mut reread = |patch: &json_patch::Patch| {
         json_patch::patch(&mut o.doc, &patch.0)
             .map_err(|e| place.unreadable(format!("jobgate's own patch does not apply: {e}")))?;
-        read(place, &o, &o.doc, o.object_at())
+        read(place, &o, &o.doc, o.object_at(), release)
     };
     let stages = match chain.mutate {
         true => Stages::MutateThenValidate(scope, &mut reread),
@@ -573,12 +581,13 @@ pub(super) fn check_object(
 fn read_new_and_old(
     place: &Place<'_>,
     o: &Subject,
+    release: KubernetesVersion,
 ) -> Result<(JobObject, Option<JobObject>), Unreadable> {
-    let object = read(place, o, &o.doc, o.object_at())?;
+    let object = read(place, o, &o.doc, o.object_at(), release)?;
     let old = o
         .old_doc
         .as_ref()
-        .map(|d| read(place, o, d, "request.oldObject"))
+        .map(|d| read(place, o, d, "request.oldObject", release))
         .transpose()?;
     Ok((object, old))
 }

@@ -257,7 +257,11 @@ impl JobObject {
 
     /// Keeps the whole `spec.template` of `document` (this object's JSON) for the UPDATE
     /// immutability check, which compares every field of the template, not only those modeled.
-    pub(crate) fn keep_whole_template(&mut self, document: &serde_json::Value) {
+    pub(crate) fn keep_whole_template(
+        &mut self,
+        document: &serde_json::Value,
+        release: super::version::KubernetesVersion,
+    ) {
         let mut at = Some(document);
         for token in self.kind.spec_pointer() {
             at = at.and_then(|v| v.get(token));
@@ -265,6 +269,7 @@ impl JobObject {
         let template = at.and_then(|spec| spec.get("template"));
         self.spec.template.whole = Some(super::template::WholeTemplate::from_value(
             template.unwrap_or(&serde_json::Value::Null),
+            release,
         ));
     }
 }

@@ -37,6 +37,9 @@ use serde::de::DeserializeSeed;
 #[cfg(test)]
 use digest::{Mode, Pos, Seed};
 use one_pass::{Multi, MultiSeed};
+use quantity::Parser;
+
+use crate::job::version::KubernetesVersion;
 
 /// A template as the immutability check sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,18 +55,32 @@ pub(crate) enum WholeTemplate {
 }
 
 impl WholeTemplate {
-    /// From the JSON text of `spec.template` (`null` when absent), in one pass.
-    pub(crate) fn from_json(text: &str) -> WholeTemplate {
+    /// From the JSON text of `spec.template` (`null` when absent), in one pass, with quantities
+    /// read as `release` reads them.
+    pub(crate) fn from_json(text: &str, release: KubernetesVersion) -> WholeTemplate {
         let mut de = serde_json::Deserializer::from_str(text);
-        let digests = MultiSeed(Multi::root())
+        let digests = MultiSeed(Multi::root(Parser::of(release)))
             .deserialize(&mut de)
             .and_then(|d| de.end().map(|()| d));
         WholeTemplate::from_one_pass(digests)
     }
 
     /// From an already parsed template (`jobgate check`), in one pass.
-    pub(crate) fn from_value(value: &serde_json::Value) -> WholeTemplate {
-        WholeTemplate::from_one_pass(MultiSeed(Multi::root()).deserialize(value))
+    pub(crate) fn from_value(
+        value: &serde_json::Value,
+        release: KubernetesVersion,
+    ) -> WholeTemplate {
+        WholeTemplate::from_one_pass(MultiSeed(Multi::root(Parser::of(release))).deserialize(value))
+    }
+
+    #[cfg(test)]
+    fn from_json_1_37(text: &str) -> WholeTemplate {
+        WholeTemplate::from_json(text, KubernetesVersion::V1_37)
+    }
+
+    #[cfg(test)]
+    fn from_value_1_37(value: &serde_json::Value) -> WholeTemplate {
+        WholeTemplate::from_value(value, KubernetesVersion::V1_37)
     }
 
     fn from_one_pass(digests: Result<one_pass::Digests, serde_json::Error>) -> WholeTemplate {
@@ -92,7 +109,7 @@ impl WholeTemplate {
     fn four_passes(text: &str) -> WholeTemplate {
         let digest = |mode| {
             let mut de = serde_json::Deserializer::from_str(text);
-            let d = Seed(Pos::root(mode)).deserialize(&mut de)?;
+            let d = Seed(Pos::root(mode, Parser::UpTo1_37)).deserialize(&mut de)?;
             de.end()?;
             Ok::<_, serde_json::Error>(d.hash)
         };
@@ -165,15 +182,15 @@ mod tests {
     use super::*;
 
     fn differs(new: &str, old: &str, without_scheduling: bool) -> Result<bool, String> {
-        WholeTemplate::from_json(new).differs(
-            &WholeTemplate::from_json(old),
+        WholeTemplate::from_json_1_37(new).differs(
+            &WholeTemplate::from_json_1_37(old),
             Compare::Template { without_scheduling },
         )
     }
 
     fn pod_specs_differ(new: &str, old: &str, without_scheduling: bool) -> Result<bool, String> {
-        WholeTemplate::from_json(new).differs(
-            &WholeTemplate::from_json(old),
+        WholeTemplate::from_json_1_37(new).differs(
+            &WholeTemplate::from_json_1_37(old),
             Compare::PodSpecWithoutResources { without_scheduling },
         )
     }
@@ -295,9 +312,9 @@ mod tests {
     /// Both ways in: the AdmissionReview's text (`/validate`) and a parsed document (`check`).
     fn quantity_fields_differ(field: &str, new: &str, old: &str, compare: Compare) -> bool {
         let (new, old) = (field.replace('Q', new), field.replace('Q', old));
-        let by_text =
-            WholeTemplate::from_json(&new).differs(&WholeTemplate::from_json(&old), compare);
-        let value = |t: &str| WholeTemplate::from_value(&serde_json::from_str(t).unwrap());
+        let by_text = WholeTemplate::from_json_1_37(&new)
+            .differs(&WholeTemplate::from_json_1_37(&old), compare);
+        let value = |t: &str| WholeTemplate::from_value_1_37(&serde_json::from_str(t).unwrap());
         let by_value = value(&new).differs(&value(&old), compare);
         assert_eq!(by_text, by_value, "{new} / {old}");
         by_text.unwrap()
@@ -307,6 +324,37 @@ mod tests {
     /// kube-apiserver re-encodes each quantity in its own format (`1Gi` stays BinarySI,
     /// `1073741824` DecimalSI, `1e9` DecimalExponent), so a re-applied Job's `object` and
     /// `oldObject` can spell one value two ways.
+    /// apimachinery v0.38.0-beta.0 keeps 29 significant digits of a quantity and rounds the rest
+    /// away from zero (`decFromDigits`), so from 1.38 two limits that differ only past the 29th
+    /// digit are the same value to `apiequality.Semantic.DeepEqual`; to 1.37 they differ.
+    #[test]
+    fn quantities_compare_as_the_clusters_release_parses_them() {
+        let template = |cpu: &str| {
+            format!(
+                r#"{{"spec":{{"containers":[{{"name":"c","resources":{{"limits":{{"cpu":"{cpu}"}}}}}}]}}}}"#
+            )
+        };
+        let (a, b) = (
+            template("1234567890123456789012345678901"),
+            template("1234567890123456789012345678902"),
+        );
+        let compare = Compare::Template {
+            without_scheduling: false,
+        };
+        for (release, differ) in [
+            (KubernetesVersion::V1_37, true),
+            (KubernetesVersion::V1_38, false),
+        ] {
+            let new = WholeTemplate::from_json(&a, release);
+            let old = WholeTemplate::from_json(&b, release);
+            assert_eq!(new.differs(&old, compare), Ok(differ), "{release}");
+            let value = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+            let new = WholeTemplate::from_value(&value(&a), release);
+            let old = WholeTemplate::from_value(&value(&b), release);
+            assert_eq!(new.differs(&old, compare), Ok(differ), "{release}");
+        }
+    }
+
     #[test]
     fn quantities_compare_by_value_in_every_quantity_field_of_the_template() {
         let same = [
@@ -489,14 +537,14 @@ mod tests {
         );
         for t in &templates {
             assert_eq!(
-                WholeTemplate::from_json(t),
+                WholeTemplate::from_json_1_37(t),
                 WholeTemplate::four_passes(t),
                 "{t}"
             );
         }
         for bad in [r#"{"spec":{"x":1,"x":2}}"#, r#"{"metadata":{"a":1e400}}"#] {
             assert!(matches!(
-                WholeTemplate::from_json(bad),
+                WholeTemplate::from_json_1_37(bad),
                 WholeTemplate::Unreadable(_)
             ));
         }
@@ -508,7 +556,7 @@ mod tests {
         fn one_pass_equals_four_passes_on_arbitrary_json(value in json_value()) {
             let text = value.to_string();
             proptest::prop_assert_eq!(
-                WholeTemplate::from_json(&text),
+                WholeTemplate::from_json_1_37(&text),
                 WholeTemplate::four_passes(&text)
             );
         }
@@ -558,8 +606,8 @@ mod tests {
         let text = r#"{"metadata":{"name":"n"},"spec":{"containers":[{"name":"c","args":["1",2,2.5,-3,true,null]}]}}"#;
         let value: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(
-            WholeTemplate::from_json(text),
-            WholeTemplate::from_value(&value)
+            WholeTemplate::from_json_1_37(text),
+            WholeTemplate::from_value_1_37(&value)
         );
     }
 
@@ -572,7 +620,10 @@ mod tests {
             &format!("{}{}", "[".repeat(200), "]".repeat(200)),
         ] {
             assert!(
-                matches!(WholeTemplate::from_json(bad), WholeTemplate::Unreadable(_)),
+                matches!(
+                    WholeTemplate::from_json_1_37(bad),
+                    WholeTemplate::Unreadable(_)
+                ),
                 "{bad}"
             );
             assert!(differs(bad, bad, false).is_err(), "{bad}");

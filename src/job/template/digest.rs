@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::quantity::Quantity;
+use super::quantity::{Parser, Quantity};
 use super::schema::{Shape, Ty};
 
 /// Where in the template a value sits, for what a comparison leaves out.
@@ -95,14 +95,17 @@ impl Mode {
 pub(super) struct Pos {
     pub(super) mode: Mode,
     pub(super) ty: Ty,
+    /// How the cluster's release reads a quantity (1.38 rounds past 29 significant digits).
+    pub(super) quantities: Parser,
 }
 
 impl Pos {
     #[cfg(test)]
-    pub(super) fn root(mode: Mode) -> Pos {
+    pub(super) fn root(mode: Mode, quantities: Parser) -> Pos {
         Pos {
             mode,
             ty: Ty::PodTemplateSpec,
+            quantities,
         }
     }
 
@@ -111,6 +114,7 @@ impl Pos {
         Some(Pos {
             mode: self.mode.child(key)?,
             ty: self.ty.child(key),
+            ..self
         })
     }
 
@@ -118,6 +122,7 @@ impl Pos {
         Pos {
             mode: self.mode.item(),
             ty: self.ty.item(),
+            ..self
         }
     }
 
@@ -227,7 +232,7 @@ impl DigestVisitor {
     /// (beyond, two texts of one float compare equal: more permissive than the apiserver, never
     /// stricter).
     fn number_as_quantity(&self, text: &str, otherwise: impl FnOnce() -> Digest) -> Digest {
-        match Quantity::parse(text) {
+        match Quantity::parse_by(text, self.0.quantities) {
             Some(q) => quantity(&q, self.0.ty),
             None => otherwise(),
         }
@@ -297,7 +302,7 @@ impl<'de> Visitor<'de> for DigestVisitor {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Digest, E> {
         if self.is_quantity() {
             // `Quantity.UnmarshalJSON`: `ParseQuantity(strings.TrimSpace(...))`.
-            if let Some(q) = Quantity::parse(v.trim()) {
+            if let Some(q) = Quantity::parse_by(v.trim(), self.0.quantities) {
                 return Ok(quantity(&q, self.0.ty));
             }
         }

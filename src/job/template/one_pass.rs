@@ -14,6 +14,7 @@ use serde::Deserialize as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::digest::{Digest, DigestVisitor, Hasher128, Mode, Pos, Seed, absent, keys};
+use super::quantity::Parser;
 use super::schema::Ty;
 
 /// A digest per comparison, `None` where the comparison leaves the value out.
@@ -24,6 +25,7 @@ pub(super) type Digests = [Option<Digest>; 4];
 pub(super) struct Multi {
     modes: [Option<Mode>; 4],
     ty: Ty,
+    quantities: Parser,
 }
 
 /// Whether the comparisons that keep a position see it alike.
@@ -35,8 +37,9 @@ enum Agreement {
 
 impl Multi {
     /// The template's root in the four comparisons, in `WholeTemplate::Read`'s order.
-    pub(super) fn root() -> Multi {
+    pub(super) fn root(quantities: Parser) -> Multi {
         Multi {
+            quantities,
             modes: [
                 Some(Mode::Plain),
                 Some(Mode::Template),
@@ -60,6 +63,7 @@ impl Multi {
         Multi {
             modes: self.modes.map(|m| m.and_then(|m| m.child(key))),
             ty: self.ty.child(key),
+            ..self
         }
     }
 
@@ -67,6 +71,7 @@ impl Multi {
         Multi {
             modes: self.modes.map(|m| m.map(Mode::item)),
             ty: self.ty.item(),
+            ..self
         }
     }
 
@@ -86,6 +91,7 @@ impl Multi {
                 .copied()
                 .unwrap_or(Mode::Plain),
             ty: self.ty,
+            quantities: self.quantities,
         }
     }
 }
@@ -105,6 +111,7 @@ impl<'de> DeserializeSeed<'de> for MultiSeed {
                 let digest = Seed(Pos {
                     mode,
                     ty: self.0.ty,
+                    quantities: self.0.quantities,
                 })
                 .deserialize(deserializer)?;
                 Ok(self.0.shared(digest))
@@ -217,6 +224,7 @@ impl<'de> Visitor<'de> for MultiVisitor {
             let pos = Pos {
                 mode,
                 ty: self.0.ty,
+                quantities: self.0.quantities,
             };
             out[i] = Some(if kept[i] == 0 && pos.absent_when_empty() {
                 absent()

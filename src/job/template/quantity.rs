@@ -35,11 +35,10 @@
 //! - a number without digits is `ErrNumeric` by an explicit check, not `inf.Dec.SetString`:
 //!   the same strings.
 //!
-//! [`parse_error`] (and `Quantity::parse_in`, which the tests read) take 1.38 and later releases
-//! so. The template digest (`digest.rs`) reads every release with [`Quantity::parse`] (1.33-1.37
-//! values), so two quantities 1.38 reads as one value and 1.37 does not (they differ past the
-//! 29th significant digit, in an exponent saturated at `math.MaxInt32`, or below
-//! 10^`math.MinInt32`) differ there: stricter than kube-apiserver 1.38 for such quantities.
+//! [`parse_error`] and the template digest (`digest.rs`, through [`Quantity::parse_by`] with the
+//! cluster's [`Parser`]) take 1.38 and later releases so: two quantities 1.38 reads as one value
+//! (they differ past the 29th significant digit, in an exponent saturated at `math.MaxInt32`, or
+//! below 10^`math.MinInt32`) are one value to the immutability comparison on 1.38, two on 1.37.
 //!
 //! Only in code paths jobgate does not mirror: `String()` writes a `DecimalSI` value above the `E`
 //! suffix in exponent form (`1e21`, where 1.33-1.37 dropped the exponent) and stops a canonical
@@ -82,7 +81,7 @@ const MAX_BINARY_SI_SIGNIFICANT_DIGITS: usize = 70;
 
 /// Which `ParseQuantity` a release runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Parser {
+pub(crate) enum Parser {
     /// k8s.io/apimachinery v0.33.13 to v0.37.2, value for value.
     UpTo1_37,
     /// k8s.io/apimachinery v0.38.0-beta.0.
@@ -90,7 +89,7 @@ enum Parser {
 }
 
 impl Parser {
-    fn of(release: KubernetesVersion) -> Parser {
+    pub(crate) fn of(release: KubernetesVersion) -> Parser {
         if release.rules() >= KubernetesVersion::V1_38 {
             Parser::From1_38
         } else {
@@ -182,15 +181,20 @@ impl Quantity {
 
     /// `ParseQuantity(s)`'s value in `release`, or `None` where it returns an error there (see
     /// the module doc for what 1.38 reads differently). Production reads the error alone
-    /// ([`parse_error`]); the template digest reads [`Quantity::parse`].
+    /// ([`parse_error`]); the template digest reads [`Quantity::parse_by`].
     #[cfg(test)]
     pub(crate) fn parse_in(s: &str, release: KubernetesVersion) -> Option<Quantity> {
         Quantity::parse_with(s, Parser::of(release)).ok()
     }
 
-    /// `ParseQuantity(s)`'s value as 1.33-1.37 read it, or `None` where it returns an error.
-    /// Apimachinery v0.38.0-beta.0 reads some quantities differently (the module doc says which);
-    /// the template digest reads every release's quantities here.
+    /// `ParseQuantity(s)`'s value as `parser`'s releases read it, or `None` where it returns an
+    /// error: what the template digest hashes.
+    pub(crate) fn parse_by(s: &str, parser: Parser) -> Option<Quantity> {
+        Quantity::parse_with(s, parser).ok()
+    }
+
+    /// `ParseQuantity(s)`'s value as 1.33-1.37 read it.
+    #[cfg(test)]
     pub(crate) fn parse(s: &str) -> Option<Quantity> {
         Quantity::parse_with(s, Parser::UpTo1_37).ok()
     }

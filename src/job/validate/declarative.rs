@@ -83,7 +83,7 @@ mod tests {
         }
         let doc = json!({"metadata": {"name": "j"}, "spec": spec_with_template});
         let mut o = JobObject::from_value(Kind::Job, doc.clone()).unwrap();
-        o.keep_whole_template(&doc);
+        o.keep_whole_template(&doc, KubernetesVersion::V1_38);
         o
     }
 

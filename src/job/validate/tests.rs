@@ -643,7 +643,7 @@ fn stored(extra: Value) -> JobObject {
     merge(&mut spec, extra);
     let doc = json!({"metadata": {"name": "j"}, "spec": spec});
     let mut o = JobObject::from_value(Kind::Job, doc.clone()).unwrap();
-    o.keep_whole_template(&doc);
+    o.keep_whole_template(&doc, KubernetesVersion::V1_37);
     o
 }
 
