@@ -14,7 +14,7 @@
 //! applies the webhook's `failurePolicy`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use prometheus_client::metrics::gauge::Gauge;
@@ -75,15 +75,53 @@ struct Inner {
     /// timeout, cancelled request, panic) the reservation left by.
     body_bytes_reserved: Gauge,
     large: Arc<Semaphore>,
-    reserve: Arc<Semaphore>,
+    reserve: Pool,
     review: Arc<Semaphore>,
     /// The part of the review budget only bodies up to `SMALL_BODY` may use, so that they never
     /// queue behind a large one (tokio's semaphore is first come, first served).
-    review_reserve: Arc<Semaphore>,
+    review_reserve: Pool,
     /// Set by the first refusal of a burst (logged once), cleared once the budget is idle again.
     refusing: AtomicBool,
     /// A large body was held since the budget was last idle: give the memory back then.
     trim_pending: AtomicBool,
+}
+
+/// Units that are only ever taken without waiting (the reserves): a count taken and given back
+/// atomically. Every request of an ordinary size takes from both reserves; a tokio semaphore
+/// would also lock its wait queue each time units are given back, a lock both runtime workers
+/// contend for.
+#[derive(Debug)]
+struct Pool {
+    available: AtomicU32,
+}
+
+impl Pool {
+    fn new(units: u32) -> Pool {
+        Pool {
+            available: AtomicU32::new(units),
+        }
+    }
+
+    fn try_take(&self, units: u32) -> bool {
+        self.available
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| {
+                a.checked_sub(units)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, units: u32) {
+        self.available.fetch_add(units, Ordering::Release);
+    }
+}
+
+/// What a reservation holds until it is dropped.
+#[derive(Debug)]
+enum Held {
+    Permit(OwnedSemaphorePermit),
+    Reserve(u32),
+    ReviewReserve(u32),
+    Nothing,
 }
 
 /// Why bytes could not be reserved.
@@ -96,7 +134,7 @@ pub(crate) struct OverBudget {
 /// Reserved bytes; released on drop.
 #[derive(Debug)]
 pub(crate) struct Reservation {
-    permit: Option<OwnedSemaphorePermit>,
+    held: Held,
     large: bool,
     /// Bytes this reservation added to `body_bytes_reserved` (0 for the review budget).
     counted: i64,
@@ -116,11 +154,11 @@ impl MemoryBudget {
                 limits,
                 body_bytes_reserved,
                 large: Arc::new(Semaphore::new(units(large) as usize)),
-                reserve: Arc::new(Semaphore::new(units(limits.reserve_bytes) as usize)),
+                reserve: Pool::new(units(limits.reserve_bytes)),
                 review: Arc::new(Semaphore::new(units(
                     limits.review_bytes.saturating_sub(SMALL_BODY),
                 ) as usize)),
-                review_reserve: Arc::new(Semaphore::new(units(SMALL_BODY) as usize)),
+                review_reserve: Pool::new(units(SMALL_BODY)),
                 refusing: AtomicBool::new(false),
                 trim_pending: AtomicBool::new(false),
             }),
@@ -134,22 +172,20 @@ impl MemoryBudget {
     /// Bytes of request bodies reserved now, read off the semaphores.
     #[cfg(test)]
     pub(crate) fn reserved_bytes(&self) -> usize {
-        let held = |s: &Semaphore, total: usize| total.saturating_sub(s.available_permits());
         let l = self.inner.limits;
-        (held(
-            &self.inner.large,
-            units(l.body_bytes.saturating_sub(l.reserve_bytes)) as usize,
-        ) + held(&self.inner.reserve, units(l.reserve_bytes) as usize))
+        let large = units(l.body_bytes.saturating_sub(l.reserve_bytes)) as usize;
+        let reserve = units(l.reserve_bytes) as usize;
+        let available = self.inner.reserve.available.load(Ordering::Acquire) as usize;
+        (large.saturating_sub(self.inner.large.available_permits())
+            + reserve.saturating_sub(available))
             * UNIT
     }
 
     /// Reserves `bytes` of body memory, waiting at most `wait`.
     pub(crate) async fn reserve_body(&self, bytes: usize) -> Result<Reservation, OverBudget> {
         let n = units(bytes);
-        if bytes <= SMALL_BODY
-            && let Ok(permit) = self.inner.reserve.clone().try_acquire_many_owned(n)
-        {
-            return Ok(self.body_reservation(permit, n, false));
+        if bytes <= SMALL_BODY && self.inner.reserve.try_take(n) {
+            return Ok(self.body_reservation(Held::Reserve(n), n, false));
         }
         let large = bytes > SMALL_BODY;
         match self
@@ -160,7 +196,7 @@ impl MemoryBudget {
                 if large {
                     self.inner.trim_pending.store(true, Ordering::Relaxed);
                 }
-                Ok(self.body_reservation(permit, n, large))
+                Ok(self.body_reservation(Held::Permit(permit), n, large))
             }
             None => Err(self.refused()),
         }
@@ -169,14 +205,12 @@ impl MemoryBudget {
     /// Reserves `bytes` of the review budget, waiting at most `wait`.
     pub(crate) async fn reserve_review(&self, bytes: usize) -> Result<Reservation, OverBudget> {
         let n = units(bytes);
-        if bytes <= SMALL_BODY
-            && let Ok(permit) = self.inner.review_reserve.clone().try_acquire_many_owned(n)
-        {
-            return Ok(self.reservation(permit, false));
+        if bytes <= SMALL_BODY && self.inner.review_reserve.try_take(n) {
+            return Ok(self.reservation(Held::ReviewReserve(n), false));
         }
         let wait = self.inner.limits.review_wait;
         match self.acquire(&self.inner.review, n, wait).await {
-            Some(permit) => Ok(self.reservation(permit, false)),
+            Some(permit) => Ok(self.reservation(Held::Permit(permit), false)),
             None => Err(self.refused()),
         }
     }
@@ -193,24 +227,19 @@ impl MemoryBudget {
         }
     }
 
-    fn reservation(&self, permit: OwnedSemaphorePermit, large: bool) -> Reservation {
+    fn reservation(&self, held: Held, large: bool) -> Reservation {
         Reservation {
-            permit: Some(permit),
+            held,
             large,
             counted: 0,
             budget: self.clone(),
         }
     }
 
-    fn body_reservation(
-        &self,
-        permit: OwnedSemaphorePermit,
-        units: u32,
-        large: bool,
-    ) -> Reservation {
+    fn body_reservation(&self, held: Held, units: u32, large: bool) -> Reservation {
         let counted = i64::from(units) * UNIT as i64;
         self.inner.body_bytes_reserved.inc_by(counted);
-        let mut reservation = self.reservation(permit, large);
+        let mut reservation = self.reservation(held, large);
         reservation.counted = counted;
         reservation
     }
@@ -239,7 +268,12 @@ impl MemoryBudget {
 impl Drop for Reservation {
     fn drop(&mut self) {
         // Release the bytes before asking whether the budget is idle.
-        drop(self.permit.take());
+        match std::mem::replace(&mut self.held, Held::Nothing) {
+            Held::Permit(permit) => drop(permit),
+            Held::Reserve(units) => self.budget.inner.reserve.give_back(units),
+            Held::ReviewReserve(units) => self.budget.inner.review_reserve.give_back(units),
+            Held::Nothing => {}
+        }
         self.budget.inner.body_bytes_reserved.dec_by(self.counted);
         if self.large {
             self.budget.large_released();

@@ -214,6 +214,70 @@ impl RequestLabels {
     }
 }
 
+/// The series one endpoint's answered reviews update, looked up once when the server starts: a
+/// `Family` lookup hashes the label set and takes the family's lock on every request, a lock
+/// both runtime workers contend for.
+#[derive(Clone, Debug)]
+pub(crate) struct EndpointSeries {
+    endpoint: &'static str,
+    duration: Histogram,
+    /// `requests` by kind, operation (as `REVIEWED_KINDS`, `REVIEWED_OPERATIONS`), allowed and
+    /// patched; other label values are looked up in the family.
+    requests: [[[[Counter; 2]; 2]; REVIEWED_OPERATIONS.len()]; REVIEWED_KINDS.len()],
+}
+
+impl EndpointSeries {
+    pub(crate) fn of(metrics: &ServerMetrics, endpoint: &'static str) -> EndpointSeries {
+        let counter = |kind, operation, allowed, patched| {
+            metrics.requests.get_or_create_owned(&RequestLabels {
+                endpoint,
+                kind,
+                operation,
+                allowed: bool_label(allowed),
+                patched: bool_label(patched),
+            })
+        };
+        EndpointSeries {
+            endpoint,
+            duration: metrics
+                .duration
+                .get_or_create_owned(&EndpointLabels { endpoint }),
+            requests: REVIEWED_KINDS.map(|kind| {
+                REVIEWED_OPERATIONS.map(|operation| {
+                    [false, true].map(|allowed| {
+                        [false, true].map(|patched| counter(kind, operation, allowed, patched))
+                    })
+                })
+            }),
+        }
+    }
+
+    /// Counts an answered review in `jobgate_admission_requests_total`.
+    pub(crate) fn count(&self, metrics: &ServerMetrics, summary: &crate::admission::ReviewRecord) {
+        let kind = REVIEWED_KINDS.iter().position(|k| *k == summary.kind);
+        let operation = REVIEWED_OPERATIONS
+            .iter()
+            .position(|o| *o == summary.operation);
+        match (kind, operation) {
+            (Some(k), Some(o)) => {
+                self.requests[k][o][usize::from(summary.allowed)][usize::from(summary.patched)]
+                    .inc();
+            }
+            _ => {
+                metrics
+                    .requests
+                    .get_or_create(&RequestLabels::new(self.endpoint, summary))
+                    .inc();
+            }
+        }
+    }
+
+    /// Records a request's time in `jobgate_admission_duration_seconds`.
+    pub(crate) fn observe_duration(&self, seconds: f64) {
+        self.duration.observe(seconds);
+    }
+}
+
 /// One review counted in `jobgate_admission_in_flight_requests` for as long as it lives: the
 /// gauge goes down on every path, a cancelled request or a panic included.
 pub(crate) struct InFlight(Gauge);

@@ -13,9 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 
 use super::extract::{self, BodyLimits, ReviewBody};
-use super::metrics::{
-    EndpointLabels, InFlight, RejectionLabels, RequestLabels, ServerMetrics, WarningLabels,
-};
+use super::metrics::{EndpointSeries, InFlight, RejectionLabels, ServerMetrics, WarningLabels};
 use super::rejection::{Budget, Rejected, Rejection, json_response, status_label};
 use crate::admission::{Endpoint, Reply};
 use crate::job;
@@ -30,7 +28,6 @@ const REVIEW_INLINE_BYTES: usize = 256 * 1024;
 /// What reviews a body: `admission::review`, or in tests one that misbehaves.
 pub(crate) type Reviewer = fn(Endpoint, &[u8], &job::Config) -> Reply;
 
-#[derive(Clone)]
 pub(crate) struct WebhookState {
     pub(crate) config: Arc<job::Config>,
     pub(crate) metrics: ServerMetrics,
@@ -38,28 +35,38 @@ pub(crate) struct WebhookState {
     pub(crate) reviewer: Reviewer,
 }
 
-impl FromRef<WebhookState> for BodyLimits {
-    fn from_ref(state: &WebhookState) -> BodyLimits {
-        state.limits.clone()
+/// What every request's handler gets: one shared handle (axum clones a handler's state for each
+/// request), with each endpoint's metric series looked up once.
+struct Shared {
+    state: WebhookState,
+    series: [EndpointSeries; Endpoint::ALL.len()],
+}
+
+impl FromRef<Arc<Shared>> for BodyLimits {
+    fn from_ref(shared: &Arc<Shared>) -> BodyLimits {
+        shared.state.limits.clone()
     }
 }
 
 pub(crate) fn router(state: WebhookState) -> Router {
+    let series = Endpoint::ALL.map(|e| EndpointSeries::of(&state.metrics, e.label()));
+    let shared = Arc::new(Shared { state, series });
     let mut router = Router::new();
-    for endpoint in Endpoint::ALL {
+    for (i, endpoint) in Endpoint::ALL.into_iter().enumerate() {
         router = router.route(
             endpoint.path(),
             any(
-                move |State(state): State<WebhookState>, body: Result<ReviewBody, Rejected>| {
-                    handle(endpoint, state, body)
+                move |State(shared): State<Arc<Shared>>, body: Result<ReviewBody, Rejected>| {
+                    handle(endpoint, i, shared, body)
                 },
             ),
         );
     }
-    router.fallback(not_found).with_state(state)
+    router.fallback(not_found).with_state(shared)
 }
 
-async fn not_found(State(state): State<WebhookState>, request: Request) -> Response {
+async fn not_found(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let state = &shared.state;
     let paths: Vec<&str> = Endpoint::ALL.iter().map(|e| e.path()).collect();
     let (parts, body) = request.into_parts();
     let rejection = Rejection::NotFound {
@@ -71,17 +78,26 @@ async fn not_found(State(state): State<WebhookState>, request: Request) -> Respo
         .into_response()
 }
 
+/// `series` is the endpoint's index in `Endpoint::ALL`.
 async fn handle(
     endpoint: Endpoint,
-    state: WebhookState,
+    series: usize,
+    shared: Arc<Shared>,
     body: Result<ReviewBody, Rejected>,
 ) -> Response {
+    let state = &shared.state;
     let reviewed = match body {
-        Ok(body) => review(endpoint, &state, body).await,
+        Ok(body) => review(endpoint, state, body).await,
         Err(rejected) => Err(rejected),
     };
     match reviewed {
-        Ok((outcome, started)) => answer(endpoint, &state.metrics, outcome, started),
+        Ok((outcome, started)) => answer(
+            endpoint,
+            &state.metrics,
+            &shared.series[series],
+            outcome,
+            started,
+        ),
         Err(rejected) => {
             let status = rejected.rejection.status();
             count_rejection(&state.metrics, endpoint, status);
@@ -173,6 +189,7 @@ fn count_rejection(metrics: &ServerMetrics, endpoint: Endpoint, status: StatusCo
 fn answer(
     endpoint: Endpoint,
     metrics: &ServerMetrics,
+    series: &EndpointSeries,
     outcome: Reply,
     started: Instant,
 ) -> Response {
@@ -181,10 +198,7 @@ fn answer(
         StatusCode::from_u16(outcome.http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let s = &outcome.summary;
     if status == StatusCode::OK {
-        metrics
-            .requests
-            .get_or_create(&RequestLabels::new(endpoint.label(), s))
-            .inc();
+        series.count(metrics, s);
         if s.warnings > 0 {
             metrics
                 .warnings
@@ -198,12 +212,7 @@ fn answer(
         count_rejection(metrics, endpoint, status);
     }
     let elapsed = started.elapsed();
-    metrics
-        .duration
-        .get_or_create(&EndpointLabels {
-            endpoint: endpoint.label(),
-        })
-        .observe(elapsed.as_secs_f64());
+    series.observe_duration(elapsed.as_secs_f64());
     let span = tracing::info_span!(
         "review",
         endpoint = endpoint.label(),
