@@ -169,7 +169,7 @@ impl MemoryBudget {
         self.inner.limits
     }
 
-    /// Bytes of request bodies reserved now, read off the semaphores.
+    /// Bytes of request bodies reserved now, read off the large-body semaphore and the reserve.
     #[cfg(test)]
     pub(crate) fn reserved_bytes(&self) -> usize {
         let l = self.inner.limits;
