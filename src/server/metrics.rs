@@ -172,27 +172,29 @@ impl ServerMetrics {
                 self.warnings
                     .get_or_create_owned(&WarningLabels { endpoint, kind });
                 for operation in REVIEWED_OPERATIONS {
-                    // Only the mutating endpoints patch.
-                    let patched: &[&str] = if endpoint == "validate" {
-                        &["false"]
-                    } else {
-                        &["false", "true"]
-                    };
-                    for (allowed, patched) in [("true", patched), ("false", &["false"][..])] {
-                        for &patched in patched {
-                            self.requests.get_or_create_owned(&RequestLabels {
-                                endpoint,
-                                kind,
-                                operation,
-                                allowed,
-                                patched,
-                            });
+                    for allowed in [false, true] {
+                        for patched in [false, true] {
+                            if can_answer(endpoint, allowed, patched) {
+                                self.requests.get_or_create_owned(&RequestLabels {
+                                    endpoint,
+                                    kind,
+                                    operation,
+                                    allowed: bool_label(allowed),
+                                    patched: bool_label(patched),
+                                });
+                            }
                         }
                     }
                 }
             }
         }
     }
+}
+
+/// Whether `endpoint` can answer a review so: only the mutating endpoints patch, and only what
+/// they allow.
+fn can_answer(endpoint: &str, allowed: bool, patched: bool) -> bool {
+    !patched || (allowed && endpoint != "validate")
 }
 
 fn bool_label(b: bool) -> &'static str {
@@ -222,19 +224,21 @@ pub(crate) struct EndpointSeries {
     endpoint: &'static str,
     duration: Histogram,
     /// `requests` by kind, operation (as `REVIEWED_KINDS`, `REVIEWED_OPERATIONS`), allowed and
-    /// patched; other label values are looked up in the family.
-    requests: [[[[Counter; 2]; 2]; REVIEWED_OPERATIONS.len()]; REVIEWED_KINDS.len()],
+    /// patched, for the series `start_at_zero` creates; any other is looked up in the family.
+    requests: [[[[Option<Counter>; 2]; 2]; REVIEWED_OPERATIONS.len()]; REVIEWED_KINDS.len()],
 }
 
 impl EndpointSeries {
     pub(crate) fn of(metrics: &ServerMetrics, endpoint: &'static str) -> EndpointSeries {
         let counter = |kind, operation, allowed, patched| {
-            metrics.requests.get_or_create_owned(&RequestLabels {
-                endpoint,
-                kind,
-                operation,
-                allowed: bool_label(allowed),
-                patched: bool_label(patched),
+            can_answer(endpoint, allowed, patched).then(|| {
+                metrics.requests.get_or_create_owned(&RequestLabels {
+                    endpoint,
+                    kind,
+                    operation,
+                    allowed: bool_label(allowed),
+                    patched: bool_label(patched),
+                })
             })
         };
         EndpointSeries {
@@ -258,12 +262,14 @@ impl EndpointSeries {
         let operation = REVIEWED_OPERATIONS
             .iter()
             .position(|o| *o == summary.operation);
-        match (kind, operation) {
-            (Some(k), Some(o)) => {
-                self.requests[k][o][usize::from(summary.allowed)][usize::from(summary.patched)]
-                    .inc();
+        let series = kind.zip(operation).and_then(|(k, o)| {
+            self.requests[k][o][usize::from(summary.allowed)][usize::from(summary.patched)].as_ref()
+        });
+        match series {
+            Some(counter) => {
+                counter.inc();
             }
-            _ => {
+            None => {
                 metrics
                     .requests
                     .get_or_create(&RequestLabels::new(self.endpoint, summary))
@@ -330,6 +336,41 @@ mod tests {
                 .count(),
             27
         );
+    }
+
+    /// The series the webhook looks up at start-up are the ones a fresh server exports, no more,
+    /// and a review counted through them is counted in the family's series.
+    #[test]
+    fn endpoint_series_count_into_the_exported_series_and_add_none() {
+        let mut registry = Registry::default();
+        let metrics = ServerMetrics::register(&mut registry);
+        let fresh = encoded(&registry);
+        let series = crate::admission::Endpoint::ALL
+            .map(|e| EndpointSeries::of(&metrics, crate::admission::Endpoint::label(e)));
+        assert_eq!(encoded(&registry), fresh);
+        let review = |kind, allowed, patched| crate::admission::ReviewRecord {
+            kind,
+            operation: "CREATE",
+            allowed,
+            patched,
+            ..Default::default()
+        };
+        let [mutate, _, validate] = &series;
+        validate.count(&metrics, &review("Job", false, false));
+        mutate.count(&metrics, &review("CronJob", true, true));
+        mutate.count(&metrics, &review("CronJob", true, true));
+        // A kind jobgate lets through has no series up front: it is looked up and created.
+        validate.count(&metrics, &review("other", true, false));
+        validate.observe_duration(0.001);
+        let text = encoded(&registry);
+        for line in [
+            r#"jobgate_admission_requests_total{endpoint="validate",kind="Job",operation="CREATE",allowed="false",patched="false"} 1"#,
+            r#"jobgate_admission_requests_total{endpoint="mutate",kind="CronJob",operation="CREATE",allowed="true",patched="true"} 2"#,
+            r#"jobgate_admission_requests_total{endpoint="validate",kind="other",operation="CREATE",allowed="true",patched="false"} 1"#,
+            r#"jobgate_admission_duration_seconds_count{endpoint="validate"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
     }
 
     #[test]
