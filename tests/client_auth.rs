@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::{Jobgate, Reply, curl};
+use support::{Jobgate, Reply, curl, replace_file};
 
 /// A CA and a client certificate it signed (clientAuth), written as PEM files in `dir`.
 struct ClientPki {
@@ -174,7 +174,7 @@ fn the_client_ca_file_is_reloaded_and_a_bad_one_keeps_the_previous_cas() {
     let first = ClientPki::generate(pki_dir.path(), "first");
     let second = ClientPki::generate(pki_dir.path(), "second");
     let bundle = pki_dir.path().join("client-ca.crt");
-    std::fs::copy(&first.ca, &bundle).unwrap();
+    replace_file(&bundle, std::fs::read(&first.ca).unwrap());
     let bundle_arg = bundle.display().to_string();
     let mut jg = Jobgate::start(&["--client-ca", &bundle_arg, "--tls-reload-interval", "100ms"]);
     assert_answered(&review(&jg, "--http1.1", Some(&first)), "1.1", "first CA");
@@ -187,7 +187,7 @@ fn the_client_ca_file_is_reloaded_and_a_bad_one_keeps_the_previous_cas() {
     );
 
     // A rotated bundle: new handshakes trust the second CA and no longer the first.
-    std::fs::copy(&second.ca, &bundle).unwrap();
+    replace_file(&bundle, std::fs::read(&second.ca).unwrap());
     assert!(
         eventually(Duration::from_secs(15), || review(
             &jg,
@@ -212,7 +212,7 @@ fn the_client_ca_file_is_reloaded_and_a_bad_one_keeps_the_previous_cas() {
 
     // A bundle that holds no certificate: the second CA stays trusted, the failure is counted
     // and logged once however many polls see it.
-    std::fs::write(&bundle, "not a certificate\n").unwrap();
+    replace_file(&bundle, "not a certificate\n");
     assert!(
         eventually(Duration::from_secs(15), || metric(
             &jg,

@@ -168,6 +168,16 @@ impl Reply {
 }
 
 /// Runs curl with `args` plus a trailer that reports status and HTTP version.
+/// Replaces the file at `path` with `contents` in one rename, as kubelet swaps a mounted Secret
+/// or ConfigMap: a poll sees the old bytes or the new ones, never a file cut short mid-write
+/// (`std::fs::write` truncates first, and a poll in between reads an empty file).
+pub(crate) fn replace_file(path: &Path, contents: impl AsRef<[u8]>) {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, contents).expect("write the new file");
+    std::fs::rename(&tmp, path).expect("rename the new file into place");
+}
+
 pub(crate) fn curl(args: &[&str]) -> Reply {
     let out = Command::new("curl")
         .args([
