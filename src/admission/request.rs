@@ -232,7 +232,17 @@ struct GroupVersionKind<'a> {
 /// Reads an AdmissionReview v1 request in one pass. When anything in it cannot be read, reads it
 /// again the slow way, with the objects kept raw, so the answer can say what and where.
 pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
-    if let Ok(review) = from_slice::<ReviewIn<'_, FastRequestIn<'_>>>(body) {
+    // A body that is UTF-8 throughout (as every body kube-apiserver sends: Go's encoder writes
+    // U+FFFD for invalid bytes) is read as text, which spares serde_json its UTF-8 check of each
+    // string read (~100 instructions for each of the ~90 names and values of a 4 KB review, a
+    // tenth of its instructions); one check of the whole body costs far less. Any other body is
+    // read as bytes, exactly as before.
+    let fast: serde_json::Result<ReviewIn<'_, FastRequestIn<'_>>> = match std::str::from_utf8(body)
+    {
+        Ok(text) => read(serde_json::Deserializer::from_str(text)),
+        Err(_) => read(serde_json::Deserializer::from_slice(body)),
+    };
+    if let Ok(review) = fast {
         let (api_version, kind) = (review.api_version, review.kind);
         let request = review.request.map(|r| {
             let (group, version, kind) = r.kind.unwrap_or_default();
@@ -274,7 +284,13 @@ pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
 /// `serde_json::from_slice` through `job::strict`: objects only where Kubernetes has objects
 /// (`"request": ["a"]` is not a request whose uid is "a"), the same reading as the objects get.
 fn from_slice<'a, T: Deserialize<'a>>(body: &'a [u8]) -> serde_json::Result<T> {
-    let mut de = serde_json::Deserializer::from_slice(body);
+    read(serde_json::Deserializer::from_slice(body))
+}
+
+/// The whole document `de` reads, through `job::strict`.
+fn read<'a, R: serde_json::de::Read<'a>, T: Deserialize<'a>>(
+    mut de: serde_json::Deserializer<R>,
+) -> serde_json::Result<T> {
     let value = T::deserialize(Strict(&mut de))?;
     de.end()?;
     Ok(value)
@@ -370,6 +386,39 @@ mod tests {
                 r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":""}}"#
             ),
             "request.uid is required"
+        );
+    }
+
+    /// A body that is not UTF-8 throughout is read as bytes, as before: a string that is read must
+    /// be UTF-8, a string that is skipped is not checked (so the Job is still read in one pass).
+    #[test]
+    fn bodies_that_are_not_utf8_read_as_they_did() {
+        let body = |name: &[u8], username: &[u8]| {
+            let mut b = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"batch","version":"v1","kind":"Job"},"userInfo":{"username":""#.to_vec();
+            b.extend_from_slice(username);
+            b.extend_from_slice(br#""},"name":""#);
+            b.extend_from_slice(name);
+            b.extend_from_slice(br#"","object":{"spec":{"backoffLimit":1}}}}"#);
+            b
+        };
+        let read = |b: &[u8]| {
+            parse(b).map(|p| {
+                (
+                    p.name,
+                    matches!(p.object, ObjectIn::Parsed(ref j) if j.spec.backoff_limit == Some(1)),
+                )
+            })
+        };
+        assert_eq!(
+            read(&body("é".as_bytes(), b"a")),
+            Ok((Some("é".into()), true))
+        );
+        assert_eq!(read(&body(b"job", b"\xff")), Ok((Some("job".into()), true)));
+        let refused = read(&body(b"\xff", b"a")).unwrap_err().to_string();
+        assert!(
+            refused
+                .starts_with("request body is not an AdmissionReview: invalid unicode code point"),
+            "{refused}"
         );
     }
 
