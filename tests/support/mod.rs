@@ -167,7 +167,6 @@ impl Reply {
     }
 }
 
-/// Runs curl with `args` plus a trailer that reports status and HTTP version.
 /// Replaces the file at `path` with `contents` in one rename, as kubelet swaps a mounted Secret
 /// or ConfigMap: a poll sees the old bytes or the new ones, never a file cut short mid-write
 /// (`std::fs::write` truncates first, and a poll in between reads an empty file).
@@ -178,6 +177,7 @@ pub(crate) fn replace_file(path: &Path, contents: impl AsRef<[u8]>) {
     std::fs::rename(&tmp, path).expect("rename the new file into place");
 }
 
+/// Runs curl with `args` plus a trailer that reports status and HTTP version.
 pub(crate) fn curl(args: &[&str]) -> Reply {
     let out = Command::new("curl")
         .args([
