@@ -162,8 +162,8 @@ impl ServerMetrics {
     /// on `rate(...) > 0` sees its first increase.
     fn start_at_zero(&self) {
         for endpoint in crate::admission::Endpoint::ALL.map(crate::admission::Endpoint::label) {
-            self.duration
-                .get_or_create_owned(&EndpointLabels { endpoint });
+            // The duration and the answered-review series: the ones the webhook looks up.
+            EndpointSeries::of(self, endpoint);
             for code in REJECTION_CODES {
                 self.rejected
                     .get_or_create_owned(&RejectionLabels { endpoint, code });
@@ -171,21 +171,6 @@ impl ServerMetrics {
             for kind in REVIEWED_KINDS {
                 self.warnings
                     .get_or_create_owned(&WarningLabels { endpoint, kind });
-                for operation in REVIEWED_OPERATIONS {
-                    for allowed in [false, true] {
-                        for patched in [false, true] {
-                            if can_answer(endpoint, allowed, patched) {
-                                self.requests.get_or_create_owned(&RequestLabels {
-                                    endpoint,
-                                    kind,
-                                    operation,
-                                    allowed: bool_label(allowed),
-                                    patched: bool_label(patched),
-                                });
-                            }
-                        }
-                    }
-                }
             }
         }
     }
@@ -224,7 +209,8 @@ pub(crate) struct EndpointSeries {
     endpoint: &'static str,
     duration: Histogram,
     /// `requests` by kind, operation (as `REVIEWED_KINDS`, `REVIEWED_OPERATIONS`), allowed and
-    /// patched, for the series `start_at_zero` creates; any other is looked up in the family.
+    /// patched, for the answers the endpoint can give (`start_at_zero` creates them through
+    /// here); any other is looked up in the family.
     requests: [[[[Option<Counter>; 2]; 2]; REVIEWED_OPERATIONS.len()]; REVIEWED_KINDS.len()],
 }
 
