@@ -21,13 +21,19 @@ pub(crate) type Annotations = BTreeMap<String, AnnotationValue>;
 
 /// One annotation value: a JSON string literal, quotes included, checked when read.
 #[derive(Clone)]
-pub(crate) struct AnnotationValue(Box<RawValue>);
+pub(crate) struct AnnotationValue(Box<str>);
 
 impl AnnotationValue {
     /// The decoded string. Borrowed when the literal has no escape (almost every value a rule
     /// reads: `"true"`, `"enabled"`).
+    /// A value whose JSON string literal (quotes included) `job::scan` checked, escapes and
+    /// all, and which holds no surrogate escape.
+    pub(crate) fn from_checked_literal(literal: &str) -> AnnotationValue {
+        AnnotationValue(literal.into())
+    }
+
     pub(crate) fn text(&self) -> Cow<'_, str> {
-        let literal = self.0.get();
+        let literal = &*self.0;
         // Checked when read: a JSON string literal, quoted at both ends.
         let inner = literal
             .strip_prefix('"')
@@ -70,7 +76,7 @@ impl<'de> Deserialize<'de> for AnnotationValue {
             serde_json::from_str::<String>(literal)
                 .map_err(|e| de::Error::custom(super::strict::without_position(&e)))?;
         }
-        Ok(AnnotationValue(raw))
+        Ok(AnnotationValue(raw.into()))
     }
 }
 

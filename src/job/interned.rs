@@ -71,7 +71,7 @@ impl InternedStr {
         &self.0
     }
 
-    fn from_str(value: &str) -> InternedStr {
+    pub(crate) fn from_str(value: &str) -> InternedStr {
         match known(value) {
             Some(k) => InternedStr(Cow::Borrowed(k)),
             None => InternedStr(Cow::Owned(value.to_owned())),
