@@ -295,15 +295,12 @@ impl<'a> Scan<'a> {
 /// The index of the first `"`, `\` or control character at or after `from` (the length when
 /// there is none): `serde_json`'s `skip_to_escape`, eight bytes at a time by Mycroft's test
 /// for a zero byte.
+#[inline(always)]
 fn special_at(bytes: &[u8], from: usize) -> usize {
     const ONES: u64 = u64::MAX / 255;
     const HIGHS: u64 = ONES << 7;
-    let Some(rest) = bytes.get(from..) else {
-        return bytes.len();
-    };
-    let mut chunks = rest.chunks_exact(8);
     let mut at = from;
-    for chunk in &mut chunks {
+    while let Some(chunk) = bytes.get(at..at + 8) {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
         let chars = u64::from_le_bytes(word);
@@ -312,13 +309,16 @@ fn special_at(bytes: &[u8], from: usize) -> usize {
         let quote = quote.wrapping_sub(ONES) & !quote;
         let backslash = chars ^ (ONES * u64::from(b'\\'));
         let backslash = backslash.wrapping_sub(ONES) & !backslash;
+        // Exact for the lowest byte found, which is the one taken.
         let found = (control | quote | backslash) & HIGHS;
         if found != 0 {
             return at + found.trailing_zeros() as usize / 8;
         }
         at += 8;
     }
-    let tail = chunks.remainder();
+    let Some(tail) = bytes.get(at..) else {
+        return bytes.len();
+    };
     at + tail
         .iter()
         .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
