@@ -100,12 +100,13 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
             );
         }
     };
+    // The review goes on with the objects only; what the record keeps is moved, not copied.
     let mut summary = ReviewRecord {
-        uid: parsed.uid.clone(),
+        uid: std::mem::take(&mut parsed.uid),
         kind: "other",
         operation: parsed.operation.map(Operation::as_str).unwrap_or(""),
-        namespace: parsed.namespace.clone().unwrap_or_default(),
-        name: parsed.name.clone().unwrap_or_default(),
+        namespace: parsed.namespace.take().unwrap_or_default(),
+        name: parsed.name.take().unwrap_or_default(),
         dry_run: parsed.dry_run,
         allowed: true,
         patched: false,
@@ -122,7 +123,7 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
         Ruling::Unreadable(kind, message) => {
             summary.kind = kind.map(Kind::as_str).unwrap_or("");
             summary.allowed = false;
-            let body = render_verdict(&parsed.uid, Some(&Denial::BadRequest(message)), &[], &[]);
+            let body = render_verdict(&summary.uid, Some(&Denial::BadRequest(message)), &[], &[]);
             return Reply::rendered(200, body, summary);
         }
     };
@@ -139,7 +140,7 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
     } else {
         &[]
     };
-    let body = render_verdict(&parsed.uid, denial.as_ref(), &verdict.warnings, patch);
+    let body = render_verdict(&summary.uid, denial.as_ref(), &verdict.warnings, patch);
     Reply::rendered(200, body, summary)
 }
 
@@ -172,7 +173,7 @@ impl Reply {
 enum Ruling {
     /// Not ours to judge: another kind, DELETE, CONNECT.
     Untouched,
-    /// The kind, the object's name (or generateName) for messages, and the verdict.
+    /// The kind, the object's name (or generateName) when denied (else empty), and the verdict.
     Reviewed(Kind, String, job::review::Verdict),
     Unreadable(Option<Kind>, String),
 }
@@ -235,7 +236,13 @@ fn decide(
     // The one review pipeline `check` and `audit` run too; the webhook only renders it.
     let Ok(judged) = pipeline::run::<std::convert::Infallible>(write, stages, config);
     let verdict = judged.judgment.into_verdict();
-    Ruling::Reviewed(kind, judged.object.display_name().to_string(), verdict)
+    // The name is for a denial's message only.
+    let name = if verdict.allowed() {
+        String::new()
+    } else {
+        judged.object.display_name().to_string()
+    };
+    Ruling::Reviewed(kind, name, verdict)
 }
 
 fn read_object(kind: Kind, at: &str, object: ObjectIn<'_>) -> Result<job::JobObject, String> {
