@@ -339,12 +339,11 @@ fn quick_request<'a>(scan: &mut Scan<'a>) -> Option<Envelope<'a>> {
         object: ObjectIn::Absent,
         old_object: ObjectIn::Absent,
     };
-    let owned = |scan: &mut Scan<'a>| scan.opt(|scan| scan.plain_str().map(str::to_owned));
     scan.object(|scan, key| {
         match key {
             "uid" => {
                 seen.first(0)?;
-                request.uid = owned(scan)?;
+                request.uid = scan.opt(quick_read::string)?;
             }
             "kind" => {
                 seen.first(1)?;
@@ -360,11 +359,11 @@ fn quick_request<'a>(scan: &mut Scan<'a>) -> Option<Envelope<'a>> {
             }
             "namespace" => {
                 seen.first(3)?;
-                request.namespace = owned(scan)?;
+                request.namespace = scan.opt(quick_read::string)?;
             }
             "name" => {
                 seen.first(4)?;
-                request.name = owned(scan)?;
+                request.name = scan.opt(quick_read::string)?;
             }
             "dryRun" => {
                 seen.first(5)?;

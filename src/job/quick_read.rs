@@ -57,7 +57,8 @@ pub(crate) fn job(scan: &mut Scan<'_>) -> Option<Option<JobObject>> {
     })
 }
 
-fn string(scan: &mut Scan<'_>) -> Option<String> {
+/// A string without escapes, owned.
+pub(crate) fn string(scan: &mut Scan<'_>) -> Option<String> {
     scan.plain_str().map(str::to_owned)
 }
 
