@@ -7,10 +7,11 @@
 use super::annotations::{AnnotationValue, Annotations};
 use super::interned::InternedStr;
 use super::model::{
-    JobObject, JobSpec, Kind, NamedContainer, ObjectMeta, OnExitCodes, OnPodConditionsPattern,
+    JobObject, JobSpec, NamedContainer, ObjectMeta, OnExitCodes, OnPodConditionsPattern,
     PodFailurePolicy, PodFailurePolicyRule, PodSpec, PodTemplateSpec, Presence, SuccessPolicy,
     SuccessPolicyRule, TemplateMeta,
 };
+use super::read::{JobCondition, JobDoc, JobStatus};
 use super::scan::{Scan, Seen};
 use super::strict::may_hold_surrogate_escape;
 
@@ -18,42 +19,39 @@ use super::strict::may_hold_surrogate_escape;
 pub(crate) fn job(scan: &mut Scan<'_>) -> Option<Option<JobObject>> {
     scan.opt(|scan| {
         let mut seen = Seen::default();
-        let mut job = JobObject {
-            kind: Kind::Job,
+        let mut doc = JobDoc {
+            kind: None,
             metadata: ObjectMeta::default(),
-            job_template_metadata: None,
-            job_template_json: None,
             spec: JobSpec::default(),
-            started: false,
-            suspended_condition: false,
-            active: 0,
-            template_at: None,
+            status: JobStatus::default(),
         };
-        scan.object(|scan, key| match key {
-            "kind" => {
-                seen.first(0)?;
-                // `check_kind`: another kind is refused.
-                scan.opt(Scan::plain_str)?
-                    .is_none_or(|k| k == "Job")
-                    .then_some(())
+        scan.object(|scan, key| {
+            match key {
+                "kind" => {
+                    seen.first(0)?;
+                    doc.kind = scan.opt(interned)?;
+                    // `check_kind`: another kind is refused.
+                    if doc.kind.as_ref().is_some_and(|k| k != "Job") {
+                        return None;
+                    }
+                }
+                "metadata" => {
+                    seen.first(1)?;
+                    doc.metadata = object_meta(scan)?;
+                }
+                "spec" => {
+                    seen.first(2)?;
+                    doc.spec = job_spec(scan)?;
+                }
+                "status" => {
+                    seen.first(3)?;
+                    doc.status = job_status(scan)?;
+                }
+                _ => scan.skip()?,
             }
-            "metadata" => {
-                seen.first(1)?;
-                job.metadata = object_meta(scan)?;
-                Some(())
-            }
-            "spec" => {
-                seen.first(2)?;
-                job.spec = job_spec(scan)?;
-                Some(())
-            }
-            "status" => {
-                seen.first(3)?;
-                job_status(scan, &mut job)
-            }
-            _ => scan.skip(),
+            Some(())
         })?;
-        Some(job)
+        Some(JobObject::from_job(doc))
     })
 }
 
@@ -418,28 +416,29 @@ fn named_container(scan: &mut Scan<'_>) -> Option<NamedContainer> {
     Some(container)
 }
 
-/// `job::read`'s `JobStatus`: started, suspended and active, as `JobObject::from_job` sets them.
-fn job_status(scan: &mut Scan<'_>, job: &mut JobObject) -> Option<()> {
+fn job_status(scan: &mut Scan<'_>) -> Option<JobStatus> {
     let mut seen = Seen::default();
+    let mut status = JobStatus::default();
     scan.object(|scan, key| {
         match key {
             "startTime" => {
                 seen.first(0)?;
-                job.started = scan.opt(Scan::plain_str)?.is_some_and(|t| !t.is_empty());
+                status.start_time = scan.opt(string)?;
             }
             "active" => {
                 seen.first(1)?;
-                job.active = scan.opt(Scan::i32)?.map_or(0, i64::from);
+                status.active = scan.opt(Scan::i32)?;
             }
             "conditions" => {
                 seen.first(2)?;
-                let conditions = list(scan, type_and_status)?.unwrap_or_default();
-                job.suspended_condition = conditions.iter().any(|(type_, status)| {
-                    type_.as_deref() == Some("Suspended") && status.as_deref() == Some("True")
-                });
+                status.conditions = list(scan, |scan| {
+                    let (type_, status) = type_and_status(scan)?;
+                    Some(JobCondition { type_, status })
+                })?;
             }
             _ => scan.skip()?,
         }
         Some(())
-    })
+    })?;
+    Some(status)
 }

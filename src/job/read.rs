@@ -13,34 +13,35 @@ use super::strict::{Strict, without_position};
 
 #[derive(Deserialize)]
 #[serde(expecting = "a Job object")]
-struct JobDoc {
+/// A Job as the readers take it in; `job::quick_read` builds one too.
+pub(crate) struct JobDoc {
     #[serde(default)]
-    kind: Option<InternedStr>,
+    pub(crate) kind: Option<InternedStr>,
     #[serde(default)]
-    metadata: ObjectMeta,
+    pub(crate) metadata: ObjectMeta,
     #[serde(default)]
-    spec: JobSpec,
+    pub(crate) spec: JobSpec,
     #[serde(default)]
-    status: JobStatus,
+    pub(crate) status: JobStatus,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct JobStatus {
+pub(crate) struct JobStatus {
     #[serde(default)]
-    start_time: Option<String>,
+    pub(crate) start_time: Option<String>,
     #[serde(default)]
-    active: Option<i32>,
+    pub(crate) active: Option<i32>,
     #[serde(default)]
-    conditions: Option<Vec<JobCondition>>,
+    pub(crate) conditions: Option<Vec<JobCondition>>,
 }
 
 #[derive(Deserialize)]
-struct JobCondition {
+pub(crate) struct JobCondition {
     #[serde(default, rename = "type")]
-    type_: Option<InternedStr>,
+    pub(crate) type_: Option<InternedStr>,
     #[serde(default)]
-    status: Option<InternedStr>,
+    pub(crate) status: Option<InternedStr>,
 }
 
 impl JobStatus {
@@ -227,7 +228,7 @@ impl JobObject {
         }
     }
 
-    fn from_job(d: JobDoc) -> JobObject {
+    pub(crate) fn from_job(d: JobDoc) -> JobObject {
         JobObject {
             kind: Kind::Job,
             metadata: d.metadata,
