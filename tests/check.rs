@@ -628,8 +628,8 @@ fn recovery_namespaces_go_through_mutate_recovery() {
     assert_eq!(opted.status.code(), Some(1), "{}", text(&opted.stdout));
     assert_eq!(
         text(&opted.stdout),
-        "-:1:1 Job/pi: Warning: jobgate: set spec.podReplacementPolicy=Failed because failure recovery is enabled\n\
-         -:1:1 Job/pi: Warning: jobgate: set spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled\n\
+        "-:1:1 Job/pi: Note: jobgate: set spec.podReplacementPolicy=Failed because failure recovery is enabled\n\
+         -:1:1 Job/pi: Note: jobgate: set spec.template.metadata.annotations[kueue.x-k8s.io/safe-to-forcefully-terminate]=\"true\" because failure recovery is enabled\n\
          -:5:1 Job/pi: spec.podFailurePolicy: Invalid value: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit (jobgate policy recovery-counts-toward-backoff)\n"
     );
     // What the mutation changed is shown.

@@ -197,7 +197,7 @@ fn an_opt_in_on_the_jobset_itself_is_said_to_belong_in_its_templates() {
     let out = check(&["-"], &opted);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(
-        text(&out.stdout).starts_with("-:8:5 JobSet/t: Warning: jobgate: set spec.replicatedJobs[0].template.spec.podReplacementPolicy=Failed because failure recovery is enabled\n"),
+        text(&out.stdout).starts_with("-:8:5 JobSet/t: Note: jobgate: set spec.replicatedJobs[0].template.spec.podReplacementPolicy=Failed because failure recovery is enabled\n"),
         "{}",
         text(&out.stdout)
     );

@@ -127,6 +127,76 @@ fn the_good_directory_passes_and_the_whole_tree_is_denied() {
     assert_eq!(all.status.code(), Some(1));
 }
 
+/// The GitHub Actions recipe of docs/src/check.md, as the page prints it (its `jobgate check`
+/// command and the flags on the line after it), run on every example: a good one passes, even
+/// when jobgate's mutation changes it (a note, not a warning), and a bad or warned one fails.
+#[test]
+fn the_ci_recipe_of_the_check_page_passes_every_good_example() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/check.md"))
+            .expect("docs/src/check.md");
+    let lines: Vec<&str> = page.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("jobgate check -o github"))
+        .expect("check.md has a GitHub Actions recipe");
+    let recipe = format!("{} {}", lines[at].trim(), lines[at + 1].trim());
+    let args: Vec<&str> = recipe
+        .strip_prefix("jobgate check ")
+        .expect("the recipe runs jobgate check")
+        .split_whitespace()
+        .collect();
+    assert_eq!(args.last(), Some(&"-"), "the recipe reads stdin: {recipe}");
+    assert!(args.contains(&"--fail-on"), "{recipe}");
+    let mut files = Vec::new();
+    manifests(&examples_dir(), &mut files);
+    files.sort();
+    let mut passed = 0;
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("read example");
+        let good = path.parent().is_some_and(|d| d.ends_with("good"));
+        let mut cmd = Command::new(BIN);
+        cmd.arg("check").args(&args[..args.len() - 1]);
+        cmd.arg("--stdin-filename").arg(path).arg("-");
+        for (key, _) in std::env::vars() {
+            if key.starts_with("JOBGATE_") {
+                cmd.env_remove(key);
+            }
+        }
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run jobgate check");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), text.as_bytes())
+            .expect("write stdin");
+        let out = child.wait_with_output().expect("jobgate check");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let expected = if good {
+            0
+        } else {
+            promise(path, &text).exit.max(1)
+        };
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{}: {recipe}\n{stdout}{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if good {
+            passed += 1;
+            assert!(
+                !stdout.contains("::warning"),
+                "{}: {stdout}",
+                path.display()
+            );
+        }
+    }
+    assert!(passed >= 4, "the good examples: {passed}");
+}
+
 #[test]
 fn the_book_shows_every_example() {
     let page =

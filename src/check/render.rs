@@ -101,6 +101,7 @@ fn write_github(report: &Report, out: &mut dyn Write, err: &mut dyn Write) -> st
             let level = match f.finding.severity() {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
+                Severity::Note => "notice",
             };
             let title = format!("jobgate ({}) {}/{}", f.finding.source, o.kind, o.name);
             writeln!(
@@ -290,6 +291,7 @@ fn sarif_results(report: &Report) -> Vec<Value> {
                 "level": match f.finding.severity() {
                     Severity::Error => "error",
                     Severity::Warning => "warning",
+                    Severity::Note => "note",
                 },
                 "message": {"text": format!("{}/{}: {}", o.kind, o.name, f.finding.message())},
                 "locations": [{"physicalLocation": {

@@ -114,7 +114,7 @@ impl Checked {
     pub(crate) fn allowed(&self) -> bool {
         self.findings
             .iter()
-            .all(|f| f.finding.severity() == Severity::Warning)
+            .all(|f| f.finding.severity() < Severity::Error)
     }
 
     pub(crate) fn has_warnings(&self) -> bool {
@@ -146,6 +146,7 @@ impl Checked {
             let warning = match f.finding.severity() {
                 Severity::Error => "",
                 Severity::Warning => "Warning: ",
+                Severity::Note => "Note: ",
             };
             writeln!(out, "{}: {warning}{}", who(f), f.finding.message())?;
         }
@@ -172,6 +173,8 @@ pub(crate) struct Summary {
     pub(crate) warned: usize,
     pub(crate) errors: usize,
     pub(crate) warnings: usize,
+    /// What jobgate's mutation changed: never a reason to fail.
+    pub(crate) notes: usize,
     pub(crate) skipped: usize,
     pub(crate) unreadable: usize,
 }
@@ -230,6 +233,7 @@ impl Report {
             warned: self.objects.iter().filter(|o| o.has_warnings()).count(),
             errors: count(Severity::Error),
             warnings: count(Severity::Warning),
+            notes: count(Severity::Note),
             skipped: self.ignored.len(),
             unreadable: self.unreadable.len(),
         }

@@ -238,7 +238,7 @@ fn json_output_for_tools() {
             }],
             "ignored": [{"location": "-:17:1", "apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}],
             "unreadable": [],
-            "summary": {"checked": 1, "denied": 1, "warned": 0, "errors": 1, "warnings": 0, "skipped": 1, "skippedKinds": {"v1/ConfigMap": 1}, "unreadable": 0}
+            "summary": {"checked": 1, "denied": 1, "warned": 0, "errors": 1, "warnings": 0, "notes": 0, "skipped": 1, "skippedKinds": {"v1/ConfigMap": 1}, "unreadable": 0}
         })
     );
 }

@@ -39,10 +39,13 @@ impl fmt::Display for Source {
     }
 }
 
-/// Whether a finding denies the object or only warns.
+/// Whether a finding denies the object, warns of a problem, or only notes what jobgate did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Severity {
+    /// What jobgate's mutation changed, or an opt-out it honoured: nothing to fix, so
+    /// `check --fail-on warning` does not fail on it.
+    Note,
     Warning,
     Error,
 }
@@ -55,6 +58,9 @@ pub(crate) enum Said {
     Rejected(String),
     /// The warning as the AdmissionReview response carries it.
     Warning(String),
+    /// A note; the AdmissionReview response carries it as a warning too (kube-apiserver has
+    /// no other channel to the client).
+    Note(String),
 }
 
 /// One thing said about one object.
@@ -83,11 +89,19 @@ impl Finding {
         }
     }
 
+    pub(crate) fn note(source: Source, path: Option<String>, text: String) -> Finding {
+        Finding {
+            source,
+            path,
+            said: Said::Note(text),
+        }
+    }
+
     /// The field the finding is about, when there is one.
     pub(crate) fn field(&self) -> Option<&str> {
         match &self.said {
             Said::Error(e) => Some(&e.path),
-            Said::Rejected(_) | Said::Warning(_) => self.path.as_deref(),
+            Said::Rejected(_) | Said::Warning(_) | Said::Note(_) => self.path.as_deref(),
         }
     }
 
@@ -95,6 +109,7 @@ impl Finding {
         match self.said {
             Said::Error(_) | Said::Rejected(_) => Severity::Error,
             Said::Warning(_) => Severity::Warning,
+            Said::Note(_) => Severity::Note,
         }
     }
 
@@ -103,7 +118,7 @@ impl Finding {
     pub(crate) fn message(&self) -> String {
         match &self.said {
             Said::Error(e) => e.to_string(),
-            Said::Rejected(m) | Said::Warning(m) => m.clone(),
+            Said::Rejected(m) | Said::Warning(m) | Said::Note(m) => m.clone(),
         }
     }
 }
@@ -125,7 +140,7 @@ impl Judgment {
         for finding in self.findings {
             match finding.said {
                 Said::Error(e) => verdict.errors.push(e),
-                Said::Warning(w) => verdict.warnings.push(w),
+                Said::Warning(w) | Said::Note(w) => verdict.warnings.push(w),
                 // Decoding happens before admission; a webhook never gets here.
                 Said::Rejected(_) => {}
             }

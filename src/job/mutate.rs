@@ -31,11 +31,11 @@ use serde_json::{Map, Value};
 use super::config::Config;
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
 use super::field::go_quote;
+use super::finding::{Finding, Judgment, Source};
 use super::model::{JobObject, Kind, Presence};
 use super::patch::{add, pointer, replace};
 use super::review::Operation;
 use super::review::Review;
-use super::review::Verdict;
 use super::version::FeatureGate;
 
 /// The Job annotation that opts a Job in (`"enabled"`) or out (`"disabled"`) of failure recovery.
@@ -55,18 +55,30 @@ pub(crate) enum RecoveryScope {
 /// The value jobgate gives each recovery annotation on the pod template.
 const TRUE: &str = "true";
 
-pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Verdict {
+/// A change the webhook made, or an opt-out it honoured: a note.
+fn note(text: String) -> Finding {
+    Finding::note(Source::Mutation, None, text)
+}
+
+/// Something the user should fix: a warning.
+fn warning(text: String) -> Finding {
+    Finding::warning(Source::Mutation, None, text)
+}
+
+/// What the mutating webhook does with `review` at `scope`: the patch, and a finding for each
+/// change it made (a note) and each thing it left for the user to fix (a warning), in order.
+pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Judgment {
     let object = review.object;
     if object.metadata.deletion_timestamp.is_some()
         || !is_reviewed(review)
         || object.spec.template.spec.containers.is_empty()
     {
-        return Verdict::default();
+        return Judgment::default();
     }
     let spec = &object.spec;
     let spec_tokens = object.kind.spec_pointer();
     let spec_path = object.spec_path();
-    let mut warnings = Vec::new();
+    let mut told = Vec::new();
     let mut annotation_ops = Vec::new();
     let mut added_keys: Vec<&str> = Vec::new();
 
@@ -79,17 +91,17 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
         Presence::Absent | Presence::Null => pod_replacement_policy_default(spec),
     };
 
-    if opted_in(object, scope, &mut warnings) && !left_opted_out(object, config, &mut warnings) {
-        added_keys = add_missing_annotations(object, config, &mut warnings, &mut annotation_ops);
-        policy = policy_for_recovery(object, policy, replacement_policy_exists, &mut warnings);
+    if opted_in(object, scope, &mut told) && !left_opted_out(object, config, &mut told) {
+        added_keys = add_missing_annotations(object, config, &mut told, &mut annotation_ops);
+        policy = policy_for_recovery(object, policy, replacement_policy_exists, &mut told);
     }
 
     // Every change is explained, in the patch's order (the policy, then the annotations).
     for key in added_keys {
-        warnings.push(format!(
+        told.push(note(format!(
             "jobgate: set {spec_path}.template.metadata.annotations[{key}]=\"{TRUE}\" because \
              failure recovery is enabled"
-        ));
+        )));
     }
 
     let mut patch = Vec::new();
@@ -101,16 +113,15 @@ pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope)
         Presence::Absent | Presence::Null => patch.push(add(policy_path(), Value::from(policy))),
     }
     patch.extend(annotation_ops);
-    Verdict {
-        errors: Vec::new(),
-        warnings,
+    Judgment {
+        findings: told,
         patch: json_patch::Patch(patch),
     }
 }
 
 /// A "false" under any key jobgate's reconciler or Kueue reads is an opt-out, not only under the
 /// keys this webhook sets: it is left as it is, with a warning each.
-fn left_opted_out(object: &JobObject, config: &Config, warnings: &mut Vec<String>) -> bool {
+fn left_opted_out(object: &JobObject, config: &Config, told: &mut Vec<Finding>) -> bool {
     let spec_path = object.spec_path();
     let opted_out: Vec<&str> = config
         .recognized_recovery_keys()
@@ -118,10 +129,10 @@ fn left_opted_out(object: &JobObject, config: &Config, warnings: &mut Vec<String
         .filter(|k| object.spec.template.annotation(k).as_deref() == Some("false"))
         .collect();
     for key in &opted_out {
-        warnings.push(format!(
+        told.push(note(format!(
             "jobgate: left {spec_path}.template.metadata.annotations[{key}]=\"false\" unchanged: \
              the pods opted out of forced termination, so failure recovery is not applied"
-        ));
+        )));
     }
     !opted_out.is_empty()
 }
@@ -131,7 +142,7 @@ fn left_opted_out(object: &JobObject, config: &Config, warnings: &mut Vec<String
 fn add_missing_annotations<'c>(
     object: &JobObject,
     config: &'c Config,
-    warnings: &mut Vec<String>,
+    told: &mut Vec<Finding>,
     ops: &mut Vec<json_patch::PatchOperation>,
 ) -> Vec<&'c str> {
     let spec_path = object.spec_path();
@@ -140,11 +151,11 @@ fn add_missing_annotations<'c>(
         match object.spec.template.annotation(key).as_deref() {
             None => missing.push(key),
             Some(TRUE) => {}
-            Some(other) => warnings.push(format!(
+            Some(other) => told.push(warning(format!(
                 "jobgate: left {spec_path}.template.metadata.annotations[{key}]={} unchanged: \
                  Kueue forcefully terminates only pods annotated \"true\"",
                 go_quote(other)
-            )),
+            ))),
         }
     }
     add_template_annotations(object, &missing, ops);
@@ -157,27 +168,27 @@ fn policy_for_recovery<'a>(
     object: &JobObject,
     policy: &'a str,
     replacement_policy_exists: bool,
-    warnings: &mut Vec<String>,
+    told: &mut Vec<Finding>,
 ) -> &'a str {
     let spec_path = object.spec_path();
     if !replacement_policy_exists {
-        warnings.push(format!(
+        told.push(warning(format!(
             "jobgate: left {spec_path}.podReplacementPolicy unchanged although failure recovery \
              is enabled: the cluster's JobPodReplacementPolicy feature gate is off, so the \
              apiserver drops the field"
-        ));
+        )));
     } else if policy == TERMINATING_OR_FAILED {
         if object.spec.pod_failure_policy.is_set() {
             // Only an explicit value gets here: with a podFailurePolicy the default is Failed.
-            warnings.push(format!(
+            told.push(warning(format!(
                 "jobgate: left {spec_path}.podReplacementPolicy=TerminatingOrFailed unchanged \
                  although failure recovery is enabled: with {spec_path}.podFailurePolicy set, \
                  the apiserver accepts only Failed"
-            ));
+            )));
         } else {
-            warnings.push(format!(
+            told.push(note(format!(
                 "jobgate: set {spec_path}.podReplacementPolicy=Failed because failure recovery is enabled"
-            ));
+            )));
             return FAILED;
         }
     }
@@ -214,7 +225,7 @@ fn job_template_changed(old: &JobObject, new: &JobObject) -> bool {
 }
 
 /// Whether the Job opted into failure recovery at this scope; warns about annotations it ignores.
-fn opted_in(object: &JobObject, scope: RecoveryScope, warnings: &mut Vec<String>) -> bool {
+fn opted_in(object: &JobObject, scope: RecoveryScope, told: &mut Vec<Finding>) -> bool {
     let (value, at) = match object.kind {
         Kind::Job => (object.metadata.annotation(FAILURE_RECOVERY), "metadata"),
         Kind::CronJob => (
@@ -229,21 +240,21 @@ fn opted_in(object: &JobObject, scope: RecoveryScope, warnings: &mut Vec<String>
         && let Some(own) = object.metadata.annotation(FAILURE_RECOVERY)
         && value.as_ref() != Some(&own)
     {
-        warnings.push(format!(
+        told.push(warning(format!(
             "jobgate: ignored metadata.annotations[{FAILURE_RECOVERY}]={} on the CronJob: \
              its Jobs do not inherit it; set it in spec.jobTemplate.metadata.annotations",
             go_quote(&own)
-        ));
+        )));
     }
     match value.as_deref() {
         Some(FAILURE_RECOVERY_ENABLED) => true,
         Some(FAILURE_RECOVERY_DISABLED) => false,
         Some(other) => {
-            warnings.push(format!(
+            told.push(warning(format!(
                 "jobgate: ignored {at}.annotations[{FAILURE_RECOVERY}]={}: expected \"enabled\" or \
                  \"disabled\"; failure recovery is not enabled",
                 go_quote(other)
-            ));
+            )));
             false
         }
         None => scope == RecoveryScope::Namespace,

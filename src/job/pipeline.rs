@@ -130,15 +130,7 @@ fn changes_what_is_stored(unpatched: &JobObject, patched: &JobObject, config: &C
 
 /// What the mutating webhook does with `review` at `scope` (`/mutate` or `/mutate/recovery`).
 pub(crate) fn mutate(review: &Review<'_>, config: &Config, scope: RecoveryScope) -> Judgment {
-    let verdict = mutate::mutate(review, config, scope);
-    Judgment {
-        findings: verdict
-            .warnings
-            .into_iter()
-            .map(|w| Finding::warning(Source::Mutation, None, w))
-            .collect(),
-        patch: verdict.patch,
-    }
+    mutate::mutate(review, config, scope)
 }
 
 /// What `/validate` says about `review` (an object as kube-apiserver stores it, defaulted):

@@ -170,6 +170,7 @@ pub(crate) fn webhook_findings(admission: &Admission, config: &Config) -> Findin
                 Said::Error(e) => entry.0.push(e.to_string()),
                 Said::Warning(w) => entry.1.push(w.clone()),
                 Said::Rejected(m) => panic!("rejected: {m}"),
+                Said::Note(n) => panic!("a policy's note: {n}"),
             }
         }
     }

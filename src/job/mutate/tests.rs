@@ -67,13 +67,12 @@ fn run_with(
         old_object: old.as_ref(),
     };
     let verdict = mutate(&review, config, scope);
-    assert!(verdict.errors.is_empty());
     let mut patched = object.clone();
     json_patch::patch(&mut patched, &verdict.patch.0).unwrap();
     Mutated {
         ops: serde_json::to_value(&verdict.patch).unwrap(),
         patched,
-        warnings: verdict.warnings,
+        warnings: verdict.findings.iter().map(|f| f.message()).collect(),
     }
 }
 
