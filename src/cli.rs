@@ -29,6 +29,10 @@ pub(crate) enum LogFormat {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start; boxing a variant buys nothing"
+)]
 pub(crate) enum Command {
     /// Serve the admission webhooks over TLS (dev mode with a throw-away certificate when no
     /// --tls-cert/--tls-key are given).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::job::Config;
-use crate::job::config::ConfigDocumentError;
+use crate::job::config::{ConfigDocumentError, ReleaseSource};
 use crate::job::levels::{Level, PolicyName};
 use crate::job::version::{Cluster, FeatureGate, KubernetesVersion, parse_feature_gates};
 
@@ -117,9 +117,11 @@ pub struct RuleArgs {
     )]
     pub(crate) deprecated_recovery_annotation_keys: Vec<String>,
 
-    /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.38; default 1.38): the
-    /// kube-apiserver rules that changed between releases follow it. Set it to your cluster's.
-    /// A newer release is judged with 1.38's rules, with a warning.
+    /// The cluster's Kubernetes minor version, MAJOR.MINOR (1.33 to 1.38): the kube-apiserver
+    /// rules that changed between releases follow it. An override: by default `serve` and
+    /// `audit` judge by the release the cluster reports, and otherwise by 1.37, the newest
+    /// released (1.38's rules are read from a pre-release and judge only when chosen). A newer
+    /// release is judged with 1.38's rules, with a warning.
     #[arg(
         long = "kubernetes-version",
         env = KUBERNETES_VERSION_ENV,
@@ -199,6 +201,9 @@ impl RuleArgs {
         if flag_version.is_some() || self.feature_gates.is_some() {
             // A version on the command line starts from that release's defaults; gates on the
             // command line replace the file's.
+            if flag_version.is_some() {
+                config.release_source = ReleaseSource::Setting;
+            }
             let version = flag_version.unwrap_or_else(|| config.cluster.release());
             let gates = match &self.feature_gates {
                 Some(gates) => gates.clone(),

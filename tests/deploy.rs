@@ -1692,10 +1692,12 @@ fn deployment_args_and_env_are_known_to_the_cli() {
     }
 }
 
-/// The Kubernetes release is set in one place, the generated ConfigMap the `serve` container
-/// reads with `envFrom`; its keys are flags `serve` reads, and the version is one it supports.
+/// Never stricter than the cluster, by default: no release is set, so `serve` reads the
+/// cluster's own from `/version` with nothing but the cluster's CA (`kube-root-ca.crt`, mounted
+/// into `serve` alone, no token). An override has one place, the generated ConfigMap the
+/// `serve` container reads with `envFrom`, whose keys are flags `serve` reads.
 #[test]
-fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
+fn the_kubernetes_version_is_found_out_and_overridden_in_one_generated_config_map() {
     let kubectl = kubectl();
     let ws = Workspace::new();
     for overlay in ["base", "overlays/cert-manager", "overlays/self-signed"] {
@@ -1703,12 +1705,10 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
         let map = r.generated_config_map("jobgate-kubernetes");
         let name = map.metadata.name.clone().unwrap_or_default();
         let data = map.data.clone().unwrap_or_default();
-        let version = data
-            .get("JOBGATE_KUBERNETES_VERSION")
-            .unwrap_or_else(|| panic!("{overlay}: no JOBGATE_KUBERNETES_VERSION"));
-        assert!(
-            jobgate::job::version::KubernetesVersion::parse(version).is_ok(),
-            "{overlay}: {version}"
+        assert_eq!(
+            data.get("JOBGATE_KUBERNETES_VERSION"),
+            None,
+            "{overlay}: a release set by default"
         );
         let deployment = r.one::<Deployment>(SERVICE);
         let pod = deployment.spec.template.spec.expect("pod spec");
@@ -1729,12 +1729,39 @@ fn the_kubernetes_version_is_set_once_in_a_generated_config_map() {
             "{overlay}: serve reads the generated ConfigMap"
         );
         let help = cli_help("serve");
-        for key in data.keys() {
+        for key in data
+            .keys()
+            .map(String::as_str)
+            .chain(["JOBGATE_KUBERNETES_VERSION"])
+        {
             assert!(
                 help.contains(&format!("[env: {key}=")),
                 "serve reads no {key}"
             );
         }
+        // The cluster's CA where serve looks for it by default, from kube-root-ca.crt.
+        let mounts: Vec<(&str, &str)> = serve
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| (m.name.as_str(), m.mount_path.as_str()))
+            .collect();
+        assert!(
+            mounts.contains(&("kube-root-ca", "/var/run/jobgate/kube-root-ca")),
+            "{overlay}: {mounts:?}"
+        );
+        assert!(
+            help.contains("[default: /var/run/jobgate/kube-root-ca/ca.crt]"),
+            "{help}"
+        );
+        let volume = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == "kube-root-ca")
+            .and_then(|v| v.config_map.as_ref())
+            .map(|c| c.name.as_str());
+        assert_eq!(volume, Some("kube-root-ca.crt"), "{overlay}");
     }
 }
 
@@ -2049,8 +2076,8 @@ fn helm_lint_strict_passes_for_every_certificate_source() {
 }
 
 /// `kubernetes.version` takes every release jobgate knows and a newer one (`serve` judges it with
-/// the newest known rules and says so), refuses what `serve` refuses, and defaults to the newest
-/// known release, as the kustomize base does.
+/// the newest known rules and says so), refuses what `serve` refuses, and is empty by default,
+/// as the kustomize base leaves it: `serve` judges by the release the cluster reports.
 #[test]
 fn the_chart_takes_every_known_kubernetes_release_and_a_newer_one() {
     use jobgate::job::version::KubernetesVersion;
@@ -2076,17 +2103,16 @@ fn the_chart_takes_every_known_kubernetes_release_and_a_newer_one() {
             "kubernetes.version={bad} was accepted"
         );
     }
-    let default = KubernetesVersion::default().to_string();
     let docs = helm_template(NAMESPACE, &[]);
     assert!(
         docs.iter()
-            .any(|d| str_at(d, "/data/JOBGATE_KUBERNETES_VERSION") == default),
-        "the chart's default is {default}"
+            .all(|d| d.pointer("/data/JOBGATE_KUBERNETES_VERSION").is_none()),
+        "the chart sets a release by default"
     );
     let base = std::fs::read_to_string(repo().join("deploy/base/kustomization.yaml")).unwrap();
     assert!(
-        base.contains(&format!("- JOBGATE_KUBERNETES_VERSION={default}\n")),
-        "deploy/base sets {default}"
+        !base.contains("\n      - JOBGATE_KUBERNETES_VERSION="),
+        "deploy/base sets a release"
     );
 }
 

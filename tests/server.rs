@@ -399,10 +399,11 @@ fn admin_port_reports_liveness_readiness_and_metrics() {
         text.contains("jobgate_admission_in_flight_requests 0"),
         "{text}"
     );
-    let newest = jobgate::job::version::KubernetesVersion::default();
+    // Dev mode, outside a pod: no cluster to ask, so the newest released minor judges.
+    let released = jobgate::job::version::KubernetesVersion::default();
     assert!(
         text.contains(&format!(
-            r#"jobgate_kubernetes_rules_info{{kubernetes_version="{newest}",rules_version="{newest}",known="true"}} 1"#
+            r#"jobgate_kubernetes_rules_info{{kubernetes_version="{released}",rules_version="{released}",known="true",source="default"}} 1"#
         )),
         "{text}"
     );
@@ -422,7 +423,7 @@ fn a_newer_kubernetes_release_is_served_with_the_newest_rules_and_said_once() {
     let metrics = curl(&[&jg.admin_url("/metrics")]).body;
     assert!(
         metrics.contains(
-            r#"jobgate_kubernetes_rules_info{kubernetes_version="1.39",rules_version="1.38",known="false"} 1"#
+            r#"jobgate_kubernetes_rules_info{kubernetes_version="1.39",rules_version="1.38",known="false",source="setting"} 1"#
         ),
         "{metrics}"
     );

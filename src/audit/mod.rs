@@ -20,6 +20,7 @@ use std::io::Write;
 
 use crate::check::EXIT_UNREADABLE;
 use crate::job::Config;
+use crate::job::config::ReleaseSource;
 use crate::job::version::{Cluster, KubernetesVersion};
 use crate::rule_flags::{ConfigError, RuleArgs};
 use crate::runtime::client::{ClusterArgs, Prefer};
@@ -160,18 +161,19 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
                     server: server.clone(),
                     source,
                 })?;
-            let (version, note) = release_of(&info.git_version);
+            let (version, note) = KubernetesVersion::of_server(&info.git_version);
             if let Some(note) = note {
                 eprintln!("jobgate audit: {note}");
             }
             Config {
                 cluster: Cluster::new(version),
+                release_source: ReleaseSource::Cluster,
                 ..Config::default()
             }
         }
     };
     let config = args.rules.load_over(base)?;
-    if let Some(note) = config.newer_release_note() {
+    if let Some(note) = config.release_note() {
         eprintln!("jobgate audit: {note}");
     }
     let inventory = fetch::fetch(&client, args.namespace.as_deref())
@@ -213,28 +215,6 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         EXIT_UNREADABLE => Ok(EXIT_UNREADABLE),
         _ => Ok(crate::check::EXIT_OK),
     }
-}
-
-/// The release of a cluster whose `/version` says `git_version`: that release (one newer than
-/// jobgate knows is kept, and judged with the newest rules: `newer_release_note` says so), else
-/// the nearest known one, with a note saying so.
-pub(crate) fn release_of(git_version: &str) -> (KubernetesVersion, Option<String>) {
-    if let Ok(v) = KubernetesVersion::parse(git_version) {
-        return (v, None);
-    }
-    let minor = git_version
-        .trim_start_matches('v')
-        .split('.')
-        .nth(1)
-        .and_then(|m| m.parse::<u32>().ok());
-    let nearest = match minor {
-        Some(m) if m < u32::from(KubernetesVersion::OLDEST.minor()) => KubernetesVersion::OLDEST,
-        _ => KubernetesVersion::NEWEST,
-    };
-    let note = format!(
-        "the cluster reports version {git_version:?}, which jobgate has no rules for; judging with {nearest}'s (set --kubernetes-version to choose)"
-    );
-    (nearest, Some(note))
 }
 
 /// Renders `audit` in `format`; `now` is the PolicyReports' timestamp (Unix seconds).

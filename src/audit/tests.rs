@@ -458,22 +458,3 @@ fn an_unreadable_object_is_reported_and_exits_2() {
     assert!(audit.audited.is_empty());
     assert_eq!(exit_code(&audit), crate::check::EXIT_UNREADABLE);
 }
-
-/// The release `/version` reports: a known one as is, a newer one kept (judged with the newest
-/// rules, and `newer_release_note` says so), anything else the nearest known one with a note.
-#[test]
-fn the_release_of_a_cluster_is_kept_when_newer_and_the_nearest_known_otherwise() {
-    assert_eq!(release_of("v1.36.3+k3s1"), (KubernetesVersion::V1_36, None));
-    let (newer, note) = release_of("v1.39.0-gke.100");
-    assert_eq!((newer.to_string(), note), ("1.39".to_string(), None));
-    assert_eq!(newer.rules(), KubernetesVersion::NEWEST);
-    let (old, note) = release_of("v1.31.5");
-    assert_eq!(old, KubernetesVersion::OLDEST);
-    assert!(
-        note.is_some_and(|n| n.contains("\"v1.31.5\", which jobgate has no rules for")),
-        "a note names the reported version"
-    );
-    let (odd, note) = release_of("v1.x");
-    assert_eq!(odd, KubernetesVersion::NEWEST);
-    assert!(note.is_some());
-}

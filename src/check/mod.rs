@@ -98,7 +98,8 @@ pub struct CheckArgs {
     #[arg(long, short = 'n', default_value = "default")]
     pub(crate) namespace: String,
 
-    /// Exit 1 on errors only, or on warnings too.
+    /// Exit 1 on errors only, or on warnings too. Notes (what jobgate's mutation changed, an
+    /// opt-out it honoured) never fail.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub(crate) fail_on: FailOn,
 
@@ -182,7 +183,7 @@ pub(crate) fn run_with(
             return EXIT_UNREADABLE;
         }
     };
-    if let Some(note) = config.newer_release_note() {
+    if let Some(note) = config.release_note() {
         let _ = writeln!(err, "jobgate check: {note}");
     }
     let chain = Chain {

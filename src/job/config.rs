@@ -2,7 +2,7 @@
 //! file is read, and flags are applied, by `crate::rule_flags`.
 //!
 //! ```yaml
-//! kubernetesVersion: "1.36"          # the cluster's minor release (default: the newest known)
+//! kubernetesVersion: "1.36"          # the cluster's minor release (default: the cluster's own)
 //! featureGates:                      # the cluster's overrides of Job-related gates
 //!   MutablePodResourcesForSuspendedJobs: false
 //! recoveryAnnotationKeys:            # what /mutate sets; replaces the default list
@@ -36,8 +36,35 @@ pub struct Config {
     /// The level of each jobgate policy (`--policy NAME=off|warn|deny`, `policies:` in `--config`).
     pub(crate) policies: Policies,
     /// The Kubernetes release and feature gates whose kube-apiserver rules `/validate` and
-    /// `check` mirror (`--kubernetes-version`, `--feature-gates`; default the newest supported).
+    /// `check` mirror (`--kubernetes-version`, `--feature-gates`; default the newest released).
     pub(crate) cluster: version::Cluster,
+    /// Where `cluster`'s release came from.
+    pub(crate) release_source: ReleaseSource,
+}
+
+/// Where the release a command judges by came from: what `serve`'s metrics and the commands'
+/// notes name, and whether `serve` may replace it with what the cluster reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ReleaseSource {
+    /// Neither given nor found out: the newest released minor.
+    #[default]
+    Default,
+    /// `--kubernetes-version`, `JOBGATE_KUBERNETES_VERSION` or `kubernetesVersion:` in
+    /// `--config`: an override, never replaced by what the cluster reports.
+    Setting,
+    /// The cluster's own `/version`.
+    Cluster,
+}
+
+impl ReleaseSource {
+    /// `default`, `setting` or `cluster`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ReleaseSource::Default => "default",
+            ReleaseSource::Setting => "setting",
+            ReleaseSource::Cluster => "cluster",
+        }
+    }
 }
 
 impl Config {
@@ -49,10 +76,14 @@ impl Config {
         }
     }
 
-    /// What `serve`, `check` and `audit` say once when the cluster's release is newer than
-    /// jobgate knows (it is judged with the newest known rules); `None` otherwise.
-    pub(crate) fn newer_release_note(&self) -> Option<String> {
-        self.cluster.release().newer_release_note()
+    /// What `serve`, `check` and `audit` say once about the release they judge by: newer than
+    /// jobgate knows (judged with the newest known rules), or known only from a pre-release
+    /// tag; `None` otherwise.
+    pub(crate) fn release_note(&self) -> Option<String> {
+        let release = self.cluster.release();
+        release
+            .newer_release_note()
+            .or_else(|| release.pre_release_note())
     }
 
     /// The keys `/mutate` sets: the configured ones, once each, in order.
@@ -88,6 +119,7 @@ impl Default for Config {
                 .collect(),
             policies: Policies::default(),
             cluster: version::Cluster::default(),
+            release_source: ReleaseSource::Default,
         }
     }
 }
@@ -146,7 +178,10 @@ impl Config {
         }
         if file.kubernetes_version.is_some() || !file.feature_gates.is_empty() {
             let version = match &file.kubernetes_version {
-                Some(v) => KubernetesVersion::parse(v).map_err(ConfigDocumentError::Cluster)?,
+                Some(v) => {
+                    self.release_source = ReleaseSource::Setting;
+                    KubernetesVersion::parse(v).map_err(ConfigDocumentError::Cluster)?
+                }
                 None => self.cluster.release(),
             };
             let mut gates = BTreeMap::new();

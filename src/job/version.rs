@@ -28,6 +28,13 @@ impl KubernetesVersion {
     pub(crate) const OLDEST: KubernetesVersion = KubernetesVersion { minor: 33 };
     /// The newest release whose rules jobgate knows.
     pub(crate) const NEWEST: KubernetesVersion = KubernetesVersion { minor: 38 };
+    /// The newest release that upstream has released (a `v1.N.0` tag): the default when the
+    /// cluster's own release cannot be found out. Newer known releases are read from a
+    /// pre-release tag (1.38 from v1.38.0-beta.0; due 2026-12-16) and judge only when chosen
+    /// explicitly or reported by the cluster.
+    pub(crate) const NEWEST_RELEASED: KubernetesVersion = KubernetesVersion { minor: 37 };
+    /// The tag the rules of the newest known release are read from.
+    pub(crate) const NEWEST_TAG: &str = "v1.38.0-beta.0";
 
     /// Kubernetes 1.33.
     pub const V1_33: KubernetesVersion = KubernetesVersion { minor: 33 };
@@ -50,6 +57,12 @@ impl KubernetesVersion {
     /// The minor version number (`38` for 1.38).
     pub(crate) fn minor(self) -> u16 {
         self.minor
+    }
+
+    /// Whether this release's rules are read from a pre-release tag (newer than
+    /// [`Self::NEWEST_RELEASED`]): never a default.
+    pub(crate) fn is_pre_release(self) -> bool {
+        self > Self::NEWEST_RELEASED
     }
 
     /// Whether jobgate knows this release's rules (it is not newer than [`Self::NEWEST`]).
@@ -114,6 +127,30 @@ impl KubernetesVersion {
         Ok(v)
     }
 
+    /// The release of a cluster whose `/version` says `git_version`: that release (one newer
+    /// than jobgate knows is kept, and judged with the newest rules: `newer_release_note` says
+    /// so); one older than jobgate knows is judged as the oldest, and one that names no release
+    /// as the default, each with a note saying so.
+    pub(crate) fn of_server(git_version: &str) -> (KubernetesVersion, Option<String>) {
+        if let Ok(v) = KubernetesVersion::parse(git_version) {
+            return (v, None);
+        }
+        let minor = git_version
+            .trim_start_matches('v')
+            .split('.')
+            .nth(1)
+            .and_then(|m| m.parse::<u32>().ok());
+        let nearest = match minor {
+            Some(m) if m < u32::from(Self::OLDEST.minor) => Self::OLDEST,
+            _ => Self::default(),
+        };
+        let note = format!(
+            "the cluster reports version {git_version:?}, which jobgate has no rules for; \
+             judging with {nearest}'s (set --kubernetes-version to choose)"
+        );
+        (nearest, Some(note))
+    }
+
     /// What `serve`, `check`, `audit` and `render` say once when judging a release newer than
     /// jobgate knows; `None` for a known release.
     pub(crate) fn newer_release_note(self) -> Option<String> {
@@ -124,6 +161,18 @@ impl KubernetesVersion {
                 Self::OLDEST,
                 Self::NEWEST,
                 self.rules()
+            )
+        })
+    }
+
+    /// What the commands say once when judging by a known release whose rules are read from a
+    /// pre-release tag; `None` otherwise (a newer release has [`Self::newer_release_note`]).
+    pub(crate) fn pre_release_note(self) -> Option<String> {
+        (self.is_known() && self.is_pre_release()).then(|| {
+            format!(
+                "Kubernetes {self}'s rules are read from {}, a pre-release: they may be stricter \
+                 than the released {self}",
+                Self::NEWEST_TAG
             )
         })
     }
@@ -143,9 +192,11 @@ impl KubernetesVersion {
 }
 
 impl Default for KubernetesVersion {
-    /// The newest known release: what upstream supports now.
+    /// The newest released minor: what a command judges by when the cluster's own release is
+    /// neither given nor found out. A pre-release rule set is never a default: it may be
+    /// stricter than every released kube-apiserver (1.38's `validateDelegationAnnotations`).
     fn default() -> Self {
-        Self::NEWEST
+        Self::NEWEST_RELEASED
     }
 }
 

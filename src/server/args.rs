@@ -34,6 +34,25 @@ pub struct ServeArgs {
     /// Rule settings: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub rules: crate::rule_flags::RuleArgs,
+    /// Where to read the cluster's release (kube-apiserver's `/version`, asked with no
+    /// credential), unless --kubernetes-version sets one. Default in a pod: the in-cluster
+    /// Service (`KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT`); elsewhere none, and the
+    /// newest released minor judges.
+    #[arg(long, env = "JOBGATE_CLUSTER_URL", value_name = "URL")]
+    pub(crate) cluster_url: Option<String>,
+    /// The CA bundle (PEM) that --cluster-url's certificate chains to: the cluster's
+    /// `kube-root-ca.crt` ConfigMap, which the installs mount here. No token is read.
+    #[arg(
+        long,
+        env = "JOBGATE_CLUSTER_CA",
+        value_name = "FILE",
+        default_value = "/var/run/jobgate/kube-root-ca/ca.crt"
+    )]
+    pub(crate) cluster_ca: PathBuf,
+    /// How often the cluster's release is read again, so that the rules follow an upgrade of
+    /// the control plane; 0 reads it once, at start.
+    #[arg(long, env = "JOBGATE_CLUSTER_VERSION_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub(crate) cluster_version_interval: Duration,
     /// The host kube-apiserver dials for the webhook Service, `<service>.<namespace>.svc`:
     /// /readyz fails (and says why in the log) while the serving certificate does not name it,
     /// and a rotated certificate that does not name it is not loaded. The installs set it from

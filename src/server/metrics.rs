@@ -66,29 +66,48 @@ pub struct RejectionLabels {
 /// Labels of `jobgate_kubernetes_rules_info`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct RulesLabels {
-    /// The cluster's release as configured (`--kubernetes-version`), e.g. `1.39`.
+    /// The cluster's release, e.g. `1.39`: as the cluster reports it, as set
+    /// (`--kubernetes-version`), or the default.
     pub kubernetes_version: String,
     /// The release whose kube-apiserver rules judge it: the same, or the newest jobgate knows.
     pub rules_version: String,
     /// `true` when jobgate knows the cluster's release, `false` when it is newer.
     pub known: &'static str,
+    /// Where the release came from: `cluster` (its `/version`), `setting`, or `default` (not
+    /// found out: the newest released minor).
+    pub source: &'static str,
 }
 
-/// Registers `jobgate_kubernetes_rules_info{kubernetes_version, rules_version, known} 1`: which
-/// release's rules `serve` follows, so that a cluster upgraded past what jobgate knows shows.
-pub(crate) fn register_rules_info(
-    registry: &mut Registry,
-    release: crate::job::version::KubernetesVersion,
-) {
-    registry.register(
-        "jobgate_kubernetes_rules",
-        "The cluster's Kubernetes release (--kubernetes-version) and the release whose rules judge it",
-        prometheus_client::metrics::info::Info::new(RulesLabels {
-            kubernetes_version: release.to_string(),
-            rules_version: release.rules().to_string(),
-            known: if release.is_known() { "true" } else { "false" },
-        }),
-    );
+/// `jobgate_kubernetes_rules_info{kubernetes_version, rules_version, known, source} 1`: which
+/// release's rules `serve` follows now, so that a cluster upgraded past what jobgate knows, or
+/// one whose release could not be found out, shows.
+#[derive(Clone, Debug)]
+pub(crate) struct RulesInfo(Family<RulesLabels, Gauge>);
+
+impl RulesInfo {
+    pub(crate) fn register(registry: &mut Registry) -> RulesInfo {
+        let family = Family::<RulesLabels, Gauge>::default();
+        registry.register(
+            "jobgate_kubernetes_rules_info",
+            "The cluster's Kubernetes release, where it came from, and the release whose rules judge it",
+            family.clone(),
+        );
+        RulesInfo(family)
+    }
+
+    /// One series, for the rules `config` holds.
+    pub(crate) fn show(&self, config: &crate::job::Config) {
+        let release = config.cluster.release();
+        self.0.clear();
+        self.0
+            .get_or_create(&RulesLabels {
+                kubernetes_version: release.to_string(),
+                rules_version: release.rules().to_string(),
+                known: if release.is_known() { "true" } else { "false" },
+                source: config.release_source.as_str(),
+            })
+            .set(1);
+    }
 }
 
 /// The webhook server's metrics; cheap to clone (all handles are shared).

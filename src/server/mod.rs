@@ -10,6 +10,7 @@ pub(crate) mod leaf;
 pub mod linger;
 pub mod metrics;
 pub(crate) mod rejection;
+pub(crate) mod release;
 pub mod reload;
 pub(crate) mod server_name;
 pub mod tls;
@@ -18,7 +19,6 @@ pub(crate) mod webhook;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum_server::Handle;
@@ -55,6 +55,7 @@ struct Setup {
     addr: SocketAddr,
     admin_addr: SocketAddr,
     rules: job::Config,
+    discovery: Option<release::Discovery>,
 }
 
 impl Setup {
@@ -80,14 +81,21 @@ impl Setup {
             ),
         };
         let rules = args.rules.load()?;
-        if let Some(note) = rules.newer_release_note() {
+        if let Some(note) = rules.release_note() {
             tracing::warn!("{note}");
         }
+        let discovery = release::Discovery::of(
+            args.cluster_url.as_deref(),
+            &args.cluster_ca,
+            args.cluster_version_interval,
+            |name| std::env::var(name).ok(),
+        );
         Ok(Setup {
             tls,
             addr,
             admin_addr,
             rules,
+            discovery,
         })
     }
 }
@@ -204,7 +212,10 @@ pub async fn serve(
         .map(|host| reloader.require_server_name(host));
     let listener = bind(setup.addr)?;
     let metrics = metrics::ServerMetrics::register(builder.registry());
-    metrics::register_rules_info(builder.registry(), setup.rules.cluster.release());
+    let rules_info = metrics::RulesInfo::register(builder.registry());
+    let (rules, follow) = release::follow(setup.rules, setup.discovery, rules_info).await;
+    // Aborted when this function returns, however it returns.
+    let _follow_task = follow.map(|task| AbortOnDrop(tokio::spawn(task)));
     let runtime = builder.bind(shutdown).await?;
     let listening = Listening {
         addr: listener.local_addr().map_err(ServeError::Serve)?,
@@ -212,7 +223,7 @@ pub async fn serve(
         dev,
     };
 
-    let app = webhook::router(webhook_state(&args, setup.rules, metrics));
+    let app = webhook::router(webhook_state(&args, rules, metrics));
     let handle: Handle<SocketAddr> = Handle::new();
     let rustls_config = RustlsConfig::from_config(tls_config);
     // Aborted when this function returns, however it returns.
@@ -287,11 +298,11 @@ fn serving_files(
 /// What the webhook handlers share: the rules, the body limits and budget, the metrics.
 fn webhook_state(
     args: &ServeArgs,
-    rules: job::Config,
+    rules: release::CurrentRules,
     metrics: metrics::ServerMetrics,
 ) -> webhook::WebhookState {
     webhook::WebhookState {
-        config: Arc::new(rules),
+        config: rules,
         limits: extract::BodyLimits {
             body_timeout: args.body_timeout,
             max_body_bytes: webhook::MAX_BODY_BYTES,

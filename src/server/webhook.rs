@@ -29,7 +29,7 @@ const REVIEW_INLINE_BYTES: usize = 256 * 1024;
 pub(crate) type Reviewer = fn(Endpoint, &[u8], &job::Config) -> Reply;
 
 pub(crate) struct WebhookState {
-    pub(crate) config: Arc<job::Config>,
+    pub(crate) config: super::release::CurrentRules,
     pub(crate) metrics: ServerMetrics,
     pub(crate) limits: BodyLimits,
     pub(crate) reviewer: Reviewer,
@@ -137,14 +137,13 @@ async fn review(
     };
     let in_flight = InFlight::enter(&state.metrics.in_flight);
     let reviewer = state.reviewer;
+    let config = state.config.get();
     let outcome = if bytes.len() <= REVIEW_INLINE_BYTES {
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            reviewer(endpoint, &bytes, &state.config)
-        }));
+        let outcome =
+            std::panic::catch_unwind(AssertUnwindSafe(|| reviewer(endpoint, &bytes, &config)));
         drop((in_flight, review_reservation, reservation));
         outcome.map_err(|panic| panic_message(panic.as_ref()))
     } else {
-        let config = state.config.clone();
         tokio::task::spawn_blocking(move || {
             let _held = (in_flight, review_reservation, reservation);
             reviewer(endpoint, &bytes, &config)
@@ -259,7 +258,7 @@ mod tests {
     async fn serve(reviewer: Reviewer) -> (std::net::SocketAddr, ServerMetrics) {
         let metrics = ServerMetrics::register(&mut Registry::default());
         let state = WebhookState {
-            config: Arc::new(job::Config::default()),
+            config: crate::server::release::CurrentRules::new(job::Config::default()),
             limits: BodyLimits {
                 body_timeout: Duration::from_secs(5),
                 max_body_bytes: MAX_BODY_BYTES,

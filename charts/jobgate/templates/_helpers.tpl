@@ -142,3 +142,15 @@ Cached so the Secret and every caBundle use the same pair.
 {{- .Values._jobgateGenerated | toYaml -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The cluster's minor release as a number: kubernetes.version when set, else the cluster's own
+(.Capabilities.KubeVersion; managed clusters print minors such as "33+").
+*/}}
+{{- define "jobgate.kubernetesMinor" -}}
+{{- if .Values.kubernetes.version -}}
+{{- index (splitList "." (trimPrefix "v" .Values.kubernetes.version)) 1 | int -}}
+{{- else -}}
+{{- .Capabilities.KubeVersion.Minor | trimSuffix "+" | int -}}
+{{- end -}}
+{{- end -}}

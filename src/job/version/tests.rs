@@ -25,7 +25,27 @@ fn versions_1_33_to_1_38_parse_and_print_as_major_minor() {
         assert_eq!(v(printed), KubernetesVersion::V1_35, "{printed}");
     }
     assert_eq!(v("v1.38.0"), KubernetesVersion::V1_38);
-    assert_eq!(KubernetesVersion::default(), KubernetesVersion::V1_38);
+}
+
+/// "A pre-release rule set is never a default": 1.38 is read from v1.38.0-beta.0, and its
+/// `validateDelegationAnnotations` refuses Jobs that every released kube-apiserver accepts.
+#[test]
+fn the_default_is_the_newest_released_minor_never_a_pre_release() {
+    assert_eq!(KubernetesVersion::default(), KubernetesVersion::V1_37);
+    assert!(!KubernetesVersion::default().is_pre_release());
+    assert!(KubernetesVersion::V1_38.is_pre_release());
+    assert_eq!(
+        KubernetesVersion::V1_38.pre_release_note().as_deref(),
+        Some(
+            "Kubernetes 1.38's rules are read from v1.38.0-beta.0, a pre-release: they may be \
+             stricter than the released 1.38"
+        )
+    );
+    for released in KubernetesVersion::all().filter(|v| *v <= KubernetesVersion::V1_37) {
+        assert_eq!(released.pre_release_note(), None, "{released}");
+    }
+    // A newer cluster is judged with the newest rules, whose note is the newer-release one.
+    assert_eq!(v("1.39").pre_release_note(), None);
 }
 
 #[test]
@@ -609,4 +629,26 @@ fn a_started_job_suspended_with_no_active_pods_may_change_scheduling_from_1_36()
             .template_update_options(&running)
             .allow_mutable_scheduling_directives
     );
+}
+
+/// The release `/version` reports: a known one as is, a newer one kept (judged with the newest
+/// rules, and `newer_release_note` says so), an older one as the oldest known, and one that
+/// names no release as the default (never a pre-release), each with a note.
+#[test]
+fn the_release_of_a_cluster_is_kept_when_newer_and_the_nearest_known_otherwise() {
+    let of = KubernetesVersion::of_server;
+    assert_eq!(of("v1.36.3+k3s1"), (KubernetesVersion::V1_36, None));
+    assert_eq!(of("v1.38.0-rc.1"), (KubernetesVersion::V1_38, None));
+    let (newer, note) = of("v1.39.0-gke.100");
+    assert_eq!((newer.to_string(), note), ("1.39".to_string(), None));
+    assert_eq!(newer.rules(), KubernetesVersion::NEWEST);
+    let (old, note) = of("v1.31.5");
+    assert_eq!(old, KubernetesVersion::OLDEST);
+    assert!(
+        note.is_some_and(|n| n.contains("\"v1.31.5\", which jobgate has no rules for")),
+        "a note names the reported version"
+    );
+    let (odd, note) = of("v1.x");
+    assert_eq!(odd, KubernetesVersion::NEWEST_RELEASED);
+    assert!(note.is_some());
 }
