@@ -227,6 +227,22 @@ impl ControlPlane {
         (value, stderr)
     }
 
+    /// kube-apiserver's URL, as the kubeconfig names it.
+    pub(crate) fn server(&self) -> String {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("kubeconfig");
+        kubeconfig
+            .clusters
+            .first()
+            .and_then(|c| c.cluster.as_ref())
+            .and_then(|c| c.server.clone())
+            .expect("the kubeconfig names a server")
+    }
+
+    /// The file of the control plane's CA, which kube-apiserver's serving certificate chains to.
+    pub(crate) fn ca_file(&self) -> PathBuf {
+        self.dir.join("pki/ca.crt")
+    }
+
     /// The PEM of the control plane's CA (which also signs the administrator's certificate).
     pub(crate) fn ca_pem(&self) -> String {
         std::fs::read_to_string(self.dir.join("pki/ca.crt")).expect("ca.crt")
