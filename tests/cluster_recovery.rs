@@ -87,12 +87,19 @@ impl Cluster {
 
     /// Registers a Ready node in `zone`, as a kubelet does.
     async fn add_node(&mut self, name: &str, zone: &str) {
+        self.add_node_labelled(name, Some(zone)).await;
+    }
+
+    /// Registers a Ready node, in `zone` or (`None`) without region or zone labels, as
+    /// on-premises clusters often run.
+    async fn add_node_labelled(&mut self, name: &str, zone: Option<&str>) {
+        let mut labels = json!({ "kubernetes.io/hostname": name });
+        if let Some(zone) = zone {
+            labels["topology.kubernetes.io/region"] = json!("test");
+            labels["topology.kubernetes.io/zone"] = json!(zone);
+        }
         let node: Node = serde_json::from_value(json!({
-            "metadata": { "name": name, "labels": {
-                "kubernetes.io/hostname": name,
-                "topology.kubernetes.io/region": "test",
-                "topology.kubernetes.io/zone": zone,
-            }},
+            "metadata": { "name": name, "labels": labels },
         }))
         .expect("node");
         self.node_api()
@@ -620,20 +627,36 @@ async fn untouched(c: &Cluster, pod: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_unreachable_nodes_in_one_zone_is_held_as_a_partition_until_the_zone_heals() {
+    burst_in_one_zone("brake", Some("brake-b")).await;
+}
+
+/// kube-controller-manager's `GetZoneKey` puts every node without region or zone labels into
+/// one zone, `""`, and judges it like any other: ten such nodes, six cut off in one pass, are
+/// held as a partition, as ten labelled ones are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_unreachable_nodes_without_zone_labels_is_held_as_one_zone() {
+    burst_in_one_zone("unlabelled", None).await;
+}
+
+/// Ten nodes named `{prefix}-b{i}`, in `zone` or without zone labels; six cut off in one pass
+/// are held until one heals.
+async fn burst_in_one_zone(prefix: &str, zone: Option<&str>) {
     let _turn = turn().await;
     let cp = ControlPlane::shared();
-    let mut c = Cluster::new(cp, "brake").await;
-    let zone: Vec<String> = (0..10).map(|i| format!("brake-b{i}")).collect();
-    for node in &zone {
-        c.add_node(node, "brake-b").await;
+    let mut c = Cluster::new(cp, prefix).await;
+    let nodes: Vec<String> = (0..10).map(|i| format!("{prefix}-b{i}")).collect();
+    for node in &nodes {
+        c.add_node_labelled(node, zone).await;
     }
     // Another zone that stays healthy: not every zone is unreachable (that is a control-plane
     // partition, held for another reason).
-    c.add_node("brake-c0", "brake-c").await;
-    c.add_node("brake-c1", "brake-c").await;
+    c.add_node(&format!("{prefix}-c0"), &format!("{prefix}-c"))
+        .await;
+    c.add_node(&format!("{prefix}-c1"), &format!("{prefix}-c"))
+        .await;
 
     c.create_job(training_job("wide", 10, "Failed", true)).await;
-    let nodes: Vec<&str> = zone.iter().map(String::as_str).collect();
+    let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
     let placed = c.run_pods_on("wide", &nodes).await;
     let reconciler = Reconciler::start_ready(cp, &c.ns, &[]).await;
 
@@ -675,9 +698,14 @@ async fn a_burst_of_unreachable_nodes_in_one_zone_is_held_as_a_partition_until_t
         },
     )
     .await;
+    // The zone as people read it (`region/zone`), or `` for the nodes without labels.
+    let named = match zone {
+        Some(zone) => format!("/{zone}` has 6/10"),
+        None => "zone `` has 6/10".to_string(),
+    };
     assert!(
-        held.iter().all(|e| e.contains("brake-b")),
-        "held events do not name the zone: {held:?}"
+        held.iter().all(|e| e.contains(&named)),
+        "held events do not name {named}: {held:?}"
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
     for pod in &cut_pods {

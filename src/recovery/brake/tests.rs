@@ -90,6 +90,34 @@ fn one_zone_of_ten_holds_at_six_unreachable_and_releases_at_three_and_two() {
     assert_eq!(d.message(), "held: zone `a` has 6/10 nodes unreachable");
 }
 
+// GetZoneKey gives every node without region or zone labels the key "", and
+// ComputeZoneState judges that zone like any other: on-premises clusters without zone labels
+// are one zone, held at 6 of 10 as a labelled one is.
+#[test]
+fn nodes_without_zone_labels_are_one_zone_judged_like_any_other() {
+    let config = BrakeConfig::default();
+    let now = ts("2026-11-21T20:00:00Z");
+    for (unreachable, held) in [(6, true), (3, false), (10, true)] {
+        let nodes = zone_nodes("", 10, unreachable);
+        assert!(nodes.iter().all(|n| n.zone.is_empty()));
+        let decision = brake(&nodes[0], &zones(&nodes), None, now, &config);
+        assert_eq!(
+            matches!(decision, BrakeDecision::Hold(_)),
+            held,
+            "{unreachable}/10 unlabelled: {decision:?}"
+        );
+    }
+    // The burst of 6 taints in one pass, replayed as the node stream delivers it.
+    let nodes = zone_nodes("", 10, 0);
+    let decisions = replay(&nodes, &(0..6).collect::<Vec<_>>(), &BrakeConfig::default());
+    assert!(
+        decisions
+            .iter()
+            .all(|d| matches!(d, BrakeDecision::Hold(_))),
+        "{decisions:?}"
+    );
+}
+
 // handleDisruption: a disrupted zone does not hold another zone; a zone fully down while
 // another is healthy is recovered at the normal rate (HealthyQPSFunc); every zone fully down
 // is a control-plane partition: hold everywhere.
