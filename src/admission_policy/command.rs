@@ -61,6 +61,9 @@ pub fn run(args: &RenderArgs) -> i32 {
 
 fn write(args: &RenderArgs, out: &mut impl Write) -> Result<(), RenderFailure> {
     let config = args.rules.load()?;
+    if let Some(note) = config.release_note() {
+        eprintln!("jobgate render: {note}");
+    }
     let install = Install {
         name: args.name.clone(),
         namespace: args.namespace.clone(),
