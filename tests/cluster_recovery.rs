@@ -732,6 +732,55 @@ async fn burst_in_one_zone(prefix: &str, zone: Option<&str>) {
     c.remove_nodes().await;
 }
 
+/// Two recoverers, one pod each: Kueue's failure-recovery controller (Kueue 0.15.6+,
+/// FailureRecoveryPolicy) recovers the pods annotated `kueue.x-k8s.io/safe-to-forcefully-delete`,
+/// so jobgate's reconciler leaves them to it by default and recovers those opted in with
+/// jobgate's key; `jobgate status` says which is whose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_opted_into_kueues_recovery_is_left_to_kueue_and_status_says_so() {
+    let _turn = turn().await;
+    let cp = ControlPlane::shared();
+    let mut c = Cluster::new(cp, "owners").await;
+    c.add_node("owners-a1", "owners-a").await;
+    c.add_node("owners-a2", "owners-a").await;
+    c.create_job(training_job("ours", 1, "Failed", true)).await;
+    let mut kueues = training_job("kueues", 1, "Failed", false);
+    kueues["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/safe-to-forcefully-delete"] =
+        json!("true");
+    c.create_job(kueues).await;
+    let ours = c.run_pods("ours", 1, "owners-a1").await.remove(0);
+    let theirs = c.run_pods("kueues", 1, "owners-a1").await.remove(0);
+    let reconciler = Reconciler::start_ready(cp, &c.ns, &[]).await;
+
+    c.cut_off(&["owners-a1"]).await;
+    all_terminating(&c, &[ours.clone(), theirs.clone()], &reconciler).await;
+    recovered(&c, &ours, &reconciler).await;
+    // Past its deadline too (deletionTimestamp + 2 s + 3 s), on the same unreachable node.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(
+        untouched(&c, &theirs).await,
+        "{theirs}, opted into Kueue's recovery, was recovered by jobgate:\n{}",
+        reconciler.log()
+    );
+    let status = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .arg("status")
+        .arg("--kubeconfig")
+        .arg(&cp.kubeconfig)
+        .args(["-n", &c.ns, "--lease-namespace", &c.ns])
+        .output()
+        .expect("run jobgate status");
+    let text = String::from_utf8_lossy(&status.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.contains(&theirs))
+        .unwrap_or_else(|| panic!("status has no row for {theirs}:\n{text}"));
+    assert!(
+        row.contains("left to Kueue"),
+        "status does not say Kueue recovers {theirs}: {row}"
+    );
+    c.remove_nodes().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn episodes_back_off_and_stop_at_the_limit_which_suspends_the_job() {
     let _turn = turn().await;

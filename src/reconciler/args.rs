@@ -44,6 +44,18 @@ pub(crate) struct RecoveryArgs {
         hide = true
     )]
     pub(crate) deprecated_recovery_annotation_keys: Vec<String>,
+    /// Whether Kueue's own failure-recovery controller runs (Kueue 0.15.6+ with the
+    /// FailureRecoveryPolicy gate) and recovers the pods annotated
+    /// kueue.x-k8s.io/safe-to-forcefully-delete: "true": jobgate then leaves those pods to it,
+    /// so no pod is recovered twice. false: jobgate recovers them too (Kueue's recovery is off).
+    #[arg(
+        long,
+        env = "JOBGATE_KUEUE_RECOVERS",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub(crate) kueue_recovers: bool,
     /// Per-Job recovery backoff and limit.
     #[command(flatten)]
     pub(crate) backoff: RecoveryBackoffArgs,
@@ -124,6 +136,7 @@ impl RecoveryArgs {
         recovery::RecoveryConfig {
             annotation_keys: self.annotation_keys(),
             grace_period: self.forceful_termination_grace_period,
+            kueue_recovers: self.kueue_recovers,
         }
     }
 

@@ -301,9 +301,9 @@ impl Execution<'_> {
         let now = self.now;
         Ok(match plan {
             // No longer eligible: the watch drops it too; keep no state behind.
-            Plan::Ignore(reason @ (Ignored::NotOptedIn | Ignored::NotTerminating)) => {
-                Outcome::forget(reason.as_str())
-            }
+            Plan::Ignore(
+                reason @ (Ignored::NotOptedIn | Ignored::NotTerminating | Ignored::KueueRecovers),
+            ) => Outcome::forget(reason.as_str()),
             Plan::Ignore(reason @ (Ignored::NotScheduled | Ignored::NodeNotFound)) => {
                 Outcome::idle(reason.as_str())
             }

@@ -1425,7 +1425,7 @@ fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
     use crate::status::verdict::PodVerdict as V;
     match verdict {
         V::WaitingForDeadline(d) => Agreed::Deadline(*d),
-        V::NotScheduled | V::NodeMissing => Agreed::Never,
+        V::NotScheduled | V::NodeMissing | V::KueueRecovers => Agreed::Never,
         V::WaitingForNode => Agreed::Node,
         V::Settling(at) => Agreed::Settle(*at),
         V::Recorded | V::DueWithoutJob => Agreed::Recover,

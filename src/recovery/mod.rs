@@ -53,6 +53,10 @@ pub struct RecoveryConfig {
     /// Time after `metadata.deletionTimestamp` before a pod may be recovered
     /// (`--forceful-termination-grace-period`).
     pub(crate) grace_period: Duration,
+    /// Kueue's own failure-recovery controller recovers the pods opted in with the key it reads
+    /// ([`SAFE_TO_FORCEFULLY_DELETE`](crate::kueue::SAFE_TO_FORCEFULLY_DELETE)): jobgate leaves
+    /// them to it, so no pod is acted on by both (`--kueue-recovers`).
+    pub(crate) kueue_recovers: bool,
 }
 
 impl Default for RecoveryConfig {
@@ -63,6 +67,7 @@ impl Default for RecoveryConfig {
                 .map(|k| k.to_string())
                 .collect(),
             grace_period: DEFAULT_GRACE_PERIOD,
+            kueue_recovers: true,
         }
     }
 }
@@ -155,6 +160,9 @@ pub(crate) enum Ignored {
     NotScheduled,
     /// The pod's node does not exist (Kueue: `client.IgnoreNotFound`).
     NodeNotFound,
+    /// Opted in with the key Kueue's failure-recovery controller reads, which recovers it
+    /// (`--kueue-recovers`): jobgate leaves it to Kueue.
+    KueueRecovers,
 }
 
 impl Ignored {
@@ -164,6 +172,7 @@ impl Ignored {
             Ignored::NotTerminating => "not-terminating",
             Ignored::NotScheduled => "not-scheduled",
             Ignored::NodeNotFound => "node-not-found",
+            Ignored::KueueRecovers => "kueue-recovers",
         }
     }
 }
@@ -214,6 +223,20 @@ pub(crate) fn opted_in_key<'a>(pod: &PodFacts, config: &'a RecoveryConfig) -> Op
         .map(String::as_str)
 }
 
+/// Whether Kueue's failure-recovery controller recovers this pod (Kueue 0.15.6+ with its
+/// `FailureRecoveryPolicy` gate reads `kueue.x-k8s.io/safe-to-forcefully-delete: "true"`,
+/// `pkg/controller/failurerecovery/pod_termination_controller.go`), whichever other key opts it
+/// in: a pod recovered by both would be patched, evented and deleted twice, and Kueue's
+/// recoveries would escape jobgate's brake and backoff unseen.
+pub(crate) fn left_to_kueue(pod: &PodFacts, config: &RecoveryConfig) -> bool {
+    config.kueue_recovers
+        && pod
+            .annotations
+            .get(crate::kueue::SAFE_TO_FORCEFULLY_DELETE)
+            .map(String::as_str)
+            == Some(OPT_IN_VALUE)
+}
+
 /// Opted in and terminating: the pods the reconciler tracks (Kueue's `podEligibleForTermination`).
 /// Memory of the reconciler grows with these pods only.
 pub(crate) fn is_eligible(pod: &PodFacts, config: &RecoveryConfig) -> bool {
@@ -256,6 +279,9 @@ pub(crate) fn decide(
     let Some(annotation_key) = opted_in_key(pod, config) else {
         return Decision::Ignore(Ignored::NotOptedIn);
     };
+    if left_to_kueue(pod, config) {
+        return Decision::Ignore(Ignored::KueueRecovers);
+    }
     let Some(deletion_timestamp) = pod.deletion_timestamp else {
         return Decision::Ignore(Ignored::NotTerminating);
     };

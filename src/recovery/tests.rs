@@ -60,9 +60,75 @@ fn nodes_named(name: &str) -> Option<NodeFacts> {
         .find(|n| n.name == name)
 }
 
+/// jobgate's decision where it stands in for Kueue's controller (Kueue's own recovery off, so
+/// jobgate recovers Kueue's key too).
 fn decide_like_kueue(pod: &PodFacts) -> Decision {
     let node = pod.node_name.as_deref().and_then(nodes_named);
-    decide(pod, node.as_ref(), ts(NOW), &RecoveryConfig::default())
+    let config = RecoveryConfig {
+        kueue_recovers: false,
+        ..RecoveryConfig::default()
+    };
+    decide(pod, node.as_ref(), ts(NOW), &config)
+}
+
+// Two recoverers, one pod each: Kueue 0.15.6+ with FailureRecoveryPolicy recovers every pod
+// annotated `kueue.x-k8s.io/safe-to-forcefully-delete: "true"` (pod_termination_controller.go),
+// so by default jobgate leaves such a pod to it, whatever other key opts it in, and recovers
+// the pods opted in with any other key. `--kueue-recovers=false` (Kueue's recovery off) takes
+// them back.
+#[test]
+fn a_pod_kueue_recovers_is_left_to_kueue_unless_kueues_recovery_is_off() {
+    let node = pod_to_forcefully_terminate()
+        .node_name
+        .as_deref()
+        .and_then(nodes_named);
+    let decide_with = |annotations: &[(&str, &str)], kueue_recovers: bool| {
+        let mut pod = pod_to_forcefully_terminate();
+        pod.annotations = annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let config = RecoveryConfig {
+            kueue_recovers,
+            ..RecoveryConfig::default()
+        };
+        decide(&pod, node.as_ref(), ts(NOW), &config)
+    };
+    let kueues = Decision::Ignore(Ignored::KueueRecovers);
+    assert_eq!(
+        decide_with(&[(SAFE_TO_FORCEFULLY_DELETE, "true")], true),
+        kueues
+    );
+    assert_eq!(
+        decide_with(
+            &[
+                (SAFE_TO_FORCEFULLY_TERMINATE, "true"),
+                (SAFE_TO_FORCEFULLY_DELETE, "true")
+            ],
+            true
+        ),
+        kueues
+    );
+    assert!(matches!(
+        decide_with(&[(SAFE_TO_FORCEFULLY_TERMINATE, "true")], true),
+        Decision::Recover(_)
+    ));
+    // Kueue reads only "true": any other value leaves the pod to jobgate's other keys.
+    assert!(matches!(
+        decide_with(
+            &[
+                (SAFE_TO_FORCEFULLY_TERMINATE, "true"),
+                (SAFE_TO_FORCEFULLY_DELETE, "True")
+            ],
+            true
+        ),
+        Decision::Recover(_)
+    ));
+    assert!(matches!(
+        decide_with(&[(SAFE_TO_FORCEFULLY_DELETE, "true")], false),
+        Decision::Recover(_)
+    ));
+    assert_eq!(Ignored::KueueRecovers.as_str(), "kueue-recovers");
 }
 
 fn recovery(node: &str, key: &str, deadline: &str, total_secs: u64, set_failed: bool) -> Recovery {
@@ -679,10 +745,17 @@ fn configs() -> Vec<RecoveryConfig> {
         RecoveryConfig {
             annotation_keys: keys(&["example.com/recover"]),
             grace_period: Duration::from_secs(0),
+            kueue_recovers: true,
         },
         RecoveryConfig {
             annotation_keys: vec![],
             grace_period: Duration::from_secs(300),
+            kueue_recovers: true,
+        },
+        // A cluster whose Kueue does not recover: jobgate recovers both keys.
+        RecoveryConfig {
+            kueue_recovers: false,
+            ..RecoveryConfig::default()
         },
     ]
 }
@@ -799,12 +872,21 @@ fn safety_invariant_over_the_state_space() {
                                 let opted_in = config.annotation_keys.iter().any(|k| {
                                     annotations.get(k).map(String::as_str) == Some("true")
                                 });
+                                // Kueue's own controller recovers what its key opts in.
+                                let kueues = config.kueue_recovers
+                                    && annotations
+                                        .get(SAFE_TO_FORCEFULLY_DELETE)
+                                        .map(String::as_str)
+                                        == Some("true");
                                 let terminating = deletion_timestamp.is_some();
                                 let due = now >= deadline_ts;
                                 let on_unreachable_node = matches!(node_case, NodeCase::Present)
                                     && taints.iter().any(|t| t.key == UNREACHABLE_TAINT_KEY);
-                                let must_act =
-                                    opted_in && terminating && due && on_unreachable_node;
+                                let must_act = opted_in
+                                    && !kueues
+                                    && terminating
+                                    && due
+                                    && on_unreachable_node;
 
                                 let ctx = || {
                                     format!(
@@ -851,8 +933,15 @@ fn safety_invariant_over_the_state_space() {
                                             Decision::Ignore(Ignored::NotOptedIn) => {
                                                 assert!(!opted_in, "{}", ctx())
                                             }
+                                            Decision::Ignore(Ignored::KueueRecovers) => {
+                                                assert!(opted_in && kueues, "{}", ctx())
+                                            }
                                             Decision::Ignore(Ignored::NotTerminating) => {
-                                                assert!(opted_in && !terminating, "{}", ctx())
+                                                assert!(
+                                                    opted_in && !kueues && !terminating,
+                                                    "{}",
+                                                    ctx()
+                                                )
                                             }
                                             // The deadline is checked before the node.
                                             Decision::RequeueAt(at) => {
@@ -909,8 +998,8 @@ fn safety_invariant_over_the_state_space() {
             }
         }
     }
-    // 5 configs x 42 annotation sets x 2 x 6 phases x 6 taint sets x 5 node cases x 5 times.
-    assert_eq!(checked, 5 * 42 * 2 * 6 * 6 * 5 * 5);
+    // 6 configs x 42 annotation sets x 2 x 6 phases x 6 taint sets x 5 node cases x 5 times.
+    assert_eq!(checked, 6 * 42 * 2 * 6 * 6 * 5 * 5);
     assert!(recovered > 0, "the product must contain acting states");
 }
 

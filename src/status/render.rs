@@ -92,6 +92,10 @@ pub(crate) fn verdict_text(verdict: &PodVerdict, now: Timestamp) -> String {
         }
         PodVerdict::NotScheduled => "never recovered: not scheduled on a node".into(),
         PodVerdict::NodeMissing => "never recovered: node missing".into(),
+        PodVerdict::KueueRecovers => format!(
+            "left to Kueue: its failure-recovery controller recovers pods annotated {}",
+            crate::kueue::SAFE_TO_FORCEFULLY_DELETE
+        ),
         PodVerdict::WaitingForNode => "waiting for the node to become unreachable".into(),
         PodVerdict::Settling(at) => format!(
             "due: the partition brake judges its zone at {at} (in {}), once the nodes settle",

@@ -28,6 +28,7 @@ fn options() -> RenderOptions {
                 .map(String::from)
                 .to_vec(),
             grace_period: Duration::from_secs(60),
+            kueue_recovers: true,
         },
         // The reconciler's limit flags for the Jobs of the snapshot: `etl` was suspended at its
         // limit of 3 episodes.

@@ -54,6 +54,8 @@ pub(crate) enum PodVerdict {
     NotScheduled,
     /// `Plan::Ignore(NodeNotFound)`.
     NodeMissing,
+    /// `Plan::Ignore(KueueRecovers)`: Kueue's failure-recovery controller recovers it.
+    KueueRecovers,
     /// `Plan::WaitForNode`.
     WaitingForNode,
     /// `Plan::WaitForSettle`.
@@ -187,6 +189,7 @@ impl<'a> SnapshotView<'a> {
             Plan::Ignore(Ignored::NotOptedIn | Ignored::NotTerminating) => return None,
             Plan::Ignore(Ignored::NotScheduled) => PodVerdict::NotScheduled,
             Plan::Ignore(Ignored::NodeNotFound) => PodVerdict::NodeMissing,
+            Plan::Ignore(Ignored::KueueRecovers) => PodVerdict::KueueRecovers,
             Plan::WaitForDeadline(at) => PodVerdict::WaitingForDeadline(at),
             Plan::WaitForNode { .. } => PodVerdict::WaitingForNode,
             Plan::WaitForSettle(at) => PodVerdict::Settling(at),
