@@ -781,6 +781,109 @@ async fn a_pod_opted_into_kueues_recovery_is_left_to_kueue_and_status_says_so() 
     c.remove_nodes().await;
 }
 
+/// A force delete (grace period 0) cannot get past a pod's finalizers (Kueue's own pod finalizer
+/// is one). The recovered pod that one keeps is reported as waiting for it, by name (an event,
+/// `jobgate_recovery_finalizer_held_pods`, `jobgate status`), and is not deleted again in a
+/// loop; once the finalizer goes, so does the pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recovered_pod_a_finalizer_keeps_is_reported_as_held_by_it_and_not_deleted_again() {
+    const FINALIZER: &str = "example.com/keep-for-audit";
+    let _turn = turn().await;
+    let cp = ControlPlane::shared();
+    let mut c = Cluster::new(cp, "finalizers").await;
+    c.add_node("finalizers-a1", "finalizers-a").await;
+    c.add_node("finalizers-a2", "finalizers-a").await;
+    c.create_job(training_job("kept", 1, "Failed", true)).await;
+    let pod = c.run_pods("kept", 1, "finalizers-a1").await.remove(0);
+    c.pods()
+        .patch(
+            &pod,
+            &PatchParams::default(),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([
+                    { "op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER },
+                ]))
+                .expect("patch"),
+            ),
+        )
+        .await
+        .expect("add the finalizer");
+    let reconciler = Reconciler::start_ready(cp, &c.ns, &[]).await;
+    c.cut_off(&["finalizers-a1"]).await;
+    let event = until(
+        "the finalizers event",
+        Duration::from_secs(60),
+        Some(&reconciler),
+        || async {
+            c.events("ForcefulTerminationWaitingForFinalizers")
+                .await
+                .into_iter()
+                .find(|e| e.starts_with(&pod))
+        },
+    )
+    .await;
+    assert!(event.contains(&format!("`{FINALIZER}`")), "{event}");
+    let held = c.pod(&pod).await.expect("the finalizer keeps the pod");
+    assert_eq!(phase(&held), "Failed");
+    assert!(has_recovery_condition(&held));
+    assert_eq!(held.metadata.deletion_grace_period_seconds, Some(0));
+    assert_eq!(
+        reconciler.metric("jobgate_recovery_finalizer_held_pods"),
+        1.0,
+        "{}\n{}",
+        reconciler.log(),
+        support::curl(&[&format!("http://{}/metrics", reconciler.admin)]).body
+    );
+
+    // Not deleted again: the pod's updates (the Job controller removing its own finalizer, the
+    // status) reconcile it without another delete.
+    let deletes = || reconciler.metric("jobgate_recovery_writes_total{verb=\"delete_pod\"");
+    let before = deletes();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(deletes(), before, "{}", reconciler.log());
+    let status = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .arg("status")
+        .arg("--kubeconfig")
+        .arg(&cp.kubeconfig)
+        .args(["-n", &c.ns, "--lease-namespace", &c.ns])
+        .output()
+        .expect("run jobgate status");
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.lines().any(|l| l.contains(&pod)
+            && l.contains("waiting for finalizers")
+            && l.contains(FINALIZER)),
+        "{text}"
+    );
+
+    // The finalizer's controller lets go: the pod is gone and nothing is held.
+    c.pods()
+        .patch(
+            &pod,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "finalizers": null } })),
+        )
+        .await
+        .expect("remove the finalizers");
+    until(
+        &format!("{pod} gone"),
+        Duration::from_secs(30),
+        Some(&reconciler),
+        || async { c.pod(&pod).await.is_none().then_some(()) },
+    )
+    .await;
+    until(
+        "no pod held by finalizers",
+        Duration::from_secs(30),
+        Some(&reconciler),
+        || async {
+            (reconciler.metric("jobgate_recovery_finalizer_held_pods") == 0.0).then_some(())
+        },
+    )
+    .await;
+    c.remove_nodes().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn episodes_back_off_and_stop_at_the_limit_which_suspends_the_job() {
     let _turn = turn().await;

@@ -41,6 +41,11 @@ pub(crate) struct PodState {
     pub(crate) dry_run_reported: Option<String>,
     /// The uid of the pod whose "held" Warning event was posted, so it is posted once.
     pub(crate) held_reported: Option<String>,
+    /// Recovered and force-deleted, but these finalizers hold it (counted in
+    /// `jobgate_recovery_finalizer_held_pods`).
+    pub(crate) held_by_finalizers: Option<Vec<String>>,
+    /// The uid of the pod whose "waiting for finalizers" event was posted, so it is posted once.
+    pub(crate) finalizers_reported: Option<String>,
     /// Its recovery is recorded on it (only the delete may be left): it joins no episode of its
     /// Job.
     pub(crate) recorded: bool,
@@ -297,6 +302,13 @@ impl Context {
         self.metrics
             .held
             .set(i64::try_from(held).unwrap_or(i64::MAX));
+        let by_finalizers = pods
+            .values()
+            .filter(|t| t.held_by_finalizers.is_some())
+            .count();
+        self.metrics
+            .finalizer_held
+            .set(i64::try_from(by_finalizers).unwrap_or(i64::MAX));
     }
 
     /// Drops everything remembered about a pod that is gone or no longer eligible.

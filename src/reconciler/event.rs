@@ -54,8 +54,22 @@ pub(crate) fn pod_reference(
     }
 }
 
+/// The nanoseconds an event's name adds for its reason: FNV-1a, folded to a byte.
+fn name_offset(reason: &str) -> u8 {
+    reason
+        .bytes()
+        .fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        })
+        .to_le_bytes()
+        .iter()
+        .fold(0, |a, b| a ^ b)
+}
+
 /// An events.k8s.io/v1 Event regarding `regarding`, named like client-go's event recorder does
-/// (`<name>.<unix nanoseconds in hex>`), in the object's namespace. `note` is cut to 1 KiB and
+/// (`<name>.<unix nanoseconds in hex>`), in the object's namespace. client-go reads the clock per
+/// event; a pass here reads it once, so the nanoseconds are offset by the reason (at most 255 ns):
+/// the events of one pass about one pod (recorded, then held by finalizers) never share a name. `note` is cut to 1 KiB and
 /// `instance` (`reportingInstance`) to 128 bytes, at a character boundary, so a long identity or
 /// a long list of pods never makes the apiserver refuse the event.
 pub(crate) fn build(
@@ -64,7 +78,9 @@ pub(crate) fn build(
     instance: &str,
     now: Timestamp,
 ) -> Event {
-    let nanos = u128::try_from(now.as_nanosecond()).unwrap_or(0);
+    let nanos = u128::try_from(now.as_nanosecond())
+        .unwrap_or(0)
+        .saturating_add(u128::from(name_offset(text.reason)));
     let name = regarding.name.as_deref().unwrap_or("object");
     Event {
         metadata: ObjectMeta {
@@ -108,7 +124,8 @@ mod tests {
             now,
         );
         let body = serde_json::to_value(&event).expect("json");
-        let nanos = u128::try_from(now.as_nanosecond()).expect("positive");
+        let nanos = u128::try_from(now.as_nanosecond()).expect("positive")
+            + u128::from(name_offset("KueueForcefullyTerminated"));
         assert_eq!(
             body,
             json!({
@@ -125,6 +142,20 @@ mod tests {
                 "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "pod", "uid": "u-1", "resourceVersion": "8"},
             })
         );
+    }
+
+    /// One pass reads the clock once: the events it may post about one pod get distinct names.
+    #[test]
+    fn the_reasons_of_one_pass_name_events_apart() {
+        let reasons = [
+            crate::kueue::REASON_FORCEFULLY_TERMINATED,
+            crate::reconciler::reconcile::HELD_REASON,
+            crate::reconciler::reconcile::FINALIZERS_REASON,
+            crate::recovery::DRY_RUN_REASON,
+        ];
+        let offsets: std::collections::BTreeSet<u8> =
+            reasons.iter().map(|r| name_offset(r)).collect();
+        assert_eq!(offsets.len(), reasons.len(), "{reasons:?}");
     }
 
     #[test]

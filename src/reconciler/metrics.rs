@@ -68,6 +68,9 @@ pub struct RecoveryMetrics {
     pub(crate) limit_exceeded: Counter,
     /// `jobgate_recovery_held_pods`: due pods held by the partition brake.
     pub held: Gauge,
+    /// `jobgate_recovery_finalizer_held_pods`: recovered pods still present after the force
+    /// delete, held by finalizers.
+    pub finalizer_held: Gauge,
     /// `jobgate_recovery_disrupted_zones`: zones whose recoveries the partition brake holds or
     /// slows.
     pub(crate) disrupted_zones: Gauge,
@@ -84,6 +87,7 @@ impl Default for RecoveryMetrics {
             reconcile_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             leader: Gauge::default(),
             held: Gauge::default(),
+            finalizer_held: Gauge::default(),
             disrupted_zones: Gauge::default(),
             episodes: Counter::default(),
             limit_exceeded: Counter::default(),
@@ -134,6 +138,11 @@ impl RecoveryMetrics {
             "jobgate_recovery_limit_exceeded",
             "Jobs whose recovery stopped at --recovery-backoff-limit-count (counted once per Job, when recorded)",
             metrics.limit_exceeded.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_finalizer_held_pods",
+            "Recovered pods still present after the force delete: finalizers hold them",
+            metrics.finalizer_held.clone(),
         );
         registry.register(
             "jobgate_recovery_held_pods",

@@ -38,6 +38,8 @@ const MAX_REQUEUE: Duration = Duration::from_secs(3600);
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(300);
 /// Reason of the Warning event on a pod the partition brake holds.
 pub(crate) const HELD_REASON: &str = "ForcefulTerminationHeld";
+/// Reason of the Warning event on a recovered pod that finalizers keep after the force delete.
+pub(crate) const FINALIZERS_REASON: &str = "ForcefulTerminationWaitingForFinalizers";
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReconcileError {
@@ -101,6 +103,8 @@ enum Memory {
 enum Reported {
     Held(String),
     DryRun(String),
+    /// The "waiting for finalizers" event; the finalizers holding the pod.
+    Finalizers(String, Vec<String>),
 }
 
 impl Outcome {
@@ -278,7 +282,11 @@ fn settle(ctx: &Context, key: &PodKey, node: Option<String>, outcome: Outcome) -
             match reported {
                 Some(Reported::Held(uid)) => t.held_reported = Some(uid),
                 Some(Reported::DryRun(uid)) => t.dry_run_reported = Some(uid),
-                None => {}
+                Some(Reported::Finalizers(uid, finalizers)) => {
+                    t.finalizers_reported = Some(uid);
+                    t.held_by_finalizers = Some(finalizers);
+                }
+                None => t.held_by_finalizers = None,
             }
         }),
     }
@@ -317,6 +325,7 @@ impl Execution<'_> {
                 Outcome::wait("settling", Waiting::Settle(at), until(at, now))
             }
             Plan::Hold { disruption, until } => self.hold(disruption, until).await,
+            Plan::WaitForFinalizers(finalizers) => self.held_by_finalizers(finalizers).await,
             Plan::Recover {
                 recovery,
                 recorded,
@@ -502,10 +511,15 @@ impl Execution<'_> {
             // Not leader any more: the delete below is skipped for the same reason.
             let _ = ctx.writer.event(&regarding, &text, self.now).await;
         }
-        if !ctx.options.no_delete
-            && let Some(skipped) = self.delete().await?
-        {
-            return Ok(self.skipped(&regarding, recovery, skipped).await);
+        if !ctx.options.no_delete {
+            match self.delete().await? {
+                Err(skipped) => return Ok(self.skipped(&regarding, recovery, skipped).await),
+                // Recorded and force-deleted, but not gone: not recovered yet.
+                Ok(finalizers) if !finalizers.is_empty() => {
+                    return Ok(self.held_by_finalizers(finalizers).await);
+                }
+                Ok(_) => {}
+            }
         }
         tracing::info!(
             pod = %key,
@@ -516,9 +530,48 @@ impl Execution<'_> {
         Ok(Outcome::recovered(decision))
     }
 
-    /// Deletes the pod with grace period 0 and its uid as precondition; `Some` when the writer
-    /// did not send it.
-    async fn delete(&self) -> Result<Option<Skipped>, kube::Error> {
+    /// Recorded and force-deleted, but finalizers keep the pod: said once per pod uid (a Warning
+    /// event naming them), counted in `jobgate_recovery_finalizer_held_pods`, never deleted
+    /// again. Their controllers' update or the pod's removal triggers the next reconcile.
+    async fn held_by_finalizers(&self, finalizers: Vec<String>) -> Outcome {
+        let uid = self.pod.metadata.uid.clone().unwrap_or_default();
+        let names = finalizers
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let message = format!(
+            "recorded as Failed and force-deleted, but still present: waiting for finalizers \
+             {names} to be removed by their controllers"
+        );
+        let outcome = Outcome::update("wait-for-finalizers", None, true);
+        let reported = self.seen.finalizers_reported.as_deref() == Some(uid.as_str());
+        let held = Some(Reported::Finalizers(uid, finalizers));
+        if reported {
+            return outcome.reported(held);
+        }
+        tracing::warn!(pod = %self.key, "{message}");
+        let text = EventText {
+            type_: "Warning",
+            reason: FINALIZERS_REASON,
+            action: crate::kueue::EVENT_ACTION,
+            note: &message,
+        };
+        let posted = self
+            .ctx
+            .writer
+            .event(&self.regarding(), &text, self.now)
+            .await;
+        if posted == Err(Skipped::NotLeader) {
+            // The next leader says it.
+            return outcome;
+        }
+        outcome.reported(held)
+    }
+
+    /// Deletes the pod with grace period 0 and its uid as precondition: the finalizers still
+    /// holding it (empty when gone), or why the writer did not send it.
+    async fn delete(&self) -> Result<Result<Vec<String>, Skipped>, kube::Error> {
         let key = self.key;
         let uid = self.pod.metadata.uid.clone();
         match self
@@ -527,12 +580,12 @@ impl Execution<'_> {
             .delete_pod(&key.namespace, &key.name, uid)
             .await
         {
-            Ok(Ok(())) => Ok(None),
-            Ok(Err(skipped)) => Ok(Some(skipped)),
-            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(None),
+            Ok(Ok(finalizers)) => Ok(Ok(finalizers)),
+            Ok(Err(skipped)) => Ok(Err(skipped)),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Ok(Vec::new())),
             Err(kube::Error::Api(s)) if s.is_conflict() => {
                 tracing::info!(pod = %key, "pod was replaced (UID changed); not deleting the successor");
-                Ok(None)
+                Ok(Ok(Vec::new()))
             }
             Err(e) => Err(e),
         }

@@ -1418,6 +1418,7 @@ enum Agreed {
     Limit,
     Held,
     Settle(Timestamp),
+    Finalizers,
 }
 
 fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
@@ -1429,6 +1430,7 @@ fn status_agreed(verdict: &crate::status::verdict::PodVerdict) -> Agreed {
         V::WaitingForNode => Agreed::Node,
         V::Settling(at) => Agreed::Settle(*at),
         V::Recorded | V::DueWithoutJob => Agreed::Recover,
+        V::HeldByFinalizers(_) => Agreed::Finalizers,
         V::Held(_) => Agreed::Held,
         V::Job { plan, .. } => match plan {
             JobPlan::Orphan | JobPlan::Leftover | JobPlan::Start(_) => Agreed::Recover,

@@ -173,7 +173,7 @@ impl Writer {
         namespace: &str,
         name: &str,
         uid: Option<String>,
-    ) -> Result<Written<()>, kube::Error> {
+    ) -> Result<Written<Vec<String>>, kube::Error> {
         const VERB: &str = "delete_pod";
         if let Err(skipped) = self.permit(VERB) {
             return Ok(Err(skipped));
@@ -187,7 +187,13 @@ impl Writer {
             }),
             ..DeleteParams::default()
         };
-        let result = pods.delete(name, &params).await.map(|_| ());
+        // The pod as the delete left it: still there with finalizers, or gone.
+        let result = pods.delete(name, &params).await.map(|deleted| {
+            deleted
+                .left()
+                .and_then(|pod| pod.metadata.finalizers)
+                .unwrap_or_default()
+        });
         self.counted(VERB, result).map(Ok)
     }
 

@@ -31,6 +31,7 @@ pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
                     .collect()
             })
             .unwrap_or_default(),
+        finalizers: meta.finalizers.clone().unwrap_or_default(),
     }
 }
 

@@ -85,6 +85,10 @@ pub(crate) struct PodFacts {
     /// `spec.nodeName`; `None` when absent or empty.
     pub(crate) node_name: Option<String>,
     pub(crate) conditions: Vec<PodCondition>,
+    /// `metadata.finalizers`: a pod with any is not removed by a delete, forced or not, until
+    /// their controllers remove them (Kueue's pod finalizer, the Job controller's
+    /// `batch.kubernetes.io/job-tracking`).
+    pub(crate) finalizers: Vec<String>,
 }
 
 /// One entry of `status.conditions`, with the fields the recovery condition compares.
@@ -235,6 +239,16 @@ pub(crate) fn left_to_kueue(pod: &PodFacts, config: &RecoveryConfig) -> bool {
             .get(crate::kueue::SAFE_TO_FORCEFULLY_DELETE)
             .map(String::as_str)
             == Some(OPT_IN_VALUE)
+}
+
+/// The finalizers holding a pod whose recovery is recorded and that was force-deleted already
+/// (`deletionGracePeriodSeconds: 0`, what jobgate's delete sets): only their controllers can let
+/// it go, so another delete does nothing; `None` when none holds it.
+pub(crate) fn held_by_finalizers(pod: &PodFacts) -> Option<&[String]> {
+    (recovery_recorded(pod)
+        && pod.deletion_grace_period_seconds == Some(0)
+        && !pod.finalizers.is_empty())
+    .then_some(pod.finalizers.as_slice())
 }
 
 /// Opted in and terminating: the pods the reconciler tracks (Kueue's `podEligibleForTermination`).

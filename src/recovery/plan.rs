@@ -19,7 +19,8 @@ use super::episode::{
     RecoveryState, episode_note, limit_note,
 };
 use super::{
-    Decision, Ignored, NodeFacts, PodFacts, Recovery, RecoveryConfig, decide, recovery_recorded,
+    Decision, Ignored, NodeFacts, PodFacts, Recovery, RecoveryConfig, decide, held_by_finalizers,
+    recovery_recorded,
 };
 
 /// Everything the plan reads about one pod, at one instant.
@@ -61,6 +62,9 @@ pub(crate) enum Plan {
         disruption: Disruption,
         until: Option<Timestamp>,
     },
+    /// Recovered and force-deleted, but still present: these finalizers hold it. Nothing to do
+    /// until their controllers remove them (a delete again would change nothing).
+    WaitForFinalizers(Vec<String>),
     /// Due: record the recovery (unless `recorded`: only the delete is left) and delete the pod.
     /// `release`: the throttled release of the zone to remember.
     Recover {
@@ -84,7 +88,15 @@ pub(crate) fn plan(
     config: &RecoveryConfig,
     brake_config: &BrakeConfig,
 ) -> Plan {
-    let recovery = match decide(facts.pod, facts.node, facts.now, config) {
+    let decision = decide(facts.pod, facts.node, facts.now, config);
+    // Recovered and force-deleted: the delete moved `deletionTimestamp` to its own time, so the
+    // deadline and the node say nothing more; only the finalizers' controllers can let it go.
+    if !matches!(decision, Decision::Ignore(_))
+        && let Some(finalizers) = held_by_finalizers(facts.pod)
+    {
+        return Plan::WaitForFinalizers(finalizers.to_vec());
+    }
+    let recovery = match decision {
         Decision::Ignore(reason) => return Plan::Ignore(reason),
         Decision::RequeueAt(at) => return Plan::WaitForDeadline(at),
         Decision::WaitForNode { node } => return Plan::WaitForNode { node },

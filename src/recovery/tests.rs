@@ -51,6 +51,7 @@ fn pod_to_forcefully_terminate() -> PodFacts {
         phase: Some("Running".into()),
         node_name: Some("unreachable-node".into()),
         conditions: vec![],
+        finalizers: vec![],
     }
 }
 
@@ -857,6 +858,7 @@ fn safety_invariant_over_the_state_space() {
                                     phase: phase.map(String::from),
                                     node_name,
                                     conditions: vec![],
+                                    finalizers: vec![],
                                 };
                                 let node = match node_case {
                                     NodeCase::Present
@@ -1085,6 +1087,7 @@ mod properties {
                 phase: phase.clone(),
                 node_name: Some("n".into()),
                 conditions: vec![],
+                finalizers: vec![],
             };
             let taints = if unreachable {
                 vec![taint(UNREACHABLE_TAINT_KEY, effect)]

@@ -62,6 +62,8 @@ pub(crate) enum PodVerdict {
     Settling(Timestamp),
     /// `Plan::Recover` on a pod whose recovery is recorded: only the delete is left.
     Recorded,
+    /// `Plan::WaitForFinalizers`: recovered and force-deleted; these finalizers keep it.
+    HeldByFinalizers(Vec<String>),
     /// `Plan::Hold`: the partition brake holds the pod's zone.
     Held(Disruption),
     /// `Plan::Recover` on a pod without a Job: no episode, no backoff.
@@ -195,6 +197,7 @@ impl<'a> SnapshotView<'a> {
             Plan::WaitForSettle(at) => PodVerdict::Settling(at),
             Plan::Hold { disruption, .. } => PodVerdict::Held(disruption),
             Plan::Recover { recorded: true, .. } => PodVerdict::Recorded,
+            Plan::WaitForFinalizers(finalizers) => PodVerdict::HeldByFinalizers(finalizers),
             Plan::Recover {
                 recorded: false, ..
             } => PodVerdict::DueWithoutJob,

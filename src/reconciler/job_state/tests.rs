@@ -212,7 +212,7 @@ async fn first_episode_writes_the_state_then_posts_a_normal_event_naming_pods_an
             post_event(json!({
                 "apiVersion": "events.k8s.io/v1",
                 "kind": "Event",
-                "metadata": {"name": "train.18ea26be4db65280", "namespace": "team-a"},
+                "metadata": {"name": "train.18ea26be4db652b8", "namespace": "team-a"},
                 "eventTime": "2026-11-21T19:40:00.250000Z",
                 "type": "Normal",
                 "reason": "RecoveryEpisode",
@@ -361,7 +361,7 @@ async fn limit_with_suspend_patches_state_and_spec_suspend_then_posts_the_warnin
     let expected_event = json!({
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"name": "train.18ea270418345800", "namespace": "team-a"},
+        "metadata": {"name": "train.18ea270418345884", "namespace": "team-a"},
         "eventTime": "2026-11-21T19:45:00.000000Z",
         "type": "Warning",
         "reason": "RecoveryLimitExceeded",

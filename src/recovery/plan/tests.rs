@@ -266,6 +266,7 @@ fn the_plan_follows_the_steps_in_order_over_every_state() {
                                             }]
                                         })
                                         .unwrap_or_default(),
+                                    finalizers: vec![],
                                 };
                                 let facts = PlanFacts {
                                     pod: &pod,
@@ -520,5 +521,60 @@ fn without_a_workload_the_limit_suspends_the_job_instead() {
         record_for(LimitAction::Suspend),
     ] {
         assert_eq!(kept.clone().without_workload(), kept);
+    }
+}
+
+/// A delete, forced or not, cannot get past finalizers (Kueue's pod finalizer, the Job
+/// controller's `batch.kubernetes.io/job-tracking`): a recorded pod that was force-deleted
+/// (`deletionGracePeriodSeconds: 0`) and is still there waits for them by name; it is neither
+/// deleted again nor taken for recovered. Before its force delete, the delete is what is left.
+#[test]
+fn a_recovered_pod_held_by_finalizers_waits_for_them_and_is_not_deleted_again() {
+    let node = NodeFacts::for_test("node-a", true);
+    let recorded = |grace: i64, finalizers: &[&str]| PodFacts {
+        annotations: [(RECOVERY_ANNOTATION_KEYS[0].to_string(), "true".to_string())].into(),
+        deletion_timestamp: Some(ts("2026-11-21T19:00:00Z")),
+        deletion_grace_period_seconds: Some(grace),
+        phase: Some("Failed".into()),
+        node_name: Some("node-a".into()),
+        conditions: vec![PodCondition {
+            type_: CONDITION_TYPE.into(),
+            status: "True".into(),
+            reason: Some(REASON_FORCEFULLY_TERMINATED.into()),
+            ..PodCondition::default()
+        }],
+        finalizers: finalizers.iter().map(|f| f.to_string()).collect(),
+    };
+    let zones = BTreeMap::new();
+    let plan_of = |pod: &PodFacts| {
+        let facts = PlanFacts {
+            pod,
+            node: Some(&node),
+            zones: &zones,
+            last_release: None,
+            edges: Edges::default(),
+            job: None,
+            now: ts(NOW),
+        };
+        plan(facts, &RecoveryConfig::default(), &BrakeConfig::default())
+    };
+    let kueue = "kueue.x-k8s.io/managed";
+    assert_eq!(
+        plan_of(&recorded(0, &[kueue])),
+        Plan::WaitForFinalizers(vec![kueue.to_string()])
+    );
+    // The force delete moved deletionTimestamp to its own time: a deadline not reached again
+    // changes nothing.
+    let mut deleted_now = recorded(0, &[kueue]);
+    deleted_now.deletion_timestamp = Some(ts(NOW));
+    assert_eq!(
+        plan_of(&deleted_now),
+        Plan::WaitForFinalizers(vec![kueue.to_string()])
+    );
+    for pod in [recorded(30, &[kueue]), recorded(0, &[])] {
+        assert!(
+            matches!(plan_of(&pod), Plan::Recover { recorded: true, .. }),
+            "{pod:?}"
+        );
     }
 }
