@@ -12,7 +12,7 @@ mod request;
 mod response;
 
 pub use request::parse;
-pub(crate) use request::{ObjectIn, ParsedReview, quick_reading_agrees};
+pub(crate) use request::{ObjectIn, ParsedReview};
 pub(crate) use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
 
 use crate::job::mutate::RecoveryScope;

@@ -6,10 +6,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::job::quick_read;
 use crate::job::read::JobSeed;
 use crate::job::review::Operation;
-use crate::job::scan::{Scan, Seen};
 use crate::job::strict::Strict;
 use crate::job::{JobObject, Kind};
 
@@ -233,21 +231,20 @@ struct GroupVersionKind<'a> {
 
 /// Reads an AdmissionReview v1 request in one pass. When anything in it cannot be read, reads it
 /// again the slow way, with the objects kept raw, so the answer can say what and where.
+///
+/// serde reads every review, once: a second, hand-written JSON reader would be a second place
+/// where jobgate and kube-apiserver could read the same body differently.
 pub fn parse(body: &[u8]) -> Result<ParsedReview<'_>, ReviewError> {
     // A body that is UTF-8 throughout (as every body kube-apiserver sends: Go's encoder writes
-    // U+FFFD for invalid bytes) is read as text: first by `job::scan` (a Job review as
-    // kube-apiserver writes it), else by serde, which spares serde_json its UTF-8 check of each
+    // U+FFFD for invalid bytes) is read as text, which spares serde_json its UTF-8 check of each
     // string read (~100 instructions for each of the ~90 names and values of a 4 KB review, a
     // tenth of its instructions); one check of the whole body costs far less. Any other body is
     // read as bytes, exactly as before.
     let text = std::str::from_utf8(body).ok();
-    if let Some((api_version, kind, request)) = text.and_then(quick) {
-        return finish(api_version, kind, request);
-    }
     read_with_serde(body, text)
 }
 
-/// `parse` without `job::scan`: serde decides.
+/// `parse`'s reading: the fast shape first, then the slow one that keeps the objects raw.
 fn read_with_serde<'a>(
     body: &'a [u8],
     text: Option<&'a str>,
@@ -292,180 +289,6 @@ fn read_with_serde<'a>(
         review.api_version.as_deref(),
         review.kind.as_deref(),
         request,
-    )
-}
-
-/// What `parse` reads before `finish`: `apiVersion`, `kind` and the request.
-type Read<'a> = (Option<&'a str>, Option<&'a str>, Option<Envelope<'a>>);
-
-/// A review of a `batch/v1` Job as kube-apiserver writes it (the request's `kind` before its
-/// objects), read by `job::scan` into what serde would read from it; `None` for any other, which
-/// serde then reads. The `Seen` numbers stand for serde's duplicate-field refusal.
-fn quick(text: &str) -> Option<Read<'_>> {
-    let mut scan = Scan::new(text);
-    let mut seen = Seen::default();
-    let (mut api_version, mut kind, mut request) = (None, None, None);
-    scan.object(|scan, key| match key {
-        "apiVersion" => {
-            seen.first(0)?;
-            api_version = scan.opt(Scan::plain_str)?;
-            Some(())
-        }
-        "kind" => {
-            seen.first(1)?;
-            kind = scan.opt(Scan::plain_str)?;
-            Some(())
-        }
-        "request" => {
-            seen.first(2)?;
-            request = scan.opt(quick_request)?;
-            Some(())
-        }
-        _ => scan.skip(),
-    })?;
-    scan.end()?;
-    Some((api_version, kind, request))
-}
-
-fn quick_request<'a>(scan: &mut Scan<'a>) -> Option<Envelope<'a>> {
-    let mut seen = Seen::default();
-    let mut request = Envelope {
-        uid: None,
-        job_kind: None,
-        operation: None,
-        namespace: None,
-        name: None,
-        dry_run: None,
-        object: ObjectIn::Absent,
-        old_object: ObjectIn::Absent,
-    };
-    scan.object(|scan, key| {
-        match key {
-            "uid" => {
-                seen.first(0)?;
-                request.uid = scan.opt(quick_read::string)?;
-            }
-            "kind" => {
-                seen.first(1)?;
-                request.job_kind = scan.opt(quick_kind)?.flatten();
-                // Only a Job is read here; its objects come after its kind.
-                if request.job_kind != Some(Kind::Job) {
-                    return None;
-                }
-            }
-            "operation" => {
-                seen.first(2)?;
-                request.operation = scan.opt(Scan::plain_str)?.map(Cow::Borrowed);
-            }
-            "namespace" => {
-                seen.first(3)?;
-                request.namespace = scan.opt(quick_read::string)?;
-            }
-            "name" => {
-                seen.first(4)?;
-                request.name = scan.opt(quick_read::string)?;
-            }
-            "dryRun" => {
-                seen.first(5)?;
-                request.dry_run = scan.opt(Scan::bool)?;
-            }
-            "object" | "oldObject" => {
-                seen.first(if key == "object" { 6 } else { 7 })?;
-                if request.job_kind != Some(Kind::Job) {
-                    return None;
-                }
-                let object = match quick_read::job(scan)? {
-                    Some(job) => ObjectIn::Parsed(Box::new(job)),
-                    None => ObjectIn::Absent,
-                };
-                if key == "object" {
-                    request.object = object;
-                } else {
-                    request.old_object = object;
-                }
-            }
-            _ => scan.skip()?,
-        }
-        Some(())
-    })?;
-    Some(request)
-}
-
-/// `GroupVersionKind`: three strings, each refusing `null`.
-fn quick_kind(scan: &mut Scan<'_>) -> Option<Option<Kind>> {
-    let mut seen = Seen::default();
-    let (mut group, mut version, mut kind) = ("", "", "");
-    scan.object(|scan, key| {
-        match key {
-            "group" => {
-                seen.first(0)?;
-                group = scan.plain_str()?;
-            }
-            "version" => {
-                seen.first(1)?;
-                version = scan.plain_str()?;
-            }
-            "kind" => {
-                seen.first(2)?;
-                kind = scan.plain_str()?;
-            }
-            _ => scan.skip()?,
-        }
-        Some(())
-    })?;
-    Some(job_kind(group, version, kind))
-}
-
-/// Whether `job::scan` reads `body` (`Ok(true)`), and if it does, that it reads what serde
-/// reads, the object included: the invariant between `parse`'s two readers, which the fuzz
-/// targets check on every input.
-pub(crate) fn quick_reading_agrees(body: &[u8]) -> Result<bool, String> {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return Ok(false);
-    };
-    let Some((api_version, kind, request)) = quick(text) else {
-        return Ok(false);
-    };
-    let quick = finish(api_version, kind, request).map(readable);
-    let serde = read_with_serde(body, Some(text)).map(readable);
-    if quick == serde {
-        Ok(true)
-    } else {
-        Err(format!(
-            "job::scan and serde read the review differently:\n{quick:?}\n{serde:?}"
-        ))
-    }
-}
-
-/// A parsed review with its objects read, to compare two readings.
-type Readable = (
-    String,
-    Option<Kind>,
-    Option<Operation>,
-    Option<String>,
-    Option<String>,
-    bool,
-    [Option<Result<JobObject, String>>; 2],
-);
-
-fn readable(p: ParsedReview<'_>) -> Readable {
-    let kind = p.job_kind;
-    let object = |o: ObjectIn<'_>| match o {
-        ObjectIn::Absent => None,
-        ObjectIn::Parsed(job) => Some(Ok(*job)),
-        ObjectIn::Raw(raw) => Some(
-            kind.ok_or_else(|| "not a Job or CronJob".to_string())
-                .and_then(|k| JobObject::from_json(k, raw.get()).map_err(|e| e.to_string())),
-        ),
-    };
-    (
-        p.uid,
-        p.job_kind,
-        p.operation,
-        p.namespace,
-        p.name,
-        p.dry_run,
-        [object(p.object), object(p.old_object)],
     )
 }
 
@@ -656,174 +479,5 @@ mod tests {
         assert_eq!(kind("batch", "v1", "CronJob"), Some(Kind::CronJob));
         assert_eq!(kind("", "v1", "Pod"), None);
         assert_eq!(kind("apps", "v1", "Job"), None);
-    }
-
-    fn fixture_reviews() -> Vec<(String, Vec<u8>)> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let mut out = Vec::new();
-        let mut dirs = vec![root];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.to_string_lossy().ends_with(".request.json") {
-                    out.push((path.display().to_string(), std::fs::read(&path).unwrap()));
-                }
-            }
-        }
-        out.sort();
-        out
-    }
-
-    /// The fixtures as kube-apiserver wrote them: `job::scan` reads every Job review among them
-    /// whose objects serde reads, into what serde reads.
-    #[test]
-    fn job_scan_reads_every_readable_job_fixture_as_serde_does() {
-        let reviews = fixture_reviews();
-        assert!(reviews.len() > 40, "{}", reviews.len());
-        let mut read = 0;
-        for (name, body) in reviews {
-            let quick = quick_reading_agrees(&body).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let serde = read_with_serde(&body, std::str::from_utf8(&body).ok()).map(readable);
-            let readable_job = serde
-                .is_ok_and(|r| r.1 == Some(Kind::Job) && r.6.iter().flatten().all(Result::is_ok));
-            assert_eq!(quick, readable_job, "{name}");
-            read += usize::from(quick);
-        }
-        assert!(read > 20, "{read}");
-    }
-
-    /// A Job review holding every field `job::model` reads, each replaced in turn by values of
-    /// every shape (as text, so `-0` and `01` go through) and given twice: wherever `job::scan`
-    /// reads the result, it reads what serde reads.
-    #[test]
-    fn job_scan_agrees_with_serde_on_every_field_in_every_shape() {
-        let object = serde_json::json!({
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "train", "generateName": "train-", "namespace": "ml",
-                "deletionTimestamp": "2026-01-01T00:00:00Z", "uid": "x",
-                "annotations": {"a": "b", "kubectl.kubernetes.io/last-applied-configuration": "{\"a\":\"b\"}"},
-                "managedFields": [{"fieldsV1": {"f:spec": {"k:{\"name\":\"c\"}": {}}}}]},
-            "spec": {"parallelism": 2, "completions": 4, "activeDeadlineSeconds": 600,
-                "backoffLimit": 3, "ttlSecondsAfterFinished": 60, "backoffLimitPerIndex": 1,
-                "maxFailedIndexes": 2, "completionMode": "Indexed", "managedBy": "kubernetes.io/job-controller",
-                "suspend": false, "podReplacementPolicy": "Failed",
-                "podFailurePolicy": {"rules": [
-                    {"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In", "values": [1, 2]}},
-                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
-                "successPolicy": {"rules": [{"succeededIndexes": "0-2", "succeededCount": 1}]},
-                "template": {"metadata": {"labels": {"l": "v"}, "annotations": {"t": "v"}},
-                    "spec": {"restartPolicy": "Never",
-                        "containers": [{"name": "c", "image": "i", "env": [{"name": "E", "value": "v"}]}],
-                        "initContainers": [{"name": "init"}]}}},
-            "status": {"startTime": "2026-01-01T00:00:00Z", "active": 2,
-                "conditions": [{"type": "Suspended", "status": "True", "message": "a \"b\""}]}
-        });
-        let review = serde_json::json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": "u", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-                "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-                "name": "train", "namespace": "ml", "operation": "UPDATE", "dryRun": false,
-                "userInfo": {"username": "u"}, "object": object, "oldObject": object}
-        });
-        assert_eq!(
-            quick_reading_agrees(review.to_string().as_bytes()),
-            Ok(true)
-        );
-        let values = [
-            "null",
-            "true",
-            "false",
-            "0",
-            "1",
-            "-1",
-            "-0",
-            "01",
-            "1.0",
-            "1e2",
-            "2147483648",
-            "-2147483649",
-            "99999999999999999999",
-            r#""""#,
-            r#""x""#,
-            r#""Indexed""#,
-            r#""Suspended""#,
-            r#""True""#,
-            r#""Job""#,
-            r#""batch""#,
-            r#""v1""#,
-            r#""In\u0064exed""#,
-            r#""a\"b""#,
-            r#""\ud800""#,
-            r#""\ud83d\ude00""#,
-            "\"é\"",
-            "[]",
-            "[null]",
-            "[1]",
-            r#"["a"]"#,
-            "[{}]",
-            r#"[{"name":"n","type":"Suspended","status":"True"}]"#,
-            "{}",
-            r#"{"a":1}"#,
-            r#"{"rules":null}"#,
-            r#"{"rules":[]}"#,
-            " 7 ",
-            "tru",
-            "[1,]",
-        ];
-        const MARK: &str = "jobgate-mark-\u{1}";
-        let marked = serde_json::to_string(MARK).unwrap();
-        let mut pointers = Vec::new();
-        collect_pointers(&review, String::new(), &mut pointers);
-        let (mut read, mut tried) = (0, 0);
-        for pointer in &pointers {
-            let mut tree = review.clone();
-            let original = tree.pointer(pointer).unwrap().to_string();
-            *tree.pointer_mut(pointer).unwrap() = serde_json::Value::String(MARK.into());
-            let text = tree.to_string();
-            let mut bodies: Vec<String> = values
-                .iter()
-                .map(|v| text.replacen(&marked, v, 1))
-                .collect();
-            // The field given twice.
-            if let Some(key) = pointer.rsplit('/').next().filter(|_| !pointer.is_empty()) {
-                let key =
-                    serde_json::to_string(&key.replace("~1", "/").replace("~0", "~")).unwrap();
-                let member = format!("{key}:{marked}");
-                bodies.push(text.replacen(
-                    &member,
-                    &format!("{key}:{original},{key}:{original}"),
-                    1,
-                ));
-            }
-            for body in bodies {
-                tried += 1;
-                match quick_reading_agrees(body.as_bytes()) {
-                    Ok(quick) => read += usize::from(quick),
-                    Err(e) => panic!("at {pointer}: {body}\n{e}"),
-                }
-            }
-        }
-        // Not a test that cannot fail: many of these are read by `job::scan` and compared.
-        assert!(read * 4 > tried, "{read} of {tried}");
-    }
-
-    fn collect_pointers(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
-        out.push(at.clone());
-        match v {
-            serde_json::Value::Object(m) => {
-                for (k, c) in m {
-                    let k = k.replace('~', "~0").replace('/', "~1");
-                    collect_pointers(c, format!("{at}/{k}"), out);
-                }
-            }
-            serde_json::Value::Array(a) => {
-                for (i, c) in a.iter().enumerate() {
-                    collect_pointers(c, format!("{at}/{i}"), out);
-                }
-            }
-            _ => {}
-        }
     }
 }

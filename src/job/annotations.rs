@@ -24,12 +24,6 @@ pub(crate) type Annotations = BTreeMap<String, AnnotationValue>;
 pub(crate) struct AnnotationValue(Box<str>);
 
 impl AnnotationValue {
-    /// A value whose JSON string literal (quotes included) `job::scan` checked, escapes and
-    /// all, and which holds no surrogate escape.
-    pub(crate) fn from_checked_literal(literal: &str) -> AnnotationValue {
-        AnnotationValue(literal.into())
-    }
-
     /// The decoded string. Borrowed when the literal has no escape (almost every value a rule
     /// reads: `"true"`, `"enabled"`).
     pub(crate) fn text(&self) -> Cow<'_, str> {

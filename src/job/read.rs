@@ -13,7 +13,7 @@ use super::strict::{Strict, without_position};
 
 #[derive(Deserialize)]
 #[serde(expecting = "a Job object")]
-/// A Job as the readers take it in; `job::quick_read` builds one too.
+/// A Job as the reader takes it in.
 pub(crate) struct JobDoc {
     #[serde(default)]
     pub(crate) kind: Option<InternedStr>,
