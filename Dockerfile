@@ -19,8 +19,8 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --bin jobgate \
-    && install -D -m 0755 target/release/jobgate /out/jobgate
+    cargo build --profile dist --locked --bin jobgate \
+    && install -D -m 0755 target/dist/jobgate /out/jobgate
 
 # Runtime: distroless cc (glibc, libgcc, CA certificates; no shell, no package manager), running as
 # the image's "nonroot" user 65532, which deploy/base's securityContext also names.

@@ -24,7 +24,7 @@ ADMIN_PORT=${ADMIN_PORT:-18080}
 
 command -v jq >/dev/null || { echo "load.sh: jq is required" >&2; exit 2; }
 command -v oha >/dev/null || { echo "load.sh: installing oha (cargo install oha --locked)"; cargo install oha --locked; }
-cargo build --release --locked --bin jobgate --example ceiling
+cargo build --profile dist --locked --bin jobgate --example ceiling
 
 target=${CARGO_TARGET_DIR:-target}
 work=$(mktemp -d)
@@ -46,7 +46,7 @@ if [ -z "$BODY" ]; then
     tests/fixtures/validate/job-allowed.request.json | tr -d '\n' >"$BODY"
 fi
 
-"$target/release/jobgate" serve --addr "127.0.0.1:$JOBGATE_PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" \
+"$target/dist/jobgate" serve --addr "127.0.0.1:$JOBGATE_PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" \
   --dev-certs-dir "$work/certs" --log-level warn >"$work/jobgate.out" 2>&1 &
 jobgate_pid=$!
 pids+=("$jobgate_pid")
@@ -54,7 +54,7 @@ for _ in $(seq 100); do
   curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.1
 done
-"$target/release/examples/ceiling" "127.0.0.1:$CEILING_PORT" "$work/certs/tls.crt" "$work/certs/tls.key" >"$work/ceiling.out" 2>&1 &
+"$target/dist/examples/ceiling" "127.0.0.1:$CEILING_PORT" "$work/certs/tls.crt" "$work/certs/tls.key" >"$work/ceiling.out" 2>&1 &
 pids+=("$!")
 sleep 0.5
 
