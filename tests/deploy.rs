@@ -6,7 +6,7 @@
 //!
 //! Needs `kubectl` >= 1.35 (kustomize v5.7 built in; `tests/run` installs it); without it the
 //! rendering tests fail and say so.
-//! `jobgate certs` output is verified with rustls (webpki) and, when present, `openssl`.
+//! `jobgate certs` output is verified with rustls (webpki) and `openssl` (tests/run installs it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1518,7 +1518,7 @@ fn certs_output_chains_to_its_ca_for_every_service_name_and_nothing_else() {
     jobgate::server::tls::load_server_config(&written.tls_cert, &written.tls_key).unwrap();
 }
 
-fn openssl(args: &[&str]) -> Option<String> {
+fn openssl(args: &[&str]) -> String {
     match Command::new("openssl").args(args).output() {
         Ok(out) => {
             assert!(
@@ -1526,10 +1526,9 @@ fn openssl(args: &[&str]) -> Option<String> {
                 "openssl {args:?}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            Some(String::from_utf8(out.stdout).expect("UTF-8"))
+            String::from_utf8(out.stdout).expect("UTF-8")
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => panic!("cannot run openssl: {e}"),
+        Err(e) => panic!("cannot run openssl ({e}): tests/run installs it (Debian's openssl)"),
     }
 }
 
@@ -1550,12 +1549,9 @@ fn certs_output_verifies_with_openssl() {
         w.tls_cert.to_str().unwrap(),
         w.tls_key.to_str().unwrap(),
     );
-    let Some(verified) = openssl(&["verify", "-purpose", "sslserver", "-CAfile", ca, crt]) else {
-        eprintln!("SKIPPED: openssl not found; the rustls test covers chain, names and key");
-        return;
-    };
+    let verified = openssl(&["verify", "-purpose", "sslserver", "-CAfile", ca, crt]);
     assert_eq!(verified.trim(), format!("{crt}: OK"));
-    let san = openssl(&["x509", "-noout", "-ext", "subjectAltName", "-in", crt]).unwrap();
+    let san = openssl(&["x509", "-noout", "-ext", "subjectAltName", "-in", crt]);
     assert_eq!(
         san.lines().nth(1).map(str::trim),
         Some(
@@ -1564,10 +1560,10 @@ fn certs_output_verifies_with_openssl() {
         ),
         "{san}"
     );
-    let cert_pubkey = openssl(&["x509", "-noout", "-pubkey", "-in", crt]).unwrap();
-    let key_pubkey = openssl(&["pkey", "-pubout", "-in", key]).unwrap();
+    let cert_pubkey = openssl(&["x509", "-noout", "-pubkey", "-in", crt]);
+    let key_pubkey = openssl(&["pkey", "-pubout", "-in", key]);
     assert_eq!(cert_pubkey, key_pubkey, "tls.key is the key of tls.crt");
-    let leaf_text = openssl(&["x509", "-noout", "-text", "-in", crt]).unwrap();
+    let leaf_text = openssl(&["x509", "-noout", "-text", "-in", crt]);
     let usage_after = |header: &str| -> Option<String> {
         let mut lines = leaf_text.lines();
         lines.find(|l| l.trim().starts_with(header))?;
@@ -1581,7 +1577,7 @@ fn certs_output_verifies_with_openssl() {
         usage_after("X509v3 Extended Key Usage").as_deref(),
         Some("TLS Web Server Authentication")
     );
-    let ca_text = openssl(&["x509", "-noout", "-text", "-in", ca]).unwrap();
+    let ca_text = openssl(&["x509", "-noout", "-text", "-in", ca]);
     assert!(ca_text.contains("CA:TRUE"), "{ca_text}");
 }
 
