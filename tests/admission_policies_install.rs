@@ -174,6 +174,35 @@ fn render_names_the_apiserver_flags_1_35_needs_and_refuses_1_33() {
     assert!(err.contains("unknown policy"), "{err}");
 }
 
+/// With `kubernetes.version` unset (the default), what the chart renders by release follows the
+/// cluster Helm installs into: MutatingAdmissionPolicy `v1beta1` for a 1.35 cluster, `v1` for 1.36
+/// and later, a refusal for 1.33; a set version overrides it.
+#[test]
+fn the_chart_follows_the_clusters_release_unless_told_otherwise() {
+    let api = |cluster: &str, sets: &[&str]| -> Result<String, String> {
+        let docs = chart_on(cluster, "jobgate", "jobgate-system", sets)?;
+        let policy = docs
+            .iter()
+            .find(|d| d["kind"] == "MutatingAdmissionPolicy")
+            .expect("a MutatingAdmissionPolicy");
+        Ok(policy["apiVersion"].as_str().unwrap_or_default().to_string())
+    };
+    let v1beta1 = "admissionregistration.k8s.io/v1beta1";
+    let v1 = "admissionregistration.k8s.io/v1";
+    assert_eq!(api("v1.35.2", &[]).as_deref(), Ok(v1beta1));
+    assert_eq!(api("v1.36.0", &[]).as_deref(), Ok(v1));
+    assert_eq!(api("v1.37.2", &[]).as_deref(), Ok(v1));
+    let refused = api("v1.34.0", &["kubernetes.version=1.33"]).unwrap_err();
+    assert!(
+        refused.contains("Kubernetes 1.33 serves only v1alpha1"),
+        "{refused}"
+    );
+    assert_eq!(
+        api("v1.37.2", &["kubernetes.version=1.35"]).as_deref(),
+        Ok(v1beta1)
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // deploy/components/admission-policies.
 
@@ -265,9 +294,28 @@ fn the_component_installs_the_policies_instead_of_the_webhook_in_any_namespace()
 
 /// `helm template <release> charts/jobgate -n <namespace> --set admissionMode=policies --set ...`.
 fn chart(release: &str, namespace: &str, sets: &[&str]) -> Result<Vec<Value>, String> {
+    // The cluster `helm template` pretends to install into (`.Capabilities.KubeVersion`, which the
+    // chart follows while `kubernetes.version` is unset): the release `jobgate render` judges by
+    // without a setting.
+    let cluster = format!(
+        "v{}.0",
+        jobgate::job::version::KubernetesVersion::default()
+    );
+    chart_on(&cluster, release, namespace, sets)
+}
+
+/// `helm template` of the chart with `admissionMode: policies` for a cluster of `cluster`
+/// (`--kube-version`).
+fn chart_on(
+    cluster: &str,
+    release: &str,
+    namespace: &str,
+    sets: &[&str],
+) -> Result<Vec<Value>, String> {
     let mut cmd = Command::new(helm());
     cmd.args(["template", release])
         .arg(repo().join("charts/jobgate"))
+        .args(["--kube-version", cluster])
         .args(["--namespace", namespace, "--set", "admissionMode=policies"]);
     for set in sets {
         cmd.args(["--set", set]);

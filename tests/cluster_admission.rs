@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::Jobgate;
+use support::{Jobgate, job};
 use support::controlplane::ControlPlane;
 use support::webhooks::reviews;
 
@@ -19,22 +19,6 @@ fn install_webhooks(cp: &ControlPlane, jg: &Jobgate, ns: &str) -> Vec<Value> {
     support::webhooks::install(cp, jg, ns, &[ns], &[])
 }
 
-/// An Indexed-free Job with one container; `spec` is merged over the defaults.
-fn job(name: &str, annotations: Value, spec: Value) -> Value {
-    let mut job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": { "name": name, "annotations": annotations },
-        "spec": {
-            "template": { "spec": {
-                "restartPolicy": "Never",
-                "containers": [{ "name": "main", "image": "registry.example/trainer:1" }],
-            }},
-        },
-    });
-    support::merge(&mut job["spec"], spec);
-    job
-}
 
 /// A CronJob whose job template is like [`job`]'s.
 fn cronjob(name: &str, job_spec: Value) -> Value {

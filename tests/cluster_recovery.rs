@@ -562,24 +562,30 @@ async fn a_pod_stuck_terminating_on_an_unreachable_node_is_failed_by_jobgate_and
     assert!(reconciler.metric("jobgate_recovery_pods_terminated_total") >= 1.0);
 
     // `jobgate status` reads the same cluster: the leader and the Job's recorded episode.
-    let status = Command::new(env!("CARGO_BIN_EXE_jobgate"))
-        .arg("status")
-        .arg("--kubeconfig")
-        .arg(&cp.kubeconfig)
-        .args(["-n", &c.ns, "--lease-namespace", &c.ns])
-        .output()
-        .expect("run jobgate status");
-    let text = String::from_utf8_lossy(&status.stdout);
-    assert!(
-        status.status.success(),
-        "jobgate status: {text}{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
+    let text = status(cp, &c.ns);
     assert!(
         text.contains("train"),
         "status does not name the recovered Job:\n{text}"
     );
     c.remove_nodes().await;
+}
+
+/// `jobgate status` over the scenario's namespace, as a user runs it: what it prints.
+fn status(cp: &ControlPlane, ns: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .arg("status")
+        .arg("--kubeconfig")
+        .arg(&cp.kubeconfig)
+        .args(["-n", ns, "--lease-namespace", ns])
+        .output()
+        .expect("run jobgate status");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "jobgate status: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }
 
 /// Waits until every pod in `pods` is terminating.
@@ -762,14 +768,7 @@ async fn a_pod_opted_into_kueues_recovery_is_left_to_kueue_and_status_says_so() 
         "{theirs}, opted into Kueue's recovery, was recovered by jobgate:\n{}",
         reconciler.log()
     );
-    let status = Command::new(env!("CARGO_BIN_EXE_jobgate"))
-        .arg("status")
-        .arg("--kubeconfig")
-        .arg(&cp.kubeconfig)
-        .args(["-n", &c.ns, "--lease-namespace", &c.ns])
-        .output()
-        .expect("run jobgate status");
-    let text = String::from_utf8_lossy(&status.stdout);
+    let text = status(cp, &c.ns);
     let row = text
         .lines()
         .find(|l| l.contains(&theirs))
@@ -841,14 +840,7 @@ async fn a_recovered_pod_a_finalizer_keeps_is_reported_as_held_by_it_and_not_del
     let before = deletes();
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(deletes(), before, "{}", reconciler.log());
-    let status = Command::new(env!("CARGO_BIN_EXE_jobgate"))
-        .arg("status")
-        .arg("--kubeconfig")
-        .arg(&cp.kubeconfig)
-        .args(["-n", &c.ns, "--lease-namespace", &c.ns])
-        .output()
-        .expect("run jobgate status");
-    let text = String::from_utf8_lossy(&status.stdout);
+    let text = status(cp, &c.ns);
     assert!(
         text.lines().any(|l| l.contains(&pod)
             && l.contains("waiting for finalizers")

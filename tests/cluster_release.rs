@@ -8,25 +8,9 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::Jobgate;
+use support::{Jobgate, job};
 use support::controlplane::{ControlPlane, control_plane_minors};
 
-/// A Job with one container; `annotations` on the Job, `spec` merged over the defaults.
-fn job(name: &str, annotations: Value, spec: Value) -> Value {
-    let mut job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": { "name": name, "annotations": annotations },
-        "spec": {
-            "template": { "spec": {
-                "restartPolicy": "Never",
-                "containers": [{ "name": "main", "image": "registry.example/trainer:1" }],
-            }},
-        },
-    });
-    support::merge(&mut job["spec"], spec);
-    job
-}
 
 /// One object for each release-dependent row of docs/src/versions.md that a CREATE can show
 /// (the strict-decoding rows are kube-apiserver's own, refused before any webhook).

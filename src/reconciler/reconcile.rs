@@ -365,19 +365,7 @@ impl Execution<'_> {
         if self.seen.held_reported.as_deref() != Some(uid.as_str()) {
             let zone = brake::zone_name(&disruption.zone);
             tracing::warn!(pod = %self.key, zone = %zone, "{message}");
-            let text = EventText {
-                type_: "Warning",
-                reason: HELD_REASON,
-                action: crate::kueue::EVENT_ACTION,
-                note: &message,
-            };
-            // Posted (or dry run): not again for this pod. Not leader: the next leader posts it.
-            let posted = self
-                .ctx
-                .writer
-                .event(&self.regarding(), &text, self.now)
-                .await;
-            if posted != Err(Skipped::NotLeader) {
+            if self.warn(HELD_REASON, &message).await {
                 reported = Some(Reported::Held(uid));
             }
         }
@@ -551,22 +539,27 @@ impl Execution<'_> {
             return outcome.reported(held);
         }
         tracing::warn!(pod = %self.key, "{message}");
+        if !self.warn(FINALIZERS_REASON, &message).await {
+            return outcome;
+        }
+        outcome.reported(held)
+    }
+
+    /// A Warning event about the pod, said once per pod uid by the caller: `true` when said
+    /// (posted, or a dry run), `false` when not leader (the next leader says it).
+    async fn warn(&self, reason: &'static str, note: &str) -> bool {
         let text = EventText {
             type_: "Warning",
-            reason: FINALIZERS_REASON,
+            reason,
             action: crate::kueue::EVENT_ACTION,
-            note: &message,
+            note,
         };
         let posted = self
             .ctx
             .writer
             .event(&self.regarding(), &text, self.now)
             .await;
-        if posted == Err(Skipped::NotLeader) {
-            // The next leader says it.
-            return outcome;
-        }
-        outcome.reported(held)
+        posted != Err(Skipped::NotLeader)
     }
 
     /// Deletes the pod with grace period 0 and its uid as precondition: the finalizers still
