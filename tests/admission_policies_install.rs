@@ -185,7 +185,10 @@ fn the_chart_follows_the_clusters_release_unless_told_otherwise() {
             .iter()
             .find(|d| d["kind"] == "MutatingAdmissionPolicy")
             .expect("a MutatingAdmissionPolicy");
-        Ok(policy["apiVersion"].as_str().unwrap_or_default().to_string())
+        Ok(policy["apiVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
     };
     let v1beta1 = "admissionregistration.k8s.io/v1beta1";
     let v1 = "admissionregistration.k8s.io/v1";
@@ -297,10 +300,7 @@ fn chart(release: &str, namespace: &str, sets: &[&str]) -> Result<Vec<Value>, St
     // The cluster `helm template` pretends to install into (`.Capabilities.KubeVersion`, which the
     // chart follows while `kubernetes.version` is unset): the release `jobgate render` judges by
     // without a setting.
-    let cluster = format!(
-        "v{}.0",
-        jobgate::job::version::KubernetesVersion::default()
-    );
+    let cluster = format!("v{}.0", jobgate::job::version::KubernetesVersion::default());
     chart_on(&cluster, release, namespace, sets)
 }
 

@@ -9,16 +9,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Jobgate, job};
 use support::controlplane::ControlPlane;
 use support::webhooks::reviews;
+use support::{Jobgate, job};
 
 /// The shipped webhook configurations, pointed at `jg` and limited to namespace `ns`
 /// (`support::webhooks::install`), applied and returned.
 fn install_webhooks(cp: &ControlPlane, jg: &Jobgate, ns: &str) -> Vec<Value> {
     support::webhooks::install(cp, jg, ns, &[ns], &[])
 }
-
 
 /// A CronJob whose job template is like [`job`]'s.
 fn cronjob(name: &str, job_spec: Value) -> Value {

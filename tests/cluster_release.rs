@@ -8,9 +8,8 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Jobgate, job};
 use support::controlplane::{ControlPlane, control_plane_minors};
-
+use support::{Jobgate, job};
 
 /// One object for each release-dependent row of docs/src/versions.md that a CREATE can show
 /// (the strict-decoding rows are kube-apiserver's own, refused before any webhook).

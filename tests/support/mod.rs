@@ -316,10 +316,13 @@ pub(crate) fn without_addresses(message: &str) -> String {
     out
 }
 
-/// Deep-merges `from` into `into`: objects key by key, anything else replaced.
 /// A Job with one container and `restartPolicy: Never`; `annotations` on the Job, `spec` merged
 /// over the defaults.
-pub(crate) fn job(name: &str, annotations: serde_json::Value, spec: serde_json::Value) -> serde_json::Value {
+pub(crate) fn job(
+    name: &str,
+    annotations: serde_json::Value,
+    spec: serde_json::Value,
+) -> serde_json::Value {
     let mut job = serde_json::json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -335,6 +338,7 @@ pub(crate) fn job(name: &str, annotations: serde_json::Value, spec: serde_json::
     job
 }
 
+/// Deep-merges `from` into `into`: objects key by key, anything else replaced.
 pub(crate) fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
     use serde_json::Value;
     match (into, from) {
