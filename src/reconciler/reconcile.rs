@@ -523,11 +523,7 @@ impl Execution<'_> {
     /// again. Their controllers' update or the pod's removal triggers the next reconcile.
     async fn held_by_finalizers(&self, finalizers: Vec<String>) -> Outcome {
         let uid = self.pod.metadata.uid.clone().unwrap_or_default();
-        let names = finalizers
-            .iter()
-            .map(|f| format!("`{f}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let names = recovery::finalizer_names(&finalizers);
         let message = format!(
             "recorded as Failed and force-deleted, but still present: waiting for finalizers \
              {names} to be removed by their controllers"

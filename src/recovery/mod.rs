@@ -251,6 +251,15 @@ pub(crate) fn held_by_finalizers(pod: &PodFacts) -> Option<&[String]> {
     .then_some(pod.finalizers.as_slice())
 }
 
+/// Finalizer names as the event, the log and `jobgate status` print them: `` `a`, `b` ``.
+pub(crate) fn finalizer_names(finalizers: &[String]) -> String {
+    finalizers
+        .iter()
+        .map(|f| format!("`{f}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Opted in and terminating: the pods the reconciler tracks (Kueue's `podEligibleForTermination`).
 /// Memory of the reconciler grows with these pods only.
 pub(crate) fn is_eligible(pod: &PodFacts, config: &RecoveryConfig) -> bool {

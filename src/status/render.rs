@@ -107,11 +107,7 @@ pub(crate) fn verdict_text(verdict: &PodVerdict, now: Timestamp) -> String {
         PodVerdict::Held(d) => format!("not recovered: {}", d.message()),
         PodVerdict::HeldByFinalizers(finalizers) => format!(
             "recovered and force-deleted, still present: waiting for finalizers {} to be removed",
-            finalizers
-                .iter()
-                .map(|f| format!("`{f}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::recovery::finalizer_names(finalizers)
         ),
         PodVerdict::DueWithoutJob => "due: recovered on the next pass (no Job: no backoff)".into(),
         PodVerdict::Job { plan, count } => job_text(plan, *count, now),
