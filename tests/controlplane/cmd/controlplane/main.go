@@ -6,6 +6,7 @@
 //	controlplane kube-apiserver [kube-apiserver flags]
 //	controlplane kube-controller-manager [kube-controller-manager flags]
 //	controlplane up --dir DIR [...]   starts all three on loopback (see internal/up)
+//	controlplane kueue --dir DIR --kueue FROM   Kueue's manager beside a running `up --dir DIR`
 //
 // Each component's main is upstream's own (cmd/kube-apiserver/apiserver.go,
 // cmd/kube-controller-manager/controller-manager.go, etcdmain.Main).
@@ -27,7 +28,7 @@ import (
 	"jobgate.dev/controlplane/internal/up"
 )
 
-const usage = "usage: controlplane up|etcd|kube-apiserver|kube-controller-manager [flags]"
+const usage = "usage: controlplane up|kueue|etcd|kube-apiserver|kube-controller-manager [flags]"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -39,6 +40,8 @@ func main() {
 	switch component {
 	case "up":
 		os.Exit(up.Main(args[1:]))
+	case "kueue":
+		os.Exit(up.KueueMain(args[1:]))
 	case "etcd":
 		etcdmain.Main(args)
 	case "kube-apiserver":

@@ -128,3 +128,40 @@ func writeKey(path string, key crypto.Signer) error {
 func writePEM(path, kind string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600)
 }
+
+// loadPKI reads back the CA a running control plane's `up` wrote into dir.
+func loadPKI(dir string) (*pki, error) {
+	p := &pki{dir: dir}
+	b, err := os.ReadFile(p.path("ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return nil, fmt.Errorf("%s: no PEM certificate", p.path("ca.crt"))
+	}
+	if p.ca, err = x509.ParseCertificate(block.Bytes); err != nil {
+		return nil, err
+	}
+	if b, err = os.ReadFile(p.path("ca.key")); err != nil {
+		return nil, err
+	}
+	if block, _ = pem.Decode(b); block == nil {
+		return nil, fmt.Errorf("%s: no PEM key", p.path("ca.key"))
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a signing key", p.path("ca.key"))
+	}
+	p.key = signer
+	return p, nil
+}
+
+// pemOf is a certificate in PEM, as a caBundle holds it.
+func pemOf(cert *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+}

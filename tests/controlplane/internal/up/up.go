@@ -42,6 +42,7 @@ type options struct {
 	runtimeConfig string
 	apiserverArgs multi
 	kcmArgs       multi
+	kueue         string
 	stdin         bool
 	timeout       time.Duration
 }
@@ -62,6 +63,7 @@ func Main(args []string) int {
 	fs.StringVar(&o.runtimeConfig, "runtime-config", "", "kube-apiserver --runtime-config")
 	fs.Var(&o.apiserverArgs, "apiserver-arg", "an extra kube-apiserver flag (repeatable)")
 	fs.Var(&o.kcmArgs, "kcm-arg", "an extra kube-controller-manager flag (repeatable)")
+	fs.StringVar(&o.kueue, "kueue", "", "also install and start Kueue's manager from this directory (tests/controlplane/build kueue writes target/controlplane/kueue)")
 	fs.BoolVar(&o.stdin, "stdin", false, "stop when standard input closes (a test holds the pipe)")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long each component may take to become ready")
 	if err := fs.Parse(args); err != nil {
@@ -96,7 +98,9 @@ type component struct {
 }
 
 type controlPlane struct {
-	opts       options
+	opts options
+	// beside: only Kueue runs here, beside a control plane another `up` owns (KueueMain).
+	beside     bool
 	pki        *pki
 	kubeconfig string
 	running    []*component
@@ -221,6 +225,11 @@ func (cp *controlPlane) start() error {
 			return err
 		}
 	}
+	if o.kueue != "" {
+		if err := cp.startKueue(o.kueue, apiserverURL, kubeconfig); err != nil {
+			return fmt.Errorf("kueue: %w", err)
+		}
+	}
 	// Written last: a reader that finds it may use the control plane.
 	cp.kubeconfig = kubeconfig
 	return os.WriteFile(filepath.Join(o.dir, "ready"), []byte(kubeconfig+"\n"), 0o600)
@@ -233,12 +242,19 @@ func (cp *controlPlane) launch(name string, args []string, ready func(context.Co
 	if err != nil {
 		return err
 	}
+	return cp.launchBinary(name, self, append([]string{name}, args...), nil, ready)
+}
+
+// launchBinary starts the program at path as the component NAME, with env added to this
+// process's environment, and waits as launch does.
+func (cp *controlPlane) launchBinary(name, path string, args, env []string, ready func(context.Context) error) error {
 	logPath := filepath.Join(cp.opts.dir, "logs", name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, append([]string{name}, args...)...)
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// A component never outlives this supervisor, even when the supervisor is killed.
@@ -306,6 +322,10 @@ func (cp *controlPlane) stop() {
 		case <-time.After(10 * time.Second):
 			_ = c.cmd.Process.Kill()
 		}
+	}
+	if cp.beside {
+		_ = os.Remove(filepath.Join(cp.opts.dir, "kueue", "ready"))
+		return
 	}
 	// etcd's data is the bulk of a run directory and means nothing once etcd has stopped; the
 	// certificates, kubeconfig and logs stay for whoever looks at a failure.
