@@ -123,6 +123,30 @@ impl ControlPlane {
         }
     }
 
+    /// A control plane of `minor` with Kueue's manager beside it (`up --kueue`, as
+    /// tests/controlplane/kueue starts it): Kueue's CRDs, its webhooks for Jobs and its own kinds
+    /// (by url on 127.0.0.1), the batch/job integration, `FailureRecoveryPolicy` on. Its log is
+    /// `logs/kueue.log` ([`ControlPlane::log_tail`]).
+    pub(crate) fn with_kueue(minor: &str) -> ControlPlane {
+        let kueue = repo().join("target/controlplane/kueue");
+        assert!(
+            kueue.join("kueue").is_file(),
+            "{} is not built: the tests beside the real Kueue need it. Run tests/run (the \
+             README's test command), or `tests/controlplane/build kueue` (needs Go)",
+            kueue.join("kueue").display()
+        );
+        let kueue = kueue.display().to_string();
+        ControlPlane::start(minor, &["--kueue", &kueue])
+    }
+
+    /// The Kueue release beside it ([`ControlPlane::with_kueue`]), as built.
+    pub(crate) fn kueue_version() -> String {
+        std::fs::read_to_string(repo().join("target/controlplane/kueue/version"))
+            .expect("target/controlplane/kueue/version")
+            .trim()
+            .to_string()
+    }
+
     /// `kubectl-1.37 --kubeconfig …`: the newest control plane's own client (kubectl's skew
     /// policy is one minor), which tests/run installs under target/tools/bin.
     pub(crate) fn kubectl(&self) -> Command {
@@ -248,8 +272,8 @@ impl ControlPlane {
         std::fs::read_to_string(self.dir.join("pki/ca.crt")).expect("ca.crt")
     }
 
-    /// The end of a component's log (`etcd`, `kube-apiserver`, `kube-controller-manager`), for a
-    /// failure message.
+    /// The end of a component's log (`etcd`, `kube-apiserver`, `kube-controller-manager`,
+    /// `kueue`), for a failure message.
     pub(crate) fn log_tail(&self, component: &str, lines: usize) -> String {
         let text = std::fs::read_to_string(self.dir.join("logs").join(format!("{component}.log")))
             .unwrap_or_default();

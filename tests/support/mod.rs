@@ -15,7 +15,9 @@ pub(crate) mod controlplane;
 pub(crate) mod generate;
 pub(crate) mod judge;
 pub(crate) mod keep_alive;
+pub(crate) mod kubelet;
 pub(crate) mod kustomize;
+pub(crate) mod reconciler;
 pub(crate) mod render;
 pub(crate) mod webhooks;
 

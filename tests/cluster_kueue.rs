@@ -1,0 +1,574 @@
+//! jobgate beside the real Kueue: Kueue's manager (sigs.k8s.io/kueue, pinned in
+//! tests/controlplane/versions/kueue) runs beside the real control plane with its CRDs and
+//! webhooks (`ControlPlane::with_kueue`), and jobgate's webhooks are on the same apiserver's
+//! admission path. The test plays the kubelet (tests/support/kubelet.rs).
+//!
+//! On a Kueue cluster Kueue writes to the Jobs jobgate judges as often as their users do: its Job
+//! webhook suspends them on create; its admission writes the flavor's node selector and
+//! tolerations into a suspended Job's template and unsuspends it; its preemption suspends the
+//! Job, and once the Job controller cleared `startTime`, restores the template it had
+//! (pkg/controller/jobframework/reconciler.go: StopJob, RestorePodSetsInfo). Every one of those
+//! writes passes jobgate's `Fail` validating webhook. One refusal there that kube-apiserver would
+//! not give stops every queued Job in the cluster.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use support::Jobgate;
+use support::controlplane::{ControlPlane, control_plane_minors};
+use support::kubelet::{Cluster, now};
+
+const QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+const PRIORITY_CLASS: &str = "kueue.x-k8s.io/priority-class";
+/// The ResourceFlavor's node label, which Kueue writes into an admitted Job's `nodeSelector`.
+const FLAVOR_LABEL: &str = "cloud.example/flavor";
+/// The ResourceFlavor's node taint, which a Job must tolerate to be admitted to it.
+const FLAVOR_TAINT: &str = "cloud.example/gpu";
+/// The toleration the ResourceFlavor adds to an admitted Job's template.
+const FLAVOR_TOLERATION: &str = "cloud.example/maintenance";
+/// The node the flavor's pods run on.
+const NODE: &str = "a100-1";
+
+/// Kueue's objects for the test: a ResourceFlavor with a node label, a taint and a toleration, a
+/// ClusterQueue with one CPU of quota that preempts lower priorities, a LocalQueue `lq` in each
+/// namespace, and the WorkloadPriorityClasses `low` and `high`.
+fn kueue_queues(cp: &ControlPlane, namespaces: &[&str]) {
+    let mut items = vec![
+        json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": { "name": "a100" },
+            "spec": {
+                "nodeLabels": { FLAVOR_LABEL: "a100" },
+                "nodeTaints": [{ "key": FLAVOR_TAINT, "value": "present", "effect": "NoSchedule" }],
+                "tolerations": [{ "key": FLAVOR_TOLERATION, "operator": "Exists", "effect": "NoSchedule" }],
+            },
+        }),
+        json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": { "name": "training" },
+            "spec": {
+                "namespaceSelector": {},
+                "preemption": { "withinClusterQueue": "LowerPriority" },
+                "resourceGroups": [{
+                    "coveredResources": ["cpu"],
+                    "flavors": [{ "name": "a100", "resources": [{ "name": "cpu", "nominalQuota": 1 }] }],
+                }],
+            },
+        }),
+        json!({ "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                "metadata": { "name": "low" }, "value": 100 }),
+        json!({ "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                "metadata": { "name": "high" }, "value": 1000 }),
+    ];
+    for ns in namespaces {
+        items.push(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": { "name": "lq", "namespace": ns },
+            "spec": { "clusterQueue": "training" },
+        }));
+    }
+    let list = json!({ "apiVersion": "v1", "kind": "List", "items": items });
+    cp.kubectl_ok(&["apply", "-f", "-"], Some(&list.to_string()));
+}
+
+/// A queued Job's spec: one pod of one CPU that tolerates the flavor's taint.
+fn queued_spec(extra: Value) -> Value {
+    let mut spec = json!({
+        "parallelism": 1,
+        "completions": 1,
+        "template": { "spec": {
+            "restartPolicy": "Never",
+            "tolerations": [{ "key": FLAVOR_TAINT, "operator": "Exists", "effect": "NoSchedule" }],
+            "containers": [{
+                "name": "main",
+                "image": "registry.example/trainer:1",
+                "resources": { "requests": { "cpu": "1" } },
+            }],
+        }},
+    });
+    merge(&mut spec, extra);
+    spec
+}
+
+fn queued_job(name: &str, priority: &str, extra: Value) -> Value {
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": { "name": name, "labels": { QUEUE_NAME: "lq", PRIORITY_CLASS: priority } },
+        "spec": queued_spec(extra),
+    })
+}
+
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (k, v) in from {
+                merge(into.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (into, from) => *into = from,
+    }
+}
+
+/// The Jobs of the cycle, as their users write them: each passes every jobgate policy at `deny`.
+enum Submitted {
+    Job(Value),
+    /// A CronJob, and its Job made from it as `kubectl create job --from=cronjob/…` does.
+    CronJob(Value),
+}
+
+/// What jobgate's policies ask of a Job whose pods are opted into recovery (docs/src/recovery.md).
+fn recovery_ready() -> Value {
+    json!({
+        "podReplacementPolicy": "Failed",
+        "podFailurePolicy": { "rules": [
+            { "action": "Ignore", "onPodConditions": [{ "type": "DisruptionTarget" }] },
+        ]},
+    })
+}
+
+fn the_jobs() -> Vec<(&'static str, bool, Submitted)> {
+    let indexed = json!({
+        "completionMode": "Indexed",
+        "completions": 2,
+        "parallelism": 1,
+        "backoffLimitPerIndex": 1,
+        "maxFailedIndexes": 1,
+        "podReplacementPolicy": "Failed",
+        "podFailurePolicy": { "rules": [
+            { "action": "Ignore", "onPodConditions": [{ "type": "DisruptionTarget" }] },
+            { "action": "FailIndex", "onExitCodes": { "operator": "In", "values": [42] } },
+        ]},
+    });
+    let mut nightly = queued_job("nightly", "low", json!({}));
+    let cronjob = json!({
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": { "name": "nightly" },
+        "spec": {
+            "schedule": "0 3 * * *",
+            "jobTemplate": { "metadata": nightly["metadata"].take(), "spec": nightly["spec"].take() },
+        },
+    });
+    vec![
+        (
+            "plain",
+            false,
+            Submitted::Job(queued_job("plain", "low", json!({}))),
+        ),
+        (
+            "indexed",
+            false,
+            Submitted::Job(queued_job("indexed", "low", indexed)),
+        ),
+        // In the namespace labelled for recovery: jobgate injects the opt-in and its policies
+        // want podReplacementPolicy: Failed and an Ignore rule on DisruptionTarget.
+        (
+            "opted-in",
+            true,
+            Submitted::Job(queued_job("opted-in", "low", recovery_ready())),
+        ),
+        ("nightly", false, Submitted::CronJob(cronjob)),
+    ]
+}
+
+/// The kubelet the test plays, in the background: it binds each new pod of `clusters` to
+/// [`NODE`] and reports it Running, and confirms each deletion (a pod being deleted is removed
+/// at once, as a kubelet does once its containers stop).
+fn play_kubelet(clusters: Vec<Cluster>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            for c in &clusters {
+                let Ok(pods) = c.pods().list(&ListParams::default()).await else {
+                    continue;
+                };
+                for pod in pods.items {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    let bound = pod
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_ref())
+                        .is_some();
+                    if pod.metadata.deletion_timestamp.is_some() {
+                        let _ = c
+                            .pods()
+                            .delete(&name, &DeleteParams::default().grace_period(0))
+                            .await;
+                    } else if !bound {
+                        c.bind(&pod, NODE).await;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+}
+
+/// Reports the Job's running pods `Succeeded`, as the kubelet does when their containers exit 0.
+async fn succeed_running(c: &Cluster, job: &str) {
+    for pod in c.job_pods(job).await {
+        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        if !running || pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let name = pod.metadata.name.clone().expect("name");
+        let at = now();
+        let _ = c
+            .pods()
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": {
+                    "phase": "Succeeded",
+                    "conditions": [{ "type": "Ready", "status": "False", "lastTransitionTime": at }],
+                    "containerStatuses": [{
+                        "name": "main", "image": "registry.example/trainer:1", "imageID": "",
+                        "ready": false, "restartCount": 0,
+                        "state": { "terminated": { "exitCode": 0, "reason": "Completed",
+                                                   "startedAt": at, "finishedAt": at } },
+                    }],
+                }})),
+            )
+            .await;
+    }
+}
+
+/// The Kueue Workload of a Job (Kueue names it `job-NAME-HASH` and owns it by the Job).
+fn workload(cp: &ControlPlane, ns: &str, job: &str) -> Option<Value> {
+    let (list, _) = cp.kubectl_json(&["get", "workloads", "-n", ns, "-o", "json"], None);
+    list["items"]
+        .as_array()?
+        .iter()
+        .find(|w| {
+            w.pointer("/metadata/ownerReferences/0/name")
+                .and_then(Value::as_str)
+                == Some(job)
+        })
+        .cloned()
+}
+
+fn condition(object: &Value, kind: &str) -> bool {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == kind && c["status"] == "True")
+        })
+}
+
+fn stored_job(cp: &ControlPlane, ns: &str, job: &str) -> Value {
+    cp.kubectl_json(&["get", "job", job, "-n", ns, "-o", "json"], None)
+        .0
+}
+
+/// Polls `check` every 300 ms until it returns `Some`; on timeout fails with `what` and the end of
+/// Kueue's log.
+async fn until<T>(
+    cp: &ControlPlane,
+    what: &str,
+    within: Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Kubernetes {}: timed out after {within:?} waiting for {what}; the end of Kueue's log:\n{}",
+            cp.minor,
+            cp.log_tail("kueue", 30)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Kueue admitted the Job: its Workload is `Admitted`, and the Job is unsuspended with the
+/// flavor's node selector and toleration in its template.
+async fn admitted(cp: &ControlPlane, ns: &str, job: &str) {
+    until(
+        cp,
+        &format!("Kueue to admit {ns}/{job}"),
+        Duration::from_secs(60),
+        || {
+            let stored = stored_job(cp, ns, job);
+            let template = &stored["spec"]["template"]["spec"];
+            let tolerations = template["tolerations"].to_string();
+            (workload(cp, ns, job).is_some_and(|w| condition(&w, "Admitted"))
+                && stored["spec"]["suspend"] == false
+                && template["nodeSelector"][FLAVOR_LABEL] == "a100"
+                && tolerations.contains(FLAVOR_TOLERATION))
+            .then_some(())
+        },
+    )
+    .await;
+}
+
+/// The shipped validating webhook sends only the writes a jobgate policy can judge
+/// (`policy-input-changed`), and Kueue's writes change none of its inputs, so they never reach it.
+/// To judge every one of them anyway, a second copy of it goes without that condition: each write
+/// of Kueue's then passes jobgate's `/validate`, which must allow all.
+fn every_write_to_validate(cp: &ControlPlane, configs: &[Value]) {
+    let mut every = configs
+        .iter()
+        .find(|c| c["kind"] == "ValidatingWebhookConfiguration")
+        .expect("a validating configuration")
+        .clone();
+    every["metadata"]["name"] = json!("jobgate-every-write");
+    for webhook in every["webhooks"].as_array_mut().expect("webhooks") {
+        webhook["name"] = json!(format!(
+            "every-write.{}",
+            webhook["name"].as_str().expect("name")
+        ));
+        let conditions = webhook["matchConditions"]
+            .as_array_mut()
+            .expect("matchConditions");
+        let before = conditions.len();
+        conditions.retain(|c| c["name"] != "policy-input-changed");
+        assert_eq!(
+            conditions.len() + 1,
+            before,
+            "deploy/base's validating webhook has no policy-input-changed condition"
+        );
+    }
+    cp.kubectl_ok(&["apply", "-f", "-"], Some(&every.to_string()));
+}
+
+/// `jobgate_admission_requests_total` refusals (`allowed="false"`), by endpoint and operation.
+fn refusals(jg: &Jobgate) -> BTreeMap<String, u64> {
+    let reply = support::curl(&[&jg.admin_url("/metrics")]);
+    let mut out = BTreeMap::new();
+    for line in reply.body.lines() {
+        if line.starts_with("jobgate_admission_requests_total{")
+            && line.contains("allowed=\"false\"")
+        {
+            let (labels, value) = line.rsplit_once(' ').expect("a sample");
+            let n = value.parse::<f64>().expect("a number") as u64;
+            if n > 0 {
+                out.insert(labels.to_string(), n);
+            }
+        }
+    }
+    out
+}
+
+/// Kueue's log lines that say a webhook refused one of its writes, or could not be called.
+fn kueue_webhook_errors(cp: &ControlPlane) -> Vec<String> {
+    cp.log_tail("kueue", usize::MAX)
+        .lines()
+        .filter(|l| l.contains("admission webhook") || l.contains("failed calling webhook"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kueues_admission_preemption_and_readmission_pass_jobgates_webhooks_on_every_built_minor() {
+    for minor in control_plane_minors() {
+        admission_preemption_readmission(&minor).await;
+    }
+}
+
+async fn admission_preemption_readmission(minor: &str) {
+    let cp = ControlPlane::with_kueue(minor);
+    let plain = Cluster::new(&cp, "kueue-jobs").await;
+    let mut recovery = Cluster::new(&cp, "kueue-recovery").await;
+    cp.kubectl_ok(
+        &[
+            "label",
+            "namespace",
+            &recovery.ns,
+            "jobgate.dev/failure-recovery=enabled",
+        ],
+        None,
+    );
+    let ca = cp.ca_file().display().to_string();
+    let jg = Jobgate::start(&[
+        "--cluster-url",
+        &cp.server(),
+        "--cluster-ca",
+        &ca,
+        "--policy",
+        "recovery-annotation-value=deny",
+        "--policy",
+        "recovery-annotation-on-job=deny",
+        "--policy",
+        "recovery-needs-failed=deny",
+        "--policy",
+        "recovery-counts-toward-backoff=deny",
+        "--policy",
+        "indexed-terminating-or-failed=deny",
+    ]);
+    let configs = support::webhooks::install(&cp, &jg, "kueue", &[&plain.ns, &recovery.ns], &[]);
+    every_write_to_validate(&cp, &configs);
+    kueue_queues(&cp, &[&plain.ns, &recovery.ns]);
+    recovery.add_node_labelled(NODE, None).await;
+    cp.kubectl_ok(
+        &["label", "node", NODE, &format!("{FLAVOR_LABEL}=a100")],
+        None,
+    );
+    cp.kubectl_ok(
+        &[
+            "taint",
+            "node",
+            NODE,
+            &format!("{FLAVOR_TAINT}=present:NoSchedule"),
+        ],
+        None,
+    );
+    let kubelet = play_kubelet(vec![plain.clone(), recovery.clone()]);
+
+    for (name, opted_in, submitted) in the_jobs() {
+        let c = if opted_in { &recovery } else { &plain };
+        let ns = c.ns.as_str();
+        // The user's create: Kueue's webhook suspends it, jobgate's sets podReplacementPolicy
+        // (and, in the recovery namespace, the opt-in); both in the stored object.
+        let created = match submitted {
+            Submitted::Job(job) => {
+                cp.kubectl_json(
+                    &["create", "-n", ns, "-o", "json", "-f", "-"],
+                    Some(&job.to_string()),
+                )
+                .0
+            }
+            Submitted::CronJob(cronjob) => {
+                cp.kubectl_ok(&["create", "-n", ns, "-f", "-"], Some(&cronjob.to_string()));
+                let from = format!("--from=cronjob/{name}");
+                cp.kubectl_json(
+                    &["create", "job", name, &from, "-n", ns, "-o", "json"],
+                    None,
+                )
+                .0
+            }
+        };
+        assert_eq!(
+            created["spec"]["suspend"], true,
+            "{minor} {name}: Kueue's webhook did not suspend it: {created}"
+        );
+        assert!(
+            created["spec"]["podReplacementPolicy"].is_string(),
+            "{minor} {name}: jobgate's mutation is missing: {created}"
+        );
+        if opted_in {
+            assert_eq!(
+                created["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/safe-to-forcefully-terminate"],
+                "true",
+                "{minor} {name}: jobgate's recovery opt-in is missing: {created}"
+            );
+        }
+
+        // Kueue admits it: the flavor's node selector and toleration, then unsuspend.
+        admitted(&cp, ns, name).await;
+        until(
+            &cp,
+            &format!("{name}'s pod to run"),
+            Duration::from_secs(60),
+            || {
+                let stored = stored_job(&cp, ns, name);
+                (stored["status"]["active"].as_u64() == Some(1)).then_some(())
+            },
+        )
+        .await;
+
+        // A higher priority Workload preempts it: Kueue suspends the Job, and once the Job
+        // controller cleared startTime, restores the template it had before admission.
+        let urgent = format!("{name}-urgent");
+        cp.kubectl_ok(
+            &["create", "-n", ns, "-f", "-"],
+            Some(&queued_job(&urgent, "high", recovery_ready()).to_string()),
+        );
+        until(
+            &cp,
+            &format!("Kueue to preempt {name} and restore its template"),
+            Duration::from_secs(90),
+            || {
+                let stored = stored_job(&cp, ns, name);
+                let template = &stored["spec"]["template"]["spec"];
+                (stored["spec"]["suspend"] == true
+                    && template
+                        .get("nodeSelector")
+                        .is_none_or(|s| s.get(FLAVOR_LABEL).is_none())
+                    && !template["tolerations"]
+                        .to_string()
+                        .contains(FLAVOR_TOLERATION))
+                .then_some(())
+            },
+        )
+        .await;
+        admitted(&cp, ns, &urgent).await;
+        finish(&cp, c, &urgent).await;
+
+        // Re-admitted once the quota is free, and run to the end.
+        admitted(&cp, ns, name).await;
+        finish(&cp, c, name).await;
+    }
+
+    // MultiKueue's managedBy: the Job controller leaves the Job to MultiKueue; Kueue still
+    // suspends, admits and writes the template, through jobgate's webhooks.
+    let managed = queued_job(
+        "managed",
+        "low",
+        json!({ "managedBy": "kueue.x-k8s.io/multikueue" }),
+    );
+    let created = cp
+        .kubectl_json(
+            &["create", "-n", &plain.ns, "-o", "json", "-f", "-"],
+            Some(&managed.to_string()),
+        )
+        .0;
+    assert_eq!(created["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
+    assert_eq!(
+        created["spec"]["suspend"], true,
+        "{minor} managed: {created}"
+    );
+    admitted(&cp, &plain.ns, "managed").await;
+
+    kubelet.abort();
+    let reviewed = support::webhooks::reviews(&jg);
+    assert!(
+        reviewed.get("validate/UPDATE").copied().unwrap_or(0) > 0,
+        "Kubernetes {minor}: no write of Kueue's reached /validate: {reviewed:?}"
+    );
+    assert_eq!(
+        refusals(&jg),
+        BTreeMap::new(),
+        "Kubernetes {minor}: jobgate refused a write"
+    );
+    assert_eq!(
+        kueue_webhook_errors(&cp),
+        Vec::<String>::new(),
+        "Kubernetes {minor}: Kueue met a webhook error"
+    );
+    recovery.remove_nodes().await;
+}
+
+/// Runs the Job's pods to success, then waits for the Job to complete and Kueue to mark its
+/// Workload `Finished`.
+async fn finish(cp: &ControlPlane, c: &Cluster, job: &str) {
+    let ns = c.ns.clone();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        succeed_running(c, job).await;
+        let stored = stored_job(cp, &ns, job);
+        let finished = workload(cp, &ns, job).is_some_and(|w| condition(&w, "Finished"));
+        if condition(&stored, "Complete") && finished {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Kubernetes {}: {ns}/{job} did not finish: {}\nthe end of Kueue's log:\n{}",
+            cp.minor,
+            stored["status"],
+            cp.log_tail("kueue", 30)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
