@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use support::Jobgate;
 use support::controlplane::{ControlPlane, control_plane_minors};
 use support::kubelet::{Cluster, now};
+use support::reconciler::Reconciler;
 
 const QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_CLASS: &str = "kueue.x-k8s.io/priority-class";
@@ -571,4 +572,207 @@ async fn finish(cp: &ControlPlane, c: &Cluster, job: &str) {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+/// A training Job for the recovery scenario: `parallelism` pods that tolerate `unreachable` for
+/// one second (the taint-eviction controller deletes them at once) and have two seconds to
+/// terminate, with what jobgate's policies ask of opted-in pods; `annotations` on its pod
+/// template.
+fn recovering_job(name: &str, parallelism: u32, annotations: Value) -> Value {
+    let mut spec = recovery_ready();
+    merge(
+        &mut spec,
+        json!({
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "template": {
+                "metadata": { "annotations": annotations },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 2,
+                    "tolerations": [{
+                        "key": "node.kubernetes.io/unreachable",
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": 1,
+                    }],
+                    "containers": [{ "name": "main", "image": "registry.example/trainer:1" }],
+                },
+            },
+        }),
+    );
+    json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": { "name": name }, "spec": spec })
+}
+
+/// Who recorded a recovery event about each pod of the namespace: `kueue` (Kueue's
+/// `KueueForcefullyDeleted`) or `jobgate` (its reconciler, `jobgate.dev/reconciler`).
+async fn recoverers(c: &Cluster) -> BTreeMap<String, Vec<String>> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Event> =
+        kube::Api::namespaced(c.client.clone(), &c.ns);
+    let mut by_pod: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in api
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items
+    {
+        let reason = e.reason.clone().unwrap_or_default();
+        if !reason.starts_with("KueueForcefully") {
+            continue;
+        }
+        let who = if e.reporting_component.as_deref() == Some("jobgate.dev/reconciler") {
+            "jobgate"
+        } else {
+            "kueue"
+        };
+        let pod = e.involved_object.name.clone().unwrap_or_default();
+        by_pod
+            .entry(pod)
+            .or_default()
+            .push(format!("{who}: {reason}"));
+    }
+    by_pod
+}
+
+/// Two recoverers on one cluster, each pod acted on once. jobgate's mutating webhook injects the
+/// key Kueue reads (`--inject-recovery-annotation-key kueue.x-k8s.io/safe-to-forcefully-delete`,
+/// the "Kueue recovers" set-up) in one namespace; in another, a team opts in with jobgate's
+/// default key, which Kueue does not read. jobgate's reconciler runs with its defaults
+/// (`--kueue-recovers`). Two zones lose nodes at once: one node of five in zone `a` (no
+/// partition), three of four in zone `b` (a partition, by kube-controller-manager's rule).
+///
+/// Kueue's controller (pkg/controller/failurerecovery) moves each of its pods to `Failed` and
+/// deletes it one minute after its deletion time, in both zones: it has no brake. jobgate's
+/// reconciler recovers its pod in zone `a`, holds its pods in zone `b`, and never touches
+/// Kueue's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kueue_recovers_the_pods_jobgate_opts_in_with_its_key_and_jobgate_the_rest_each_once() {
+    const KUEUES_KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-delete";
+    const JOBGATES_KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+    let cp = ControlPlane::with_kueue(&support::controlplane::minor_under_test());
+    let mut kueues = Cluster::new(&cp, "kueue-recovers").await;
+    let ours = Cluster::new(&cp, "jobgate-recovers").await;
+    cp.kubectl_ok(
+        &[
+            "label",
+            "namespace",
+            &kueues.ns,
+            "jobgate.dev/failure-recovery=enabled",
+        ],
+        None,
+    );
+    let jg = Jobgate::start(&["--inject-recovery-annotation-key", KUEUES_KEY]);
+    support::webhooks::install(&cp, &jg, "recovery", &[&kueues.ns, &ours.ns], &[]);
+
+    let a: Vec<String> = (0..5).map(|i| format!("a{i}")).collect();
+    let b: Vec<String> = (0..4).map(|i| format!("b{i}")).collect();
+    for node in &a {
+        kueues.add_node(node, "a").await;
+    }
+    for node in &b {
+        kueues.add_node(node, "b").await;
+    }
+    // Through jobgate's webhooks: the first is opted in by injection, the second by its user.
+    let job = recovering_job("sweep", 4, json!({}));
+    let created = cp
+        .kubectl_json(
+            &["create", "-n", &kueues.ns, "-o", "json", "-f", "-"],
+            Some(&job.to_string()),
+        )
+        .0;
+    assert_eq!(
+        created["spec"]["template"]["metadata"]["annotations"][KUEUES_KEY], "true",
+        "jobgate did not inject Kueue's key: {created}"
+    );
+    let job = recovering_job("train", 4, json!({ JOBGATES_KEY: "true" }));
+    cp.kubectl_ok(
+        &["create", "-n", &ours.ns, "-f", "-"],
+        Some(&job.to_string()),
+    );
+    let on: Vec<&str> = ["a0", "b0", "b1", "b2"].to_vec();
+    let kueue_pods = kueues.run_pods_on("sweep", &on).await;
+    let our_pods = ours.run_pods_on("train", &on).await;
+    let reconciler = Reconciler::start_ready(&cp, &ours.ns, &[]).await;
+
+    kueues.cut_off(&["a0", "b0", "b1", "b2"]).await;
+
+    // Kueue: all four, one minute after each pod's deletion time (two seconds after the taint).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut left = Vec::new();
+        for (pod, _) in &kueue_pods {
+            if kueues.pod(pod).await.is_some() {
+                left.push(pod.clone());
+            }
+        }
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Kueue did not recover {left:?}; the end of its log:\n{}",
+            cp.log_tail("kueue", 30)
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let by_kueue = recoverers(&kueues).await;
+    for (pod, node) in &kueue_pods {
+        assert_eq!(
+            by_kueue.get(pod).cloned().unwrap_or_default(),
+            vec!["kueue: KueueForcefullyDeleted".to_string()],
+            "{pod} on {node}: one recovery, by Kueue ({by_kueue:?}); jobgate reconcile said:\n{}",
+            reconciler.log()
+        );
+    }
+
+    // jobgate: its pod in zone a; those in zone b held as a partition, untouched by either.
+    let by_jobgate = recoverers(&ours).await;
+    for (pod, node) in &our_pods {
+        let want: Vec<String> = if node == "a0" {
+            vec!["jobgate: KueueForcefullyTerminated".to_string()]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(
+            by_jobgate.get(pod).cloned().unwrap_or_default(),
+            want,
+            "{pod} on {node} ({by_jobgate:?}); jobgate reconcile said:\n{}",
+            reconciler.log()
+        );
+    }
+    let held = ours.events("ForcefulTerminationHeld").await;
+    for (pod, node) in our_pods.iter().filter(|(_, n)| n != "a0") {
+        assert!(
+            held.iter().any(|e| e.starts_with(&format!("{pod}:"))),
+            "{pod} on {node} was not held: {held:?}"
+        );
+        let still = ours.pod(pod).await.expect("a held pod stays");
+        assert!(
+            still.metadata.deletion_timestamp.is_some()
+                && support::kubelet::phase(&still) != "Failed",
+            "{pod} on {node} was acted on"
+        );
+    }
+    assert_eq!(
+        reconciler.metric("jobgate_recovery_pods_terminated_total"),
+        1.0
+    );
+    assert_eq!(
+        reconciler.metric("jobgate_recovery_errors_total"),
+        0.0,
+        "{}",
+        reconciler.log()
+    );
+    let kueue_errors: Vec<String> = cp
+        .log_tail("kueue", usize::MAX)
+        .lines()
+        .filter(|l| l.contains("\"level\":\"error\"") && l.contains("pod_termination"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        kueue_errors,
+        Vec::<String>::new(),
+        "Kueue's recovery logged errors"
+    );
+    kueues.remove_nodes().await;
 }
