@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
+use support::doc_shell;
 use support::webhooks::reviews;
 use support::{Jobgate, job};
 
@@ -504,71 +505,20 @@ fn the_readmes_first_use_prints_what_the_readme_says() {
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
         .expect("README has a First use section");
-    let blocks: Vec<&str> = section
-        .split("```sh\n")
-        .skip(1)
-        .filter_map(|b| b.split("\n```").next())
-        .collect();
+    let blocks = doc_shell::sh_blocks(section);
     assert!(
         blocks.len() >= 2,
         "README's First use has a denial block and a mutation block"
     );
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let shell = |namespace: &str, command: &str| {
-        let kubeconfig = dir.path().join(format!("{namespace}.kubeconfig"));
-        std::fs::copy(&cp.kubeconfig, &kubeconfig).expect("copy kubeconfig");
-        let bin = support::controlplane::kubectl_shim();
-        let kubectl = bin.join("kubectl");
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let set_ns = std::process::Command::new(&kubectl)
-            .args([
-                "config",
-                "set-context",
-                "--current",
-                "--namespace",
-                namespace,
-            ])
-            .env("KUBECONFIG", &kubeconfig)
-            .output()
-            .expect("kubectl config");
-        assert!(set_ns.status.success());
-        let out = std::process::Command::new("bash")
-            .args(["-c", command])
-            .current_dir(support::controlplane::repo())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("PATH", path)
-            .output()
-            .expect("bash");
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stderr),
-                String::from_utf8_lossy(&out.stdout)
-            ),
-        )
-    };
-    let squash = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shell =
+        |namespace: &str, command: &str| doc_shell::run_in(cp, dir.path(), namespace, command);
     for block in &blocks[..2] {
-        let command: String = block
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let said: String = block
-            .lines()
-            .filter_map(|l| l.strip_prefix("# "))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let (_, output) = shell(&ns, &command);
+        let (_, output) = shell(&ns, &doc_shell::commands(block));
         assert_eq!(
-            squash(&output),
-            squash(&said),
+            doc_shell::squash(&output),
+            doc_shell::squash(&doc_shell::said(block)),
             "README block:\n{block}\nprinted:\n{output}"
         );
     }

@@ -20,6 +20,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::Jobgate;
 use support::controlplane::{ControlPlane, control_plane_minors};
+use support::doc_shell;
 use support::kubelet::{Cluster, now};
 use support::reconciler::Reconciler;
 
@@ -775,4 +776,51 @@ async fn kueue_recovers_the_pods_jobgate_opts_in_with_its_key_and_jobgate_the_re
         "Kueue's recovery logged errors"
     );
     kueues.remove_nodes().await;
+}
+
+/// docs/src/kueue.md's "Try it", as a reader runs it: jobgate in the "Kueue recovers" set-up,
+/// the page's blocks in a namespace labelled for recovery, each printing what the page says.
+#[test]
+fn the_kueue_pages_commands_print_what_it_says() {
+    let cp = ControlPlane::with_kueue(&support::controlplane::minor_under_test());
+    let ns = cp.namespace("kueue-page");
+    cp.kubectl_ok(
+        &[
+            "label",
+            "namespace",
+            &ns,
+            "jobgate.dev/failure-recovery=enabled",
+        ],
+        None,
+    );
+    let page = std::fs::read_to_string(support::controlplane::repo().join("docs/src/kueue.md"))
+        .expect("docs/src/kueue.md");
+    let section = page
+        .split("\n## 4. Try it\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the Kueue page has a Try it section");
+    assert!(
+        section
+            .contains("--inject-recovery-annotation-key kueue.x-k8s.io/safe-to-forcefully-delete"),
+        "the page's set-up is no longer the one this test serves"
+    );
+    let jg = Jobgate::start(&[
+        "--inject-recovery-annotation-key",
+        "kueue.x-k8s.io/safe-to-forcefully-delete",
+    ]);
+    support::webhooks::install(&cp, &jg, "page", &[&ns], &[]);
+
+    let blocks = doc_shell::sh_blocks(section);
+    assert_eq!(blocks.len(), 3, "a queue, a Job, the admitted Job");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for block in &blocks {
+        let (ok, output) = doc_shell::run_in(&cp, dir.path(), &ns, &doc_shell::commands(block));
+        assert!(ok, "the page's block failed:\n{block}\n{output}");
+        assert_eq!(
+            doc_shell::squash(&output),
+            doc_shell::squash(&doc_shell::said(block)),
+            "the page's block:\n{block}\nprinted:\n{output}"
+        );
+    }
 }

@@ -12,6 +12,7 @@ pub(crate) mod api_server;
 pub(crate) mod cases;
 pub(crate) mod check_cli;
 pub(crate) mod controlplane;
+pub(crate) mod doc_shell;
 pub(crate) mod generate;
 pub(crate) mod judge;
 pub(crate) mod keep_alive;
