@@ -285,6 +285,98 @@ fn pods_exist(cp: &ControlPlane, namespace: &str) {
     );
 }
 
+/// The uninstall hook's pod never runs here (no kubelet), as it never does with an image the
+/// cluster cannot pull or a quota it exceeds. `helm uninstall` (4 and 3) stops once the hook's Job
+/// gives up (`webhooksCleanup.activeDeadlineSeconds`, 10 s here), saying the hook failed; the
+/// uninstall page's two commands then finish it: no release, no webhook configuration left.
+#[test]
+fn an_uninstall_whose_hook_pod_never_runs_fails_fast_and_the_uninstall_page_finishes_it() {
+    let cp = cluster();
+    let _turn = turn();
+    let _cleanup = Cleanup {
+        cp,
+        namespaces: vec!["hookless-4", "hookless-3"],
+    };
+    let chart = repo().join("charts/jobgate").display().to_string();
+    let page = std::fs::read_to_string(repo().join("docs/src/uninstall.md")).expect("uninstall.md");
+    let finish = support::doc_shell::sh_blocks(&page)
+        .into_iter()
+        .find(|b| b.contains("--no-hooks"))
+        .expect("uninstall.md says how to finish an uninstall whose hook cannot run");
+    for (helm, namespace) in [("helm", "hookless-4"), ("helm3", "hookless-3")] {
+        cp.kubectl_ok(&["create", "namespace", namespace], None);
+        let install = Command::new(helm)
+            .args(["install", "jg", &chart, "-n", namespace, "--kubeconfig"])
+            .arg(&cp.kubeconfig)
+            .args(["--set", "webhooksCleanup.activeDeadlineSeconds=10"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {helm} ({e}): tests/run installs it"));
+        assert!(
+            install.status.success(),
+            "{helm} install: {}",
+            String::from_utf8_lossy(&install.stderr)
+        );
+        let started = std::time::Instant::now();
+        let uninstall = Command::new(helm)
+            .args(["uninstall", "jg", "-n", namespace, "--kubeconfig"])
+            .arg(&cp.kubeconfig)
+            .output()
+            .expect("helm uninstall");
+        let took = started.elapsed();
+        let said = String::from_utf8_lossy(&uninstall.stderr).to_string();
+        assert!(
+            !uninstall.status.success()
+                && said.contains("jg-jobgate-webhooks-cleanup")
+                && said.contains("ailed"),
+            "{helm} uninstall should stop on the hook, saying so: {said}"
+        );
+        // Helm's own --timeout is 5 minutes; the hook gave up after its 10 s (and Helm's poll).
+        assert!(
+            took < std::time::Duration::from_secs(90),
+            "{helm} uninstall took {took:?}: {said}"
+        );
+        let script = format!(
+            "{}\n{}",
+            runbook_variables(),
+            finish.replace("helm uninstall RELEASE", &format!("{helm} uninstall jg"))
+        );
+        sh_ok(cp, &script);
+        let status = Command::new(helm)
+            .args(["status", "jg", "-n", namespace, "--kubeconfig"])
+            .arg(&cp.kubeconfig)
+            .output()
+            .expect("helm status");
+        assert!(
+            !status.status.success(),
+            "{helm}: the release is still there: {}",
+            String::from_utf8_lossy(&status.stdout)
+        );
+        let left = cp.kubectl_ok(
+            &[
+                "get",
+                "validatingwebhookconfiguration,mutatingwebhookconfiguration",
+                "jg-jobgate",
+                "--ignore-not-found",
+                "-o",
+                "name",
+            ],
+            None,
+        );
+        assert_eq!(left.trim(), "", "{helm}: webhook configurations left");
+        let _ = cp.kubectl_output(
+            &[
+                "delete",
+                "lease",
+                "jobgate-reconciler",
+                "-n",
+                namespace,
+                "--ignore-not-found",
+            ],
+            None,
+        );
+    }
+}
+
 #[test]
 fn helm_4_and_3_install_the_chart_as_jg_and_the_runbook_status_and_cleanup_find_it() {
     let cp = cluster();

@@ -811,6 +811,33 @@ fn the_kueue_pages_commands_print_what_it_says() {
     ]);
     support::webhooks::install(&cp, &jg, "page", &[&ns], &[]);
 
+    // The chart sees Kueue's API on this cluster, and its NOTES say what the page's section 2 says.
+    for crd in [
+        "cert-manager.io_certificates.yaml",
+        "cert-manager.io_issuers.yaml",
+    ] {
+        cp.install_crd(crd);
+    }
+    let chart = support::controlplane::repo().join("charts/jobgate");
+    let out = std::process::Command::new("helm")
+        .args(["install", "jg", &chart.display().to_string(), "-n", &ns])
+        .args(["--dry-run=server", "--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .output()
+        .expect("helm: tests/run installs it");
+    let notes = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        notes.contains(&format!(
+            "Kueue is installed: if its manageJobsWithoutQueueName is true, keep {ns} out of its"
+        )),
+        "helm install's NOTES do not warn about Kueue: {notes}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        section.contains("jobgate on a Kueue cluster")
+            || page.contains("## 2. Keep jobgate's namespace out of Kueue's management")
+    );
+
     let blocks = doc_shell::sh_blocks(section);
     assert_eq!(blocks.len(), 3, "a queue, a Job, the admitted Job");
     let dir = tempfile::tempdir().expect("tempdir");
