@@ -106,6 +106,7 @@ pub fn check_reader(text: &str, config: &Config) {
         recovery_namespaces: &[],
         default_namespace: "default",
         field_validation: crate::check::FieldValidation::Strict,
+        kueue_recovers: Some(true),
     };
     crate::check::check_source(&source, &chain, &mut report);
 }

@@ -690,6 +690,26 @@ async fn kueue_recovers_the_pods_jobgate_opts_in_with_its_key_and_jobgate_the_re
         &["create", "-n", &ours.ns, "-f", "-"],
         Some(&job.to_string()),
     );
+    // `jobgate check` on the stored Jobs names the controller that then recovers their pods.
+    for (ns, job, says) in [
+        (&kueues.ns, "sweep", "recovered by Kueue"),
+        (&ours.ns, "train", "recovered by jobgate's reconciler"),
+    ] {
+        let stored = cp.kubectl_ok(&["get", "job", job, "-n", ns, "-o", "json"], None);
+        let out = support::check_cli::check(&["-o", "json", "-"], &stored, &[]);
+        let report: Value = serde_json::from_slice(&out.stdout).expect("check's JSON");
+        let notes: Vec<&str> = report["objects"][0]["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["source"] == "jobgate-recovery")
+            .filter_map(|f| f["message"].as_str())
+            .collect();
+        assert!(
+            notes.len() == 1 && notes[0].starts_with(says),
+            "check on {ns}/{job}: {notes:?}"
+        );
+    }
     let on: Vec<&str> = ["a0", "b0", "b1", "b2"].to_vec();
     let kueue_pods = kueues.run_pods_on("sweep", &on).await;
     let our_pods = ours.run_pods_on("train", &on).await;

@@ -57,6 +57,9 @@ pub(crate) struct Chain<'a> {
     /// The namespace of an object that names none (kubectl's current namespace).
     pub(crate) default_namespace: &'a str,
     pub(crate) field_validation: FieldValidation,
+    /// Say which controller recovers each opted-in Job's pods, for a reconciler run with this
+    /// `--kueue-recovers` (`check`); `None`: say nothing (`audit`).
+    pub(crate) kueue_recovers: Option<bool>,
 }
 
 impl Chain<'_> {
@@ -68,6 +71,7 @@ impl Chain<'_> {
             recovery_namespaces: &[],
             default_namespace: "",
             field_validation: FieldValidation::Ignore,
+            kueue_recovers: None,
         }
     }
 
@@ -574,6 +578,20 @@ pub(super) fn check_object(
             Located { finding, at }
         }));
     checked.patch = judgment.patch;
+    // A Job the cluster refuses runs no pods to recover.
+    let denied = checked
+        .findings
+        .iter()
+        .any(|f| f.finding.severity() == finding::Severity::Error);
+    if let Some(kueue_recovers) = chain.kueue_recovers
+        && !denied
+        && let Some(finding) = super::recoverer::note(&judged.object, chain.config, kueue_recovers)
+    {
+        let at = finding
+            .field()
+            .map_or_else(|| location.clone(), |p| place.at(&segments(p)));
+        checked.findings.push(Located { finding, at });
+    }
     report.objects.push(checked);
 }
 

@@ -17,6 +17,7 @@
 pub(crate) mod document;
 pub(crate) mod input;
 pub(crate) mod locate;
+mod recoverer;
 mod render;
 pub(crate) mod report;
 pub(crate) mod schema;
@@ -113,6 +114,18 @@ pub struct CheckArgs {
     #[arg(long, value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
 
+    /// Whether jobgate's reconciler leaves to Kueue's failure-recovery controller the pods
+    /// annotated kueue.x-k8s.io/safe-to-forcefully-delete: "true" (give it the reconciler's value):
+    /// each opted-in Job gets a note naming the controller that recovers its pods.
+    #[arg(
+        long,
+        env = "JOBGATE_KUEUE_RECOVERS",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub(crate) kueue_recovers: bool,
+
     /// List jobgate's policies with their default level, and exit.
     #[arg(long)]
     pub(crate) list_policies: bool,
@@ -192,6 +205,7 @@ pub(crate) fn run_with(
         recovery_namespaces: &args.recovery_namespaces,
         default_namespace: &args.namespace,
         field_validation: args.validate,
+        kueue_recovers: Some(args.kueue_recovers),
     };
     let mut report = Report::default();
     let documents = check_inputs(args, stdin, &chain, &mut report);

@@ -17,6 +17,7 @@ fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
         stdin_filename: None,
         exclude: Vec::new(),
         list_policies: false,
+        kueue_recovers: true,
         rules: RuleArgs::default(),
     }
 }
@@ -105,6 +106,7 @@ fn stdin_multi_document_yaml_denied_warned_and_skipped() {
             "-:24:5 Job/broken: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"\n",
             "-:36:5 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podReplacementPolicy: \"TerminatingOrFailed\": recovery needs \"Failed\", else replacements start early\n",
             "-:36:5 CronJob/nightly: Warning: jobgate: spec.jobTemplate.spec.podFailurePolicy: no Ignore rule on DisruptionTarget; each recovered pod counts toward backoffLimit\n",
+            "-:40:13 CronJob/nightly: Note: recovered by jobgate's reconciler (kueue.x-k8s.io/safe-to-forcefully-terminate=\"true\"), with its partition brake, backoff and limit\n",
         )
     );
     assert_eq!(
@@ -117,7 +119,8 @@ fn stdin_multi_document_yaml_denied_warned_and_skipped() {
 fn all_passing_exits_zero_even_with_warnings() {
     let (code, out, _) = run_on(&args(&["-"], OutputFormat::Text), &warned_cron_job());
     assert_eq!(code, EXIT_OK);
-    assert_eq!(out.lines().count(), 2);
+    // Two warnings, and the note naming the controller that recovers its pods.
+    assert_eq!(out.lines().count(), 3);
     let (code, out, _) = run_on(&args(&["-"], OutputFormat::Text), GOOD_JOB);
     assert_eq!((code, out.as_str()), (EXIT_OK, ""));
 }
@@ -347,4 +350,48 @@ fn globs_match_whole_segments() {
     assert!(!m("*.json", "dir/a.yaml"));
     assert!(!m("a/*.yaml", "a/b/c.yaml"));
     assert!(!m("endor/**", "vendor/x.yaml"));
+}
+
+/// Which controller recovers an opted-in Job's pods, read as the reconciler reads them:
+/// Kueue's key with `--kueue-recovers` (the default) is Kueue's; any other key, or Kueue's with
+/// `--kueue-recovers=false`, is jobgate's; a Job opted out, or not in, gets no note.
+#[test]
+fn each_opted_in_job_names_the_controller_that_recovers_its_pods() {
+    let job = |annotations: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: train\nspec:\n  podReplacementPolicy: Failed\n  podFailurePolicy:\n    rules: [{{action: Ignore, onPodConditions: [{{type: DisruptionTarget}}]}}]\n  template:\n    metadata:\n      annotations: {{{annotations}}}\n    spec:\n      restartPolicy: Never\n      containers: [{{name: main, image: trainer}}]\n"
+        )
+    };
+    let delete = crate::kueue::SAFE_TO_FORCEFULLY_DELETE;
+    let note = |input: String, kueue_recovers: bool| {
+        let mut a = args(&["-"], OutputFormat::Text);
+        a.kueue_recovers = kueue_recovers;
+        let (code, out, _) = run_on(&a, &input);
+        assert_eq!(code, EXIT_OK, "{out}");
+        out.lines()
+            .filter_map(|l| l.split_once("Note: ").map(|(_, n)| n.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let kueues = note(job(&format!("{delete}: \"true\"")), true);
+    assert_eq!(kueues.len(), 1, "{kueues:?}");
+    assert!(kueues[0].starts_with("recovered by Kueue: "), "{kueues:?}");
+    let both = note(job(&format!("{KEY}: \"true\", {delete}: \"true\"")), true);
+    assert!(both[0].starts_with("recovered by Kueue: "), "{both:?}");
+    assert_eq!(
+        note(job(&format!("{delete}: \"true\"")), false),
+        vec![format!(
+            "recovered by jobgate's reconciler ({delete}=\"true\"), with its partition brake, backoff and limit"
+        )]
+    );
+    assert_eq!(
+        note(job(&format!("{KEY}: \"true\"")), true),
+        vec![format!(
+            "recovered by jobgate's reconciler ({KEY}=\"true\"), with its partition brake, backoff and limit"
+        )]
+    );
+    assert_eq!(
+        note(job(&format!("{KEY}: \"false\"")), true),
+        Vec::<String>::new()
+    );
+    assert_eq!(note(job(""), true), Vec::<String>::new());
 }

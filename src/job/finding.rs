@@ -19,6 +19,8 @@ pub(crate) enum Source {
     Mutation,
     /// How kubectl reads a manifest before anything reaches kube-apiserver (`jobgate check`).
     Kubectl,
+    /// Which controller recovers the pods (`jobgate check`): jobgate's reconciler or Kueue's.
+    Recovery,
 }
 
 impl Source {
@@ -29,6 +31,7 @@ impl Source {
             Source::Policy(p) => p.as_str(),
             Source::Mutation => "jobgate-mutation",
             Source::Kubectl => "kubectl",
+            Source::Recovery => "jobgate-recovery",
         }
     }
 }

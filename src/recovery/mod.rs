@@ -241,6 +241,24 @@ pub(crate) fn left_to_kueue(pod: &PodFacts, config: &RecoveryConfig) -> bool {
             == Some(OPT_IN_VALUE)
 }
 
+/// The controller that recovers a pod opted into recovery, read as the reconciler reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recoverer<'a> {
+    /// Kueue's failure-recovery controller ([`left_to_kueue`]).
+    Kueue,
+    /// jobgate's reconciler, for a pod opted in with `key`.
+    Jobgate { key: &'a str },
+}
+
+/// Who recovers `pod` once it is stuck terminating on an unreachable node; `None` when no key
+/// opts it in. What `check` says of a Job template and `status` of a pod: one reading.
+pub(crate) fn recoverer<'a>(pod: &PodFacts, config: &'a RecoveryConfig) -> Option<Recoverer<'a>> {
+    if left_to_kueue(pod, config) {
+        return Some(Recoverer::Kueue);
+    }
+    opted_in_key(pod, config).map(|key| Recoverer::Jobgate { key })
+}
+
 /// The finalizers holding a pod whose recovery is recorded and that was force-deleted already
 /// (`deletionGracePeriodSeconds: 0`, what jobgate's delete sets): only their controllers can let
 /// it go, so another delete does nothing; `None` when none holds it.
@@ -299,12 +317,11 @@ pub(crate) fn decide(
     now: Timestamp,
     config: &RecoveryConfig,
 ) -> Decision {
-    let Some(annotation_key) = opted_in_key(pod, config) else {
-        return Decision::Ignore(Ignored::NotOptedIn);
+    let annotation_key = match recoverer(pod, config) {
+        None => return Decision::Ignore(Ignored::NotOptedIn),
+        Some(Recoverer::Kueue) => return Decision::Ignore(Ignored::KueueRecovers),
+        Some(Recoverer::Jobgate { key }) => key,
     };
-    if left_to_kueue(pod, config) {
-        return Decision::Ignore(Ignored::KueueRecovers);
-    }
     let Some(deletion_timestamp) = pod.deletion_timestamp else {
         return Decision::Ignore(Ignored::NotTerminating);
     };

@@ -21,6 +21,7 @@ pub(crate) fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output 
         "JOBGATE_KUBERNETES_VERSION",
         "JOBGATE_FEATURE_GATES",
         "JOBGATE_RECOVERY_NAMESPACES",
+        "JOBGATE_KUEUE_RECOVERS",
         "GITHUB_WORKSPACE",
     ] {
         cmd.env_remove(key);
