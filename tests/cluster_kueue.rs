@@ -713,6 +713,33 @@ async fn kueue_recovers_the_pods_jobgate_opts_in_with_its_key_and_jobgate_the_re
     let on: Vec<&str> = ["a0", "b0", "b1", "b2"].to_vec();
     let kueue_pods = kueues.run_pods_on("sweep", &on).await;
     let our_pods = ours.run_pods_on("train", &on).await;
+    // `jobgate audit` on the running pods says the same.
+    let audit = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+        .args(["audit", "-o", "json", "--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .output()
+        .expect("jobgate audit");
+    let audit: Value = serde_json::from_slice(&audit.stdout).expect("audit's JSON");
+    let mut by: Vec<String> = audit["recoveredBy"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["namespace"] == kueues.ns.as_str() || r["namespace"] == ours.ns.as_str())
+        .map(|r| {
+            format!(
+                "{} {} {}",
+                r["job"],
+                r["pods"].as_array().map_or(0, Vec::len),
+                r["controller"]
+            )
+        })
+        .collect();
+    by.sort();
+    assert_eq!(
+        by,
+        [r#""sweep" 4 "kueue""#, r#""train" 4 "jobgate""#],
+        "{audit}"
+    );
     let reconciler = Reconciler::start_ready(&cp, &ours.ns, &[]).await;
 
     kueues.cut_off(&["a0", "b0", "b1", "b2"]).await;

@@ -21,6 +21,7 @@ use crate::job::levels::Level;
 use crate::job::levels::Policies;
 use crate::job::levels::PolicyName;
 use crate::json_str::str_or_empty;
+use crate::recovery::{self, PodFacts, Recoverer, RecoveryConfig};
 
 /// What was read from the cluster.
 #[derive(Debug, Clone, Default)]
@@ -87,6 +88,19 @@ pub(crate) struct RecoveryFinding {
     pub(crate) findings: Vec<AuditFinding>,
 }
 
+/// The controller that recovers a Job's opted-in pods.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct RecoveredBy {
+    pub(crate) namespace: String,
+    pub(crate) job: String,
+    /// The opted-in pods, by name.
+    pub(crate) pods: Vec<String>,
+    /// `kueue` (its failure-recovery controller) or `jobgate` (its reconciler).
+    pub(crate) controller: &'static str,
+    /// The annotation that decides it.
+    pub(crate) key: String,
+}
+
 /// Everything the audit found.
 #[derive(Debug, Default, Serialize)]
 pub(crate) struct Audit {
@@ -95,6 +109,9 @@ pub(crate) struct Audit {
     pub(crate) report: Report,
     /// Jobs whose opted-in pods cannot benefit from recovery.
     pub(crate) recovery: Vec<RecoveryFinding>,
+    /// Which controller recovers the opted-in pods of each Job ([`recovered_by`]).
+    #[serde(rename = "recoveredBy")]
+    pub(crate) recovered_by: Vec<RecoveredBy>,
     /// The same verdicts per policy, for PolicyReports.
     #[serde(skip)]
     pub(crate) audited: Vec<Audited>,
@@ -245,6 +262,51 @@ fn recovery(inventory: &Inventory, config: &Config) -> Vec<RecoveryFinding> {
                 pods,
                 findings,
             });
+        }
+    }
+    out
+}
+
+/// Which controller recovers each Job's opted-in pods, read as `jobgate reconcile` reads a pod
+/// ([`recovery::recoverer`]) for a reconciler that reads the keys the rules recognize and runs
+/// with `kueue_recovers`: one entry per Job and controller, in the order the pods were listed.
+pub(crate) fn recovered_by(
+    inventory: &Inventory,
+    config: &Config,
+    kueue_recovers: bool,
+) -> Vec<RecoveredBy> {
+    let reconciler = RecoveryConfig {
+        annotation_keys: config
+            .recognized_recovery_keys()
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+        kueue_recovers,
+        ..RecoveryConfig::default()
+    };
+    let mut out: Vec<RecoveredBy> = Vec::new();
+    for pod in &inventory.pods {
+        let Some(owner) = &pod.job else { continue };
+        let facts = PodFacts {
+            annotations: pod.annotations.clone(),
+            ..PodFacts::default()
+        };
+        let (controller, key) = match recovery::recoverer(&facts, &reconciler) {
+            None => continue,
+            Some(Recoverer::Kueue) => ("kueue", crate::kueue::SAFE_TO_FORCEFULLY_DELETE),
+            Some(Recoverer::Jobgate { key }) => ("jobgate", key),
+        };
+        match out.iter_mut().find(|r| {
+            r.namespace == pod.namespace && r.job == owner.name && r.controller == controller
+        }) {
+            Some(r) => r.pods.push(pod.name.clone()),
+            None => out.push(RecoveredBy {
+                namespace: pod.namespace.clone(),
+                job: owner.name.clone(),
+                pods: vec![pod.name.clone()],
+                controller,
+                key: key.to_string(),
+            }),
         }
     }
     out

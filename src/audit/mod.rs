@@ -77,6 +77,17 @@ pub struct AuditArgs {
     /// CronJob.
     #[arg(long, requires = "apply")]
     pub(crate) prune: bool,
+    /// Whether jobgate's reconciler leaves to Kueue's failure-recovery controller the pods
+    /// annotated kueue.x-k8s.io/safe-to-forcefully-delete: "true" (give it the reconciler's
+    /// value): the audit says which controller recovers each Job's opted-in pods.
+    #[arg(
+        long,
+        env = "JOBGATE_KUEUE_RECOVERS",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub(crate) kueue_recovers: bool,
     /// Rule settings, as for `serve` and `check`: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub(crate) rules: RuleArgs,
@@ -182,7 +193,8 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
             server: server.clone(),
             source,
         })?;
-    let found = audit(&inventory, &config);
+    let mut found = audit(&inventory, &config);
+    found.recovered_by = evaluate::recovered_by(&inventory, &config, args.kueue_recovers);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -264,6 +276,20 @@ pub(crate) fn write_text(
                 f.message
             )?;
         }
+    }
+    for r in &audit.recovered_by {
+        let by = match r.controller {
+            "kueue" => "Kueue's failure-recovery controller",
+            _ => "jobgate's reconciler",
+        };
+        writeln!(
+            out,
+            "{} Job/{}: pod(s) {} recovered by {by} ({}=\"true\")",
+            r.namespace,
+            r.job,
+            r.pods.join(", "),
+            r.key
+        )?;
     }
     report.write_unreadable(err)?;
     let s = report.summary();

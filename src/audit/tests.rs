@@ -458,3 +458,42 @@ fn an_unreadable_object_is_reported_and_exits_2() {
     assert!(audit.audited.is_empty());
     assert_eq!(exit_code(&audit), crate::check::EXIT_UNREADABLE);
 }
+
+// Which controller recovers each Job's opted-in pods, as the reconciler reads them: Kueue's key
+// is Kueue's (with --kueue-recovers, the default), jobgate's key is jobgate's, and
+// --kueue-recovers=false takes Kueue's back.
+#[test]
+fn the_audit_says_which_controller_recovers_each_jobs_opted_in_pods() {
+    use crate::kueue::{SAFE_TO_FORCEFULLY_DELETE, SAFE_TO_FORCEFULLY_TERMINATE};
+    let pod = |name: &str, job: &str, key: &str| super::evaluate::AuditedPod {
+        namespace: "ml".into(),
+        name: name.into(),
+        annotations: [(key.to_string(), "true".to_string())].into(),
+        job: Some(super::evaluate::OwnerJob {
+            name: job.into(),
+            uid: format!("{job}-uid"),
+        }),
+    };
+    let inventory = Inventory {
+        objects: vec![],
+        pods: vec![
+            pod("sweep-0", "sweep", SAFE_TO_FORCEFULLY_DELETE),
+            pod("train-0", "train", SAFE_TO_FORCEFULLY_TERMINATE),
+            pod("sweep-1", "sweep", SAFE_TO_FORCEFULLY_DELETE),
+        ],
+    };
+    let by = |kueue_recovers| {
+        super::evaluate::recovered_by(&inventory, &Config::default(), kueue_recovers)
+            .into_iter()
+            .map(|r| format!("{} {} {}", r.job, r.pods.join(","), r.controller))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        by(true),
+        ["sweep sweep-0,sweep-1 kueue", "train train-0 jobgate"]
+    );
+    assert_eq!(
+        by(false),
+        ["sweep sweep-0,sweep-1 jobgate", "train train-0 jobgate"]
+    );
+}
