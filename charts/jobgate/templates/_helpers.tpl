@@ -96,6 +96,18 @@ recovery-annotation-value recovery-annotation-on-job recovery-needs-failed recov
 {{- if $off }}true{{ end -}}
 {{- end -}}
 
+{{/* The keys /mutate sets and the reconciler reads, as JSON: recoveryAnnotationKeys, else Kueue's
+key when recoveredBy is kueue, else none (the binaries' defaults). */}}
+{{- define "jobgate.recoveryAnnotationKeys" -}}
+{{- if and (eq .Values.recoveredBy "kueue") (not .Values.reconciler.kueueRecovers) }}
+{{- fail "recoveredBy: kueue needs reconciler.kueueRecovers: true, or jobgate's reconciler recovers the same pods as Kueue" }}
+{{- end }}
+{{- if .Values.recoveryAnnotationKeys }}{{ toJson .Values.recoveryAnnotationKeys }}
+{{- else if eq .Values.recoveredBy "kueue" }}["kueue.x-k8s.io/safe-to-forcefully-delete"]
+{{- else }}[]
+{{- end }}
+{{- end -}}
+
 {{/* Recovery annotation keys jobgate recognizes: the configured ones, then both of Kueue's. */}}
 {{- define "jobgate.recognizedKeys" -}}
 {{- $keys := concat .Values.recoveryAnnotationKeys (list "kueue.x-k8s.io/safe-to-forcefully-terminate" "kueue.x-k8s.io/safe-to-forcefully-delete") | uniq -}}
