@@ -202,3 +202,39 @@ fn an_opt_in_on_the_jobset_itself_is_said_to_belong_in_its_templates() {
         text(&out.stdout)
     );
 }
+
+/// JobSet's workload-aware scheduling (its repository's docs example for Kubernetes 1.38+, and
+/// its controller behind the alpha gate `JobSetWorkloadAwareSchedulingAPI`, for JobSet v0.13)
+/// puts only `scheduling.k8s.io/group-template-name` on a Job. kube-apiserver 1.33 to 1.37
+/// accept it; 1.38 (v1.38.0-beta.0 `validateDelegationAnnotations`) refuses it, and `check` says
+/// which JobSet feature wrote it and what to add, next to the refusal.
+#[test]
+fn check_names_the_jobset_feature_whose_jobs_1_38_refuses() {
+    let f = fixture("jobset-v0.13-group-template-name-only.yaml");
+    for release in ["1.33", "1.36", "1.37"] {
+        let out = check(&["--kubernetes-version", release, &f], "");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{release}: {}",
+            text(&out.stdout)
+        );
+        assert_eq!(text(&out.stdout), "", "{release}");
+    }
+    let out = check(&["--kubernetes-version", "1.38", &f], "");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "{f}:18:9 JobSet/js-delegated: spec.replicatedJobs[0].template.metadata.annotations[scheduling.k8s.io/workload-name]: Required value: must be set to a non-empty value when scheduling.k8s.io/workload-name or scheduling.k8s.io/group-template-name is set"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "{f}:19:11 JobSet/js-delegated: Note: JobSet: this template sets scheduling.k8s.io/group-template-name without scheduling.k8s.io/workload-name, as JobSet's workload-aware scheduling writes it"
+        )) && said.contains("JobSetWorkloadAwareSchedulingAPI")
+            && said.contains("kube-apiserver 1.38 refuses its Jobs"),
+        "{said}"
+    );
+}

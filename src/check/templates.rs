@@ -106,6 +106,9 @@ pub(super) fn check_owner(
             .unwrap_or_default();
         // What the owner's own metadata says, once, with its first Job.
         found.extend(misplaced.take().into_iter().flatten());
+        found.extend(delegation_from_jobset(
+            place, owner, &built.job, &templates, index, chain,
+        ));
         let object = Subject {
             operation: Operation::Create,
             kind: Kind::Job,
@@ -195,6 +198,60 @@ fn misplaced_opt_in(
         });
     }
     out
+}
+
+/// `scheduling.k8s.io/group-template-name` without `scheduling.k8s.io/workload-name` on a
+/// JobSet's Job, which kube-apiserver refuses from 1.38 (`validateDelegationAnnotations`): the
+/// refusal is the Job's, at the template; this note says which JobSet feature writes the pair
+/// that way, so the fix is plain. JobSet's workload-aware scheduling (its docs' example for
+/// Kubernetes 1.38+, site/static/examples/workload-aware-scheduling/job-level-scheduling, and
+/// `constructJob` behind the alpha gate `JobSetWorkloadAwareSchedulingAPI`, both in the
+/// kubernetes-sigs/jobset repository for v0.13, not released) sets only the template name.
+fn delegation_from_jobset(
+    place: &Place<'_>,
+    owner: Owner,
+    job: &Value,
+    templates: &[(String, Vec<String>)],
+    index: Option<usize>,
+    chain: &Chain<'_>,
+) -> Option<Located> {
+    const GROUP_TEMPLATE: &str = "scheduling.k8s.io/group-template-name";
+    const WORKLOAD: &str = "scheduling.k8s.io/workload-name";
+    if owner != Owner::JobSet
+        || chain.config.cluster.version() < crate::job::version::KubernetesVersion::V1_38
+    {
+        return None;
+    }
+    let annotations = job.pointer("/metadata/annotations")?.as_object()?;
+    let named = |key: &str| {
+        annotations
+            .get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
+    };
+    if !named(GROUP_TEMPLATE) || named(WORKLOAD) {
+        return None;
+    }
+    let (printed, segments) = templates.get(index?)?;
+    let path = format!("{printed}.metadata.annotations[{GROUP_TEMPLATE}]");
+    let mut at = segments.clone();
+    at.extend([
+        "metadata".into(),
+        "annotations".into(),
+        GROUP_TEMPLATE.into(),
+    ]);
+    let message = format!(
+        "JobSet: this template sets {GROUP_TEMPLATE} without {WORKLOAD}, as JobSet's \
+         workload-aware scheduling writes it (its docs' example for Kubernetes 1.38+; the \
+         controller behind the alpha gate JobSetWorkloadAwareSchedulingAPI, JobSet v0.13); \
+         kube-apiserver {} refuses its Jobs: set {WORKLOAD} to the Workload's name in the \
+         template's metadata.annotations too",
+        chain.config.cluster.release()
+    );
+    Some(Located {
+        finding: Finding::note(Source::Template, Some(path), message),
+        at: place.at(&at),
+    })
 }
 
 /// The CRD's decoding of the template at `at` (`printed`): quantities its schema refuses, then,

@@ -21,6 +21,8 @@ pub(crate) enum Source {
     Kubectl,
     /// Which controller recovers the pods (`jobgate check`): jobgate's reconciler or Kueue's.
     Recovery,
+    /// What an owner's controller (JobSet, Trainer) does with a Job template (`jobgate check`).
+    Template,
 }
 
 impl Source {
@@ -32,6 +34,7 @@ impl Source {
             Source::Mutation => "jobgate-mutation",
             Source::Kubectl => "kubectl",
             Source::Recovery => "jobgate-recovery",
+            Source::Template => "job-template",
         }
     }
 }
