@@ -348,6 +348,55 @@ async fn burst_in_one_zone(prefix: &str, zone: Option<&str>) {
     c.remove_nodes().await;
 }
 
+/// Kubeflow Trainer v2.3.0 lets a TrainJob patch its pods' `terminationGracePeriodSeconds`
+/// (`spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec.
+/// template.spec`, `PodSpecPatch` in trainjob_types.go at v2.3.0). kube-apiserver puts a pod's
+/// grace period inside its `deletionTimestamp`, so the recovery deadline (`deletionTimestamp` +
+/// `--forceful-termination-grace-period`, 3 s here) moves with it: of two pods cut off together,
+/// the one with 12 s is recovered after the one with 2 s, and not before its own deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_recovery_deadline_follows_a_patched_termination_grace_period() {
+    let _turn = turn().await;
+    let cp = ControlPlane::shared();
+    let mut c = Cluster::new(cp, "grace").await;
+    c.add_node("grace-a1", "grace-a").await;
+    c.add_node("grace-a2", "grace-a").await;
+    let mut patched = training_job("patched", 1, "Failed", true);
+    patched["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = json!(12);
+    c.create_job(patched).await;
+    c.create_job(training_job("stock", 1, "Failed", true)).await;
+    let patched = c.run_pods("patched", 1, "grace-a1").await.remove(0);
+    let stock = c.run_pods("stock", 1, "grace-a1").await.remove(0);
+    let reconciler = Reconciler::start_ready(cp, &c.ns, &[]).await;
+
+    let cut = Instant::now();
+    c.cut_off(&["grace-a1"]).await;
+    all_terminating(&c, &[patched.clone(), stock.clone()], &reconciler).await;
+    let grace = c
+        .pod(&patched)
+        .await
+        .and_then(|p| p.metadata.deletion_grace_period_seconds);
+    assert_eq!(
+        grace,
+        Some(12),
+        "the taint-eviction controller deleted it with its own grace"
+    );
+    recovered(&c, &stock, &reconciler).await;
+    assert!(
+        untouched(&c, &patched).await,
+        "{patched} was recovered with {stock}, before its own deadline:\n{}",
+        reconciler.log()
+    );
+    recovered(&c, &patched, &reconciler).await;
+    // Toleration (1 s) + grace (12 s) + 3 s: never sooner than 12 s after the cut.
+    assert!(
+        cut.elapsed() >= Duration::from_secs(12),
+        "{patched} recovered {:?} after the cut",
+        cut.elapsed()
+    );
+    c.remove_nodes().await;
+}
+
 /// Two recoverers, one pod each: Kueue's failure-recovery controller (Kueue 0.15.6+,
 /// FailureRecoveryPolicy) recovers the pods annotated `kueue.x-k8s.io/safe-to-forcefully-delete`,
 /// so jobgate's reconciler leaves them to it by default and recovers those opted in with

@@ -1,7 +1,7 @@
 //! Job templates held by other objects, against the real kube-apiserver: what `jobgate check`
 //! says of a JobSet or a Kubeflow Trainer runtime, and of each Job its controller would create,
 //! is what kube-apiserver says, with the owners' own CRDs (sigs.k8s.io/jobset v0.12.0,
-//! github.com/kubeflow/trainer/v2 v2.0.0, fetched by tests/run):
+//! github.com/kubeflow/trainer/v2 v2.3.0, fetched by tests/run):
 //! - the owner, created with `dryRun=All&fieldValidation=Strict` (kubectl's default): refused
 //!   (strict decoding, the CRD's schema) exactly when `check` refuses it at the owner, with the
 //!   same message, or with the same causes;
