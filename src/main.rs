@@ -40,6 +40,9 @@ fn main() -> ExitCode {
 /// The offline and synchronous commands (no runtime, no TLS); `None` for the others.
 fn run_offline(command: &Command) -> Option<ExitCode> {
     let result = match command {
+        // `--cluster` reads the cluster's release first: on the runtime.
+        Command::Check(args) if args.reads_cluster() => return None,
+        Command::Render(args) if args.reads_cluster() => return None,
         Command::Check(args) => {
             return Some(ExitCode::from(jobgate::check::run(args).clamp(0, 255) as u8));
         }
@@ -82,11 +85,15 @@ fn run_online(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
                 jobgate::runtime::signal(),
             ))
             .map_err(anyhow::Error::from),
-        Command::Check(_)
-        | Command::Render(_)
-        | Command::Version(_)
-        | Command::Completion(_)
-        | Command::Man(_) => Ok(()),
+        Command::Check(args) => {
+            let code = runtime.block_on(jobgate::check::run_on_cluster(&args));
+            return ExitCode::from(code.clamp(0, 255) as u8);
+        }
+        Command::Render(args) => {
+            let code = runtime.block_on(jobgate::admission_policy::run_on_cluster(&args));
+            return ExitCode::from(code.clamp(0, 255) as u8);
+        }
+        Command::Version(_) | Command::Completion(_) | Command::Man(_) => Ok(()),
         Command::Certs(args) => jobgate::certs::run(&args).map_err(anyhow::Error::from),
         Command::Reconcile(args) => runtime
             .block_on(jobgate::reconciler::run(args))

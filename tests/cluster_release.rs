@@ -149,6 +149,7 @@ fn with_no_release_set_jobgate_judges_by_the_clusters_own_and_agrees_with_it() {
         let with = cp.namespace("with-jobgate");
         let bare = cp.namespace("bare");
         support::webhooks::install(&cp, &jg, "release", &[&with], &[]);
+        let kubeconfig = cp.kubeconfig.to_str().expect("UTF-8 path");
         for (case, object) in release_dependent_objects() {
             let (admitted, said) = dry_run(&cp, &with, &object);
             let (alone, alone_said) = dry_run(&cp, &bare, &object);
@@ -160,6 +161,43 @@ fn with_no_release_set_jobgate_judges_by_the_clusters_own_and_agrees_with_it() {
                     alone_said.trim()
                 ));
             }
+            // `check --cluster` reads the same release with the operator's kubeconfig.
+            let checked = support::check_cli::check(
+                &["--cluster", "--kubeconfig", kubeconfig, "-"],
+                &object.to_string(),
+                &[],
+            );
+            if (checked.status.code() == Some(0)) != alone {
+                failures.push(format!(
+                    "Kubernetes {minor}, {case}: check --cluster exited {:?} ({}), kube-apiserver \
+                     alone admitted={alone}",
+                    checked.status.code(),
+                    support::check_cli::text(&checked.stdout).trim()
+                ));
+            }
+        }
+        // `render --cluster` renders for the cluster's release: MutatingAdmissionPolicy is v1
+        // from 1.36, only v1alpha1 on 1.33 (refused, naming the release).
+        let render = std::process::Command::new(env!("CARGO_BIN_EXE_jobgate"))
+            .args(["render", "--cluster", "--kubeconfig", kubeconfig])
+            .output()
+            .expect("jobgate render");
+        let (stdout, stderr) = (
+            support::check_cli::text(&render.stdout),
+            support::check_cli::text(&render.stderr),
+        );
+        let rendered_for_it = match minor.as_str() {
+            "1.33" => !render.status.success() && stderr.contains("Kubernetes 1.33"),
+            _ => {
+                render.status.success()
+                    && stdout.contains("apiVersion: admissionregistration.k8s.io/v1\n")
+            }
+        };
+        if !rendered_for_it {
+            failures.push(format!(
+                "Kubernetes {minor}: render --cluster did not render for it: {stderr}{}",
+                &stdout[..stdout.len().min(400)]
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use super::{FailurePolicy, Install, RenderError, render};
+use crate::job::Config;
 use crate::rule_flags::RuleArgs;
 
 /// `jobgate render`.
@@ -29,10 +30,26 @@ pub struct RenderArgs {
     #[arg(long, value_enum, ignore_case = true, default_value_t = FailurePolicy::Fail)]
     pub(crate) failure_policy: FailurePolicy,
 
+    /// Render for the release of the cluster your kubeconfig names (`GET /version`), unless
+    /// --kubernetes-version or the config file names one; without it, the newest released minor.
+    #[arg(long)]
+    pub(crate) cluster: bool,
+
+    /// With --cluster: the kubeconfig and context.
+    #[command(flatten)]
+    pub(crate) kube: crate::runtime::client::ClusterArgs,
+
     /// Rule settings, as `serve` reads them: --config, --policy, --inject-recovery-annotation-key,
     /// --kubernetes-version.
     #[command(flatten)]
     pub(crate) rules: RuleArgs,
+}
+
+impl RenderArgs {
+    /// Whether `--cluster` asks for the cluster's release.
+    pub fn reads_cluster(&self) -> bool {
+        self.cluster
+    }
 }
 
 /// Why `jobgate render` printed nothing.
@@ -48,7 +65,36 @@ enum RenderFailure {
 
 /// Prints the policies on stdout; returns the exit status (0, or 1 with the reason on stderr).
 pub fn run(args: &RenderArgs) -> i32 {
-    match write(args, &mut std::io::stdout().lock()) {
+    run_over(args, Config::default())
+}
+
+/// `jobgate render --cluster`: [`run`] for the release the cluster runs, unless
+/// --kubernetes-version names one.
+pub async fn run_on_cluster(args: &RenderArgs) -> i32 {
+    let base = match args.rules.kubernetes_version() {
+        Ok(Some(_)) => Config::default(),
+        Ok(None) => match crate::runtime::cluster_release::cluster_defaults(&args.kube).await {
+            Ok((base, note)) => {
+                if let Some(note) = note {
+                    eprintln!("jobgate render: {note}");
+                }
+                base
+            }
+            Err(e) => {
+                eprintln!("jobgate render: {e}");
+                return 1;
+            }
+        },
+        Err(e) => {
+            eprintln!("jobgate render: {e}");
+            return 1;
+        }
+    };
+    run_over(args, base)
+}
+
+fn run_over(args: &RenderArgs, base: Config) -> i32 {
+    match write(args, base, &mut std::io::stdout().lock()) {
         Ok(()) => 0,
         // `jobgate render | head` closes the pipe early: not an error.
         Err(RenderFailure::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
@@ -59,8 +105,8 @@ pub fn run(args: &RenderArgs) -> i32 {
     }
 }
 
-fn write(args: &RenderArgs, out: &mut impl Write) -> Result<(), RenderFailure> {
-    let config = args.rules.load()?;
+fn write(args: &RenderArgs, base: Config, out: &mut impl Write) -> Result<(), RenderFailure> {
+    let config = args.rules.load_over(base)?;
     if let Some(note) = config.release_note() {
         eprintln!("jobgate render: {note}");
     }

@@ -22,7 +22,7 @@ mod mutating;
 mod validating;
 mod yaml;
 
-pub use command::{RenderArgs, run};
+pub use command::{RenderArgs, run, run_on_cluster};
 
 use serde_json::{Value, json};
 

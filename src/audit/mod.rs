@@ -20,10 +20,9 @@ use std::io::Write;
 
 use crate::check::EXIT_UNREADABLE;
 use crate::job::Config;
-use crate::job::config::ReleaseSource;
-use crate::job::version::{Cluster, KubernetesVersion};
 use crate::rule_flags::{ConfigError, RuleArgs};
 use crate::runtime::client::{ClusterArgs, Prefer};
+use crate::runtime::cluster_release::{ReleaseError, defaults_for};
 pub(crate) use evaluate::{Audit, audit};
 
 /// Every API call `jobgate audit` makes, as (API group, resource, verbs): list only, in pages.
@@ -110,14 +109,8 @@ pub enum AuditError {
     #[error("cannot set up the Kubernetes client: {0}")]
     Client(String),
     /// The API server's version (`GET /version`) cannot be read.
-    #[error("cannot read the Kubernetes version from {server}: {source}")]
-    Version {
-        /// The API server's URL.
-        server: String,
-        /// What the client said.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Version(#[from] ReleaseError),
     /// A list call to the Kubernetes API failed.
     #[error("cannot list from the Kubernetes API at {server}: {source}")]
     Api {
@@ -165,22 +158,11 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
     let base = match args.rules.kubernetes_version()? {
         Some(_) => Config::default(),
         None => {
-            let info = client
-                .apiserver_version()
-                .await
-                .map_err(|source| AuditError::Version {
-                    server: server.clone(),
-                    source,
-                })?;
-            let (version, note) = KubernetesVersion::of_server(&info.git_version);
+            let (base, note) = defaults_for(&client, &server).await?;
             if let Some(note) = note {
                 eprintln!("jobgate audit: {note}");
             }
-            Config {
-                cluster: Cluster::new(version),
-                release_source: ReleaseSource::Cluster,
-                ..Config::default()
-            }
+            base
         }
     };
     let config = args.rules.load_over(base)?;

@@ -27,6 +27,7 @@ pub(crate) mod yaml;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
+use crate::job::Config;
 use crate::job::levels::PolicyName;
 use crate::rule_flags::RuleArgs;
 pub(crate) use document::{Chain, FieldValidation, Place, check_document};
@@ -126,6 +127,16 @@ pub struct CheckArgs {
     )]
     pub(crate) kueue_recovers: bool,
 
+    /// Judge by the release of the cluster your kubeconfig names (`GET /version`), as `serve` and
+    /// `audit` do, unless --kubernetes-version or the config file names one. Without it the
+    /// default is the newest released minor jobgate knows: CI has no cluster.
+    #[arg(long)]
+    pub(crate) cluster: bool,
+
+    /// With --cluster: the kubeconfig and context.
+    #[command(flatten)]
+    pub(crate) kube: crate::runtime::client::ClusterArgs,
+
     /// List jobgate's policies with their default level, and exit.
     #[arg(long)]
     pub(crate) list_policies: bool,
@@ -135,6 +146,11 @@ pub struct CheckArgs {
 }
 
 impl CheckArgs {
+    /// Whether `--cluster` asks for the cluster's release.
+    pub fn reads_cluster(&self) -> bool {
+        self.cluster
+    }
+
     /// Records where clap took the rule flags' values from ([`RuleArgs::note_value_sources`]).
     pub fn note_value_sources(&mut self, matches: &clap::ArgMatches) {
         self.rules.note_value_sources(matches);
@@ -151,12 +167,43 @@ pub const EXIT_UNREADABLE: i32 = 2;
 
 /// Runs `jobgate check` on the process's stdin, stdout and stderr; returns the exit status.
 pub fn run(args: &CheckArgs) -> i32 {
+    run_over(args, Config::default())
+}
+
+/// `jobgate check --cluster`: [`run`] with the rules of the release the cluster runs, unless
+/// --kubernetes-version names one (the config file's `kubernetesVersion` still wins over it).
+pub async fn run_on_cluster(args: &CheckArgs) -> i32 {
+    let base = match args.rules.kubernetes_version() {
+        Ok(Some(_)) => Config::default(),
+        Ok(None) => match crate::runtime::cluster_release::cluster_defaults(&args.kube).await {
+            Ok((base, note)) => {
+                if let Some(note) = note {
+                    eprintln!("jobgate check: {note}");
+                }
+                base
+            }
+            Err(e) => {
+                eprintln!("jobgate check: {e}");
+                return EXIT_UNREADABLE;
+            }
+        },
+        Err(e) => {
+            eprintln!("jobgate check: {e}");
+            return EXIT_UNREADABLE;
+        }
+    };
+    run_over(args, base)
+}
+
+/// [`run`] over `base`: the defaults, or those of the cluster's release.
+fn run_over(args: &CheckArgs, base: Config) -> i32 {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let stdin_is_terminal = stdin.is_terminal();
-    run_with(
+    run_with_base(
         args,
+        base,
         &mut stdin.lock(),
         stdin_is_terminal,
         &mut std::io::BufWriter::new(stdout.lock()),
@@ -165,8 +212,20 @@ pub fn run(args: &CheckArgs) -> i32 {
 }
 
 /// `run` with the streams given (tests).
+#[cfg(test)]
 pub(crate) fn run_with(
     args: &CheckArgs,
+    stdin: &mut dyn Read,
+    stdin_is_terminal: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    run_with_base(args, Config::default(), stdin, stdin_is_terminal, out, err)
+}
+
+fn run_with_base(
+    args: &CheckArgs,
+    base: Config,
     stdin: &mut dyn Read,
     stdin_is_terminal: bool,
     out: &mut dyn Write,
@@ -189,7 +248,7 @@ pub(crate) fn run_with(
         );
         return EXIT_UNREADABLE;
     }
-    let config = match args.rules.load() {
+    let config = match args.rules.load_over(base) {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(err, "jobgate check: {e}");

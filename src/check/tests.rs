@@ -18,6 +18,8 @@ fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
         exclude: Vec::new(),
         list_policies: false,
         kueue_recovers: true,
+        cluster: false,
+        kube: Default::default(),
         rules: RuleArgs::default(),
     }
 }

@@ -11,10 +11,13 @@
 //! - [`shutdown`]: SIGTERM/SIGINT, and the shared signal every task of a command waits on;
 //! - [`client`]: how `reconcile`, `status` and `audit` reach the cluster (`serve` holds no
 //!   credential and never makes one);
-//! - [`lease`]: leader election, leadership as a watch channel.
+//! - [`lease`]: leader election, leadership as a watch channel;
+//! - [`cluster_release`]: the release a cluster runs, for `check --cluster`, `render --cluster`
+//!   and `audit`.
 
 pub(crate) mod admin;
 pub(crate) mod client;
+pub mod cluster_release;
 pub(crate) mod lease;
 pub(crate) mod shutdown;
 
