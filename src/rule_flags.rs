@@ -76,6 +76,31 @@ pub(crate) fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), Strin
     Ok((policy, level))
 }
 
+/// `--kueue-recovers` as `check` and `audit` take it: not a rule, but what they say of the
+/// reconciler (which controller recovers a Job's pods) follows the reconciler's own setting.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KueueRecoversArg {
+    /// Whether jobgate's reconciler leaves to Kueue's failure-recovery controller the pods
+    /// annotated kueue.x-k8s.io/safe-to-forcefully-delete: "true" (give it the reconciler's
+    /// value): what is said of which controller recovers each Job's opted-in pods follows it
+    #[arg(
+        long,
+        env = "JOBGATE_KUEUE_RECOVERS",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub(crate) kueue_recovers: bool,
+}
+
+impl Default for KueueRecoversArg {
+    fn default() -> Self {
+        KueueRecoversArg {
+            kueue_recovers: true,
+        }
+    }
+}
+
 /// The rule flags `serve` and `check` share. Every flag can also come from its environment
 /// variable (lists comma-separated).
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -71,26 +71,14 @@ pub fn run(args: &RenderArgs) -> i32 {
 /// `jobgate render --cluster`: [`run`] for the release the cluster runs, unless
 /// --kubernetes-version names one.
 pub async fn run_on_cluster(args: &RenderArgs) -> i32 {
-    let base = match args.rules.kubernetes_version() {
-        Ok(Some(_)) => Config::default(),
-        Ok(None) => match crate::runtime::cluster_release::cluster_defaults(&args.kube).await {
-            Ok((base, note)) => {
-                if let Some(note) = note {
-                    eprintln!("jobgate render: {note}");
-                }
-                base
-            }
-            Err(e) => {
-                eprintln!("jobgate render: {e}");
-                return 1;
-            }
-        },
+    let who = "jobgate render";
+    match crate::runtime::cluster_release::base_for(&args.rules, &args.kube, who).await {
+        Ok(base) => run_over(args, base),
         Err(e) => {
-            eprintln!("jobgate render: {e}");
-            return 1;
+            eprintln!("{who}: {e}");
+            1
         }
-    };
-    run_over(args, base)
+    }
 }
 
 fn run_over(args: &RenderArgs, base: Config) -> i32 {

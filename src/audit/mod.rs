@@ -76,17 +76,10 @@ pub struct AuditArgs {
     /// CronJob.
     #[arg(long, requires = "apply")]
     pub(crate) prune: bool,
-    /// Whether jobgate's reconciler leaves to Kueue's failure-recovery controller the pods
-    /// annotated kueue.x-k8s.io/safe-to-forcefully-delete: "true" (give it the reconciler's
-    /// value): the audit says which controller recovers each Job's opted-in pods.
-    #[arg(
-        long,
-        env = "JOBGATE_KUEUE_RECOVERS",
-        default_value_t = true,
-        action = clap::ArgAction::Set,
-        value_name = "BOOL"
-    )]
-    pub(crate) kueue_recovers: bool,
+    /// The reconciler's --kueue-recovers: the audit says which controller recovers each Job's
+    /// opted-in pods.
+    #[command(flatten)]
+    pub(crate) kueue: crate::rule_flags::KueueRecoversArg,
     /// Rule settings, as for `serve` and `check`: --config, --policy, --inject-recovery-annotation-key.
     #[command(flatten)]
     pub(crate) rules: RuleArgs,
@@ -176,7 +169,7 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
             source,
         })?;
     let mut found = audit(&inventory, &config);
-    found.recovered_by = evaluate::recovered_by(&inventory, &config, args.kueue_recovers);
+    found.recovered_by = evaluate::recovered_by(&inventory, &config, args.kueue.kueue_recovers);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);

@@ -115,17 +115,10 @@ pub struct CheckArgs {
     #[arg(long, value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
 
-    /// Whether jobgate's reconciler leaves to Kueue's failure-recovery controller the pods
-    /// annotated kueue.x-k8s.io/safe-to-forcefully-delete: "true" (give it the reconciler's value):
-    /// each opted-in Job gets a note naming the controller that recovers its pods.
-    #[arg(
-        long,
-        env = "JOBGATE_KUEUE_RECOVERS",
-        default_value_t = true,
-        action = clap::ArgAction::Set,
-        value_name = "BOOL"
-    )]
-    pub(crate) kueue_recovers: bool,
+    /// The reconciler's --kueue-recovers: each opted-in Job gets a note naming the controller
+    /// that recovers its pods.
+    #[command(flatten)]
+    pub(crate) kueue: crate::rule_flags::KueueRecoversArg,
 
     /// Judge by the release of the cluster your kubeconfig names (`GET /version`), as `serve` and
     /// `audit` do, unless --kubernetes-version or the config file names one. Without it the
@@ -173,26 +166,14 @@ pub fn run(args: &CheckArgs) -> i32 {
 /// `jobgate check --cluster`: [`run`] with the rules of the release the cluster runs, unless
 /// --kubernetes-version names one (the config file's `kubernetesVersion` still wins over it).
 pub async fn run_on_cluster(args: &CheckArgs) -> i32 {
-    let base = match args.rules.kubernetes_version() {
-        Ok(Some(_)) => Config::default(),
-        Ok(None) => match crate::runtime::cluster_release::cluster_defaults(&args.kube).await {
-            Ok((base, note)) => {
-                if let Some(note) = note {
-                    eprintln!("jobgate check: {note}");
-                }
-                base
-            }
-            Err(e) => {
-                eprintln!("jobgate check: {e}");
-                return EXIT_UNREADABLE;
-            }
-        },
+    let who = "jobgate check";
+    match crate::runtime::cluster_release::base_for(&args.rules, &args.kube, who).await {
+        Ok(base) => run_over(args, base),
         Err(e) => {
-            eprintln!("jobgate check: {e}");
-            return EXIT_UNREADABLE;
+            eprintln!("{who}: {e}");
+            EXIT_UNREADABLE
         }
-    };
-    run_over(args, base)
+    }
 }
 
 /// [`run`] over `base`: the defaults, or those of the cluster's release.
@@ -264,7 +245,7 @@ fn run_with_base(
         recovery_namespaces: &args.recovery_namespaces,
         default_namespace: &args.namespace,
         field_validation: args.validate,
-        kueue_recovers: Some(args.kueue_recovers),
+        kueue_recovers: Some(args.kueue.kueue_recovers),
     };
     let mut report = Report::default();
     let documents = check_inputs(args, stdin, &chain, &mut report);

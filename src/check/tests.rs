@@ -17,7 +17,7 @@ fn args(paths: &[&str], output: OutputFormat) -> CheckArgs {
         stdin_filename: None,
         exclude: Vec::new(),
         list_policies: false,
-        kueue_recovers: true,
+        kueue: Default::default(),
         cluster: false,
         kube: Default::default(),
         rules: RuleArgs::default(),
@@ -367,7 +367,7 @@ fn each_opted_in_job_names_the_controller_that_recovers_its_pods() {
     let delete = crate::kueue::SAFE_TO_FORCEFULLY_DELETE;
     let note = |input: String, kueue_recovers: bool| {
         let mut a = args(&["-"], OutputFormat::Text);
-        a.kueue_recovers = kueue_recovers;
+        a.kueue.kueue_recovers = kueue_recovers;
         let (code, out, _) = run_on(&a, &input);
         assert_eq!(code, EXIT_OK, "{out}");
         out.lines()

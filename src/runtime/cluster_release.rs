@@ -47,6 +47,27 @@ pub(crate) async fn defaults_for(
     Ok((config, note))
 }
 
+/// What `check --cluster` and `render --cluster` judge over: the defaults for the cluster's
+/// release, unless `--kubernetes-version` names one; the note about it is said as `who`.
+pub(crate) async fn base_for(
+    rules: &crate::rule_flags::RuleArgs,
+    cluster: &ClusterArgs,
+    who: &str,
+) -> Result<Config, String> {
+    if rules
+        .kubernetes_version()
+        .map_err(|e| e.to_string())?
+        .is_some()
+    {
+        return Ok(Config::default());
+    }
+    let (base, note) = cluster_defaults(cluster).await.map_err(|e| e.to_string())?;
+    if let Some(note) = note {
+        eprintln!("{who}: {note}");
+    }
+    Ok(base)
+}
+
 /// [`defaults_for`] the cluster `cluster` names (the operator's kubeconfig first).
 pub(crate) async fn cluster_defaults(
     cluster: &ClusterArgs,
