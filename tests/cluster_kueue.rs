@@ -575,34 +575,12 @@ async fn finish(cp: &ControlPlane, c: &Cluster, job: &str) {
     }
 }
 
-/// A training Job for the recovery scenario: `parallelism` pods that tolerate `unreachable` for
-/// one second (the taint-eviction controller deletes them at once) and have two seconds to
-/// terminate, with what jobgate's policies ask of opted-in pods; `annotations` on its pod
-/// template.
+/// A training Job for the recovery scenario (`training_job`, as the recovery page recommends it)
+/// with `annotations` on its pod template.
 fn recovering_job(name: &str, parallelism: u32, annotations: Value) -> Value {
-    let mut spec = recovery_ready();
-    merge(
-        &mut spec,
-        json!({
-            "parallelism": parallelism,
-            "completions": parallelism,
-            "template": {
-                "metadata": { "annotations": annotations },
-                "spec": {
-                    "restartPolicy": "Never",
-                    "terminationGracePeriodSeconds": 2,
-                    "tolerations": [{
-                        "key": "node.kubernetes.io/unreachable",
-                        "operator": "Exists",
-                        "effect": "NoExecute",
-                        "tolerationSeconds": 1,
-                    }],
-                    "containers": [{ "name": "main", "image": "registry.example/trainer:1" }],
-                },
-            },
-        }),
-    );
-    json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": { "name": name }, "spec": spec })
+    let mut job = support::kubelet::training_job(name, parallelism, "Failed", false);
+    job["spec"]["template"]["metadata"]["annotations"] = annotations;
+    job
 }
 
 /// Who recorded a recovery event about each pod of the namespace: `kueue` (Kueue's

@@ -19,52 +19,14 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kubelet::{Cluster, phase};
+use support::kubelet::{Cluster, phase, training_job};
 use support::reconciler::{Reconciler, has_recovery_condition, until};
-
-const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 
 /// One scenario at a time (see the module comment); tokio's mutex, held across awaits, works
 /// from each test's own runtime.
 async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
     static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     TURN.lock().await
-}
-
-/// An opted-in training Job as the recovery page recommends it: `podReplacementPolicy: Failed`,
-/// an `Ignore` rule on `DisruptionTarget`; it tolerates `unreachable` for one second so the
-/// taint-eviction controller deletes its pods at once, and they have two seconds to terminate.
-fn training_job(name: &str, parallelism: u32, replacement: &str, opted_in: bool) -> Value {
-    let mut spec = json!({
-        "parallelism": parallelism,
-        "completions": parallelism,
-        "backoffLimit": 6,
-        "podReplacementPolicy": replacement,
-        "template": {
-            "metadata": { "annotations": {} },
-            "spec": {
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 2,
-                "tolerations": [{
-                    "key": "node.kubernetes.io/unreachable",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 1,
-                }],
-                "containers": [{ "name": "main", "image": "registry.example/trainer:1" }],
-            },
-        },
-    });
-    if replacement == "Failed" {
-        spec["podFailurePolicy"] = json!({ "rules": [{
-            "action": "Ignore",
-            "onPodConditions": [{ "type": "DisruptionTarget" }],
-        }]});
-    }
-    if opted_in {
-        spec["template"]["metadata"]["annotations"][KEY] = json!("true");
-    }
-    json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": { "name": name }, "spec": spec })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -282,3 +282,47 @@ pub(crate) fn phase(pod: &Pod) -> &str {
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("")
 }
+
+/// The key jobgate injects by default, which jobgate's reconciler recovers.
+pub(crate) const OPT_IN_KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+
+/// An opted-in training Job as the recovery page recommends it: `podReplacementPolicy: Failed`,
+/// an `Ignore` rule on `DisruptionTarget`; it tolerates `unreachable` for one second so the
+/// taint-eviction controller deletes its pods at once, and they have two seconds to terminate.
+pub(crate) fn training_job(
+    name: &str,
+    parallelism: u32,
+    replacement: &str,
+    opted_in: bool,
+) -> Value {
+    let mut spec = json!({
+        "parallelism": parallelism,
+        "completions": parallelism,
+        "backoffLimit": 6,
+        "podReplacementPolicy": replacement,
+        "template": {
+            "metadata": { "annotations": {} },
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 2,
+                "tolerations": [{
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 1,
+                }],
+                "containers": [{ "name": "main", "image": "registry.example/trainer:1" }],
+            },
+        },
+    });
+    if replacement == "Failed" {
+        spec["podFailurePolicy"] = json!({ "rules": [{
+            "action": "Ignore",
+            "onPodConditions": [{ "type": "DisruptionTarget" }],
+        }]});
+    }
+    if opted_in {
+        spec["template"]["metadata"]["annotations"][OPT_IN_KEY] = json!("true");
+    }
+    json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": { "name": name }, "spec": spec })
+}
