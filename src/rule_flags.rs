@@ -76,13 +76,15 @@ pub(crate) fn parse_policy_setting(s: &str) -> Result<(PolicyName, Level), Strin
     Ok((policy, level))
 }
 
-/// `--kueue-recovers` as `check` and `audit` take it: not a rule, but what they say of the
-/// reconciler (which controller recovers a Job's pods) follows the reconciler's own setting.
+/// `--kueue-recovers`, one flag: the reconciler acts on it; `status`, `check` and `audit` say
+/// what it does with it (which controller recovers a Job's pods), so they take the same value.
 #[derive(Debug, Clone, clap::Args)]
 pub struct KueueRecoversArg {
-    /// Whether jobgate's reconciler leaves to Kueue's failure-recovery controller the pods
-    /// annotated kueue.x-k8s.io/safe-to-forcefully-delete: "true" (give it the reconciler's
-    /// value): what is said of which controller recovers each Job's opted-in pods follows it
+    /// Whether Kueue's own failure-recovery controller runs (Kueue 0.15.6+ with the
+    /// FailureRecoveryPolicy gate) and recovers the pods annotated
+    /// kueue.x-k8s.io/safe-to-forcefully-delete: "true": jobgate's reconciler then leaves those
+    /// pods to it, so no pod is recovered twice. false: jobgate recovers them too (Kueue's
+    /// recovery is off). status, check and audit take the reconciler's value
     #[arg(
         long,
         env = "JOBGATE_KUEUE_RECOVERS",

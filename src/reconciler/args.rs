@@ -44,18 +44,9 @@ pub(crate) struct RecoveryArgs {
         hide = true
     )]
     pub(crate) deprecated_recovery_annotation_keys: Vec<String>,
-    /// Whether Kueue's own failure-recovery controller runs (Kueue 0.15.6+ with the
-    /// FailureRecoveryPolicy gate) and recovers the pods annotated
-    /// kueue.x-k8s.io/safe-to-forcefully-delete: "true": jobgate then leaves those pods to it,
-    /// so no pod is recovered twice. false: jobgate recovers them too (Kueue's recovery is off).
-    #[arg(
-        long,
-        env = "JOBGATE_KUEUE_RECOVERS",
-        default_value_t = true,
-        action = clap::ArgAction::Set,
-        value_name = "BOOL"
-    )]
-    pub(crate) kueue_recovers: bool,
+    /// --kueue-recovers: leave to Kueue's failure-recovery controller the pods it recovers.
+    #[command(flatten)]
+    pub(crate) kueue: crate::rule_flags::KueueRecoversArg,
     /// Per-Job recovery backoff and limit.
     #[command(flatten)]
     pub(crate) backoff: RecoveryBackoffArgs,
@@ -136,7 +127,7 @@ impl RecoveryArgs {
         recovery::RecoveryConfig {
             annotation_keys: self.annotation_keys(),
             grace_period: self.forceful_termination_grace_period,
-            kueue_recovers: self.kueue_recovers,
+            kueue_recovers: self.kueue.kueue_recovers,
         }
     }
 
