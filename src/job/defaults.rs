@@ -2,9 +2,9 @@
 //! `pkg/apis/core/v1/defaults.go`). Mutation uses the KEP-3939 rule; `jobgate check` applies all of
 //! them before validating, as the apiserver does before validation.
 
-use super::interned::InternedStr;
-use super::model::{JobObject, JobSpec, Kind, Presence};
 use super::version::{Cluster, FeatureGate};
+use super::wire::interned::InternedStr;
+use super::wire::model::{JobObject, JobSpec, Kind, Presence};
 
 pub(crate) const FAILED: &str = "Failed";
 pub(crate) const TERMINATING_OR_FAILED: &str = "TerminatingOrFailed";
@@ -30,25 +30,47 @@ pub(crate) fn pod_replacement_policy_default(spec: &JobSpec) -> &'static str {
 /// completions/parallelism (both 1 when both unset, else parallelism 1), `backoffLimit` (6, or
 /// MaxInt32 with `backoffLimitPerIndex`), `completionMode: NonIndexed` and `suspend: false`.
 pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster) {
-    if object.kind == Kind::Job {
-        let spec = &mut object.spec;
-        if spec.completions.is_none() && spec.parallelism.is_none() {
-            spec.completions = Some(1);
-        }
-        spec.parallelism.get_or_insert(1);
-        if spec.backoff_limit.is_none() {
-            spec.backoff_limit = Some(if spec.backoff_limit_per_index.is_some() {
-                i32::MAX
-            } else {
-                6
-            });
-        }
-        spec.completion_mode
-            .get_or_insert(InternedStr::from_static("NonIndexed"));
-        spec.suspend.get_or_insert(false);
-    }
     let job = object.kind == Kind::Job;
     let spec = &mut object.spec;
+    if job {
+        set_defaults_job(spec);
+    }
+    default_pod_replacement_policy(spec, job, cluster);
+    if job || cluster.defaults_cron_job_pod_condition_status() {
+        default_pod_condition_status(spec);
+    }
+    if spec
+        .template
+        .spec
+        .restart_policy
+        .as_deref()
+        .unwrap_or("")
+        .is_empty()
+    {
+        spec.template.spec.restart_policy = Some(InternedStr::from_static("Always"));
+    }
+}
+
+/// `SetDefaults_Job`: completions/parallelism, `backoffLimit`, `completionMode`, `suspend`.
+fn set_defaults_job(spec: &mut JobSpec) {
+    if spec.completions.is_none() && spec.parallelism.is_none() {
+        spec.completions = Some(1);
+    }
+    spec.parallelism.get_or_insert(1);
+    if spec.backoff_limit.is_none() {
+        spec.backoff_limit = Some(if spec.backoff_limit_per_index.is_some() {
+            i32::MAX
+        } else {
+            6
+        });
+    }
+    spec.completion_mode
+        .get_or_insert(InternedStr::from_static("NonIndexed"));
+    spec.suspend.get_or_insert(false);
+}
+
+/// `podReplacementPolicy`: defaulted (KEP-3939), or with the gate off dropped from a Job.
+fn default_pod_replacement_policy(spec: &mut JobSpec, job: bool, cluster: &Cluster) {
     if !cluster.enabled(FeatureGate::JobPodReplacementPolicy) {
         // Only the Job strategy drops the field: a CronJob's job template keeps it, neither
         // defaulted nor dropped, and it is validated (pkg/registry/batch/cronjob, 1.33).
@@ -65,9 +87,11 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
             pod_replacement_policy_default(spec),
         ));
     }
-    let defaults_status =
-        object.kind == Kind::Job || cluster.defaults_cron_job_pod_condition_status();
-    if let (Presence::Value(policy), true) = (&mut spec.pod_failure_policy, defaults_status) {
+}
+
+/// `onPodConditions[].status`: `""` -> `True`.
+fn default_pod_condition_status(spec: &mut JobSpec) {
+    if let Presence::Value(policy) = &mut spec.pod_failure_policy {
         for pattern in policy
             .rules
             .iter_mut()
@@ -77,16 +101,6 @@ pub(crate) fn apply_apiserver_defaults(object: &mut JobObject, cluster: &Cluster
                 pattern.status = Some(InternedStr::from_static("True"));
             }
         }
-    }
-    if spec
-        .template
-        .spec
-        .restart_policy
-        .as_deref()
-        .unwrap_or("")
-        .is_empty()
-    {
-        spec.template.spec.restart_policy = Some(InternedStr::from_static("Always"));
     }
 }
 

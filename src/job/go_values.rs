@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::field::{BadValue, go_json_string, go_quote};
-use super::model::{OnExitCodes, PodFailurePolicy, Presence, SuccessPolicy};
+use super::wire::model::{OnExitCodes, PodFailurePolicy, Presence, SuccessPolicy};
 
 /// Stands in for the address `%#v` prints for a non-nil pointer.
 const POINTER: &str = "<pointer>";
@@ -203,7 +203,7 @@ mod tests {
     use crate::job::field::ValueStyle;
     use crate::job::{JobObject, Kind};
 
-    fn spec(json: &str) -> crate::job::model::JobSpec {
+    fn spec(json: &str) -> crate::job::wire::model::JobSpec {
         JobObject::from_json(Kind::Job, json).unwrap().spec
     }
 

@@ -5,26 +5,22 @@
 //! `model`), so the modules that use them import each other in one direction only
 //! (`tests/import_graph.rs`).
 
-mod annotations;
 pub(crate) mod config;
 pub(crate) mod defaults;
 pub(crate) mod field;
 pub(crate) mod finding;
 mod go_values;
-pub(crate) mod interned;
 pub(crate) mod levels;
-pub(crate) mod model;
 pub(crate) mod mutate;
 pub(crate) mod patch;
 pub(crate) mod pipeline;
 pub(crate) mod policy;
-pub(crate) mod read;
 pub(crate) mod review;
-pub(crate) mod strict;
 pub(crate) mod template;
 pub(crate) mod validate;
 pub mod version;
+pub(crate) mod wire;
 
 // The crate's public face for benches, fuzz targets and integration tests.
 pub use config::Config;
-pub use model::{JobObject, Kind};
+pub use wire::model::{JobObject, Kind};

@@ -32,11 +32,11 @@ use super::config::Config;
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
 use super::field::go_quote;
 use super::finding::{Finding, Judgment, Source};
-use super::model::{JobObject, Kind, Presence};
 use super::patch::{add, pointer, replace};
-use super::review::Operation;
 use super::review::Review;
 use super::version::FeatureGate;
+use super::wire::envelope::Operation;
+use super::wire::model::{JobObject, Kind, Presence};
 
 /// The Job annotation that opts a Job in (`"enabled"`) or out (`"disabled"`) of failure recovery.
 pub(crate) const FAILURE_RECOVERY: &str = "jobgate.dev/failure-recovery";

@@ -11,12 +11,13 @@
 use super::config::Config;
 use super::defaults;
 use super::finding::{Finding, Judgment, Source};
-use super::model::{JobObject, Kind};
 use super::mutate::{self, RecoveryScope};
 use super::policy;
-use super::read::ParseError;
-use super::review::{Operation, Review};
+use super::review::Review;
 use super::validate as rules;
+use super::wire::envelope::Operation;
+use super::wire::model::{JobObject, Kind};
+use super::wire::read::ParseError;
 
 /// A write to judge: the object and, for an UPDATE, the object it replaces, as read.
 pub(crate) struct Write {

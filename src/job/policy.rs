@@ -9,10 +9,11 @@ use super::config::Config;
 use super::defaults::{FAILED, TERMINATING_OR_FAILED, pod_replacement_policy_default};
 use super::field::{BadValue, FieldError, FieldPath, ValueStyle};
 use super::finding::{Finding, Source};
-use super::interned::InternedStr;
 use super::levels::{Level, PolicyName};
-use super::model::{JobObject, Kind, ObjectMeta};
-use super::review::{Operation, Review};
+use super::review::Review;
+use super::wire::envelope::Operation;
+use super::wire::interned::InternedStr;
+use super::wire::model::{JobObject, Kind, ObjectMeta};
 
 /// What each policy says about what it found (the `detail` of its warning or field error); the
 /// rendered ValidatingAdmissionPolicies (`crate::admission_policy`) say the same.

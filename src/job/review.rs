@@ -2,37 +2,8 @@
 //! AdmissionReview-shaped verdict they give: field errors, warnings, a JSON Patch.
 
 use super::field::FieldError;
-use super::model::JobObject;
-
-/// The admission operation under review.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Operation {
-    Create,
-    Update,
-    Delete,
-    Connect,
-}
-
-impl Operation {
-    pub(crate) fn parse(s: &str) -> Option<Operation> {
-        match s {
-            "CREATE" => Some(Operation::Create),
-            "UPDATE" => Some(Operation::Update),
-            "DELETE" => Some(Operation::Delete),
-            "CONNECT" => Some(Operation::Connect),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
-        }
-    }
-}
+use super::wire::envelope::Operation;
+use super::wire::model::JobObject;
 
 /// What the rules see of one admission request (or one `jobgate check` document).
 #[derive(Debug, Clone, Copy)]

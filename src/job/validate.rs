@@ -17,13 +17,15 @@ use super::template::Compare;
 use super::field::{BadValue, FieldError};
 use super::field::{FieldPath, MAX_ERRORS};
 use super::go_values::{self, opt_int};
-use super::model::Kind;
-use super::model::{
-    JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
-    PodFailurePolicyRule, Presence, SuccessPolicy,
-};
-use super::review::{Operation, Review};
+use super::review::Review;
 use super::version::{Cluster, KubernetesVersion, OldJobState, TemplateUpdateOptions};
+use super::wire::envelope::Operation;
+use super::wire::interned::InternedStr;
+use super::wire::model::Kind;
+use super::wire::model::{
+    JobObject, JobSpec, OnExitCodes, OnPodConditionsPattern, PodFailurePolicy,
+    PodFailurePolicyRule, Presence, SuccessPolicy, SuccessPolicyRule,
+};
 use crate::names::{NameMessages, is_qualified_name};
 
 mod declarative;
@@ -329,36 +331,48 @@ fn validate_indexed_limits(spec: &JobSpec, fld_path: &FieldPath, errs: &mut Vec<
     }
     let high = spec.completions.is_some_and(|c| c > COMPLETIONS_SOFT_LIMIT);
     if high && spec.backoff_limit_per_index.is_some() {
-        if spec.max_failed_indexes.is_none() {
-            errs.push(FieldError::required(
-                p("maxFailedIndexes"),
-                format!("must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"),
-            ));
-        }
-        if let Some(par) = spec
-            .parallelism
-            .filter(|v| *v > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS)
-        {
-            errs.push(FieldError::invalid(
-                p("parallelism"),
-                BadValue::int(par),
-                format!(
-                    "must be less than or equal to {PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS} when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
-                ),
-            ));
-        }
-        if let Some(mfi) = spec
-            .max_failed_indexes
-            .filter(|v| *v > MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS)
-        {
-            errs.push(FieldError::invalid(
-                p("maxFailedIndexes"),
-                BadValue::int(mfi),
-                format!(
-                    "must be less than or equal to {MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS} when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
-                ),
-            ));
-        }
+        validate_high_completions_limits(spec, fld_path, errs);
+    }
+}
+
+/// The tighter limits of an Indexed Job with more than `completionsSoftLimit` completions and
+/// a `backoffLimitPerIndex`: `maxFailedIndexes` required, parallelism and `maxFailedIndexes`
+/// capped lower.
+fn validate_high_completions_limits(
+    spec: &JobSpec,
+    fld_path: &FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
+    let p = |child: &'static str| fld_path.child(child);
+    if spec.max_failed_indexes.is_none() {
+        errs.push(FieldError::required(
+            p("maxFailedIndexes"),
+            format!("must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"),
+        ));
+    }
+    if let Some(par) = spec
+        .parallelism
+        .filter(|v| *v > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS)
+    {
+        errs.push(FieldError::invalid(
+            p("parallelism"),
+            BadValue::int(par),
+            format!(
+                "must be less than or equal to {PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS} when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
+            ),
+        ));
+    }
+    if let Some(mfi) = spec
+        .max_failed_indexes
+        .filter(|v| *v > MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS)
+    {
+        errs.push(FieldError::invalid(
+            p("maxFailedIndexes"),
+            BadValue::int(mfi),
+            format!(
+                "must be less than or equal to {MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS} when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
+            ),
+        ));
     }
 }
 
@@ -535,7 +549,17 @@ fn validate_on_exit_codes(
             "must be one of the container or initContainer names in the pod template",
         ));
     }
-    let values_path = path.child("values");
+    validate_exit_code_values(req, operator, path.child("values"), errs);
+}
+
+/// `onExitCodes.values`: at least one and at most `maxOnExitCodesValues`, no 0 for `In`, no
+/// duplicates, in order.
+fn validate_exit_code_values(
+    req: &OnExitCodes,
+    operator: &str,
+    values_path: FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
     if req.values.is_empty() {
         errs.push(FieldError::invalid(
             values_path,
@@ -603,55 +627,96 @@ fn validate_success_policy(
         if errs.len() >= MAX_ERRORS {
             break; // a bounded answer: `field::MAX_ERRORS`
         }
-        let rule_path = rules_path.index(i);
-        if rule.succeeded_count.is_none() && rule.succeeded_indexes.is_none() {
-            errs.push(FieldError::required(
-                rule_path,
-                "at least one of succeededCount or succeededIndexes must be specified",
-            ));
-        }
-        // Upstream dereferences `spec.completions` here; an Indexed Job without completions
-        // already has a Required error (and would crash that apiserver handler), so skip.
-        let Some(completions) = spec.completions else {
-            continue;
-        };
-        let mut total = 0i32;
-        if let Some(indexes) = &rule.succeeded_indexes {
-            let path = rule_path.child("succeededIndexes");
-            if indexes.len() > MAX_SUCCEEDED_INDEXES_LENGTH {
-                errs.push(FieldError::too_long(path, MAX_SUCCEEDED_INDEXES_LENGTH));
-            }
-            match indexes_total(indexes, completions) {
-                Ok(t) => total = t,
-                Err(e) => errs.push(FieldError::invalid(
-                    path,
-                    BadValue::str(indexes.as_str()),
-                    format!("error parsing succeededIndexes: {e}"),
-                )),
-            }
-        }
-        if let Some(count) = rule.succeeded_count {
-            let path = rule_path.child("succeededCount");
-            nonnegative(errs, Some(i64::from(count)), path);
-            if count > completions {
-                errs.push(FieldError::invalid(
-                    path,
-                    BadValue::int(count),
-                    format!(
-                        "must be less than or equal to {completions} (the number of specified completions)"
-                    ),
-                ));
-            }
-            if rule.succeeded_indexes.is_some() && count > total {
-                errs.push(FieldError::invalid(
-                    path,
-                    BadValue::int(count),
-                    format!(
-                        "must be less than or equal to {total} (the number of indexes in the specified succeededIndexes field)"
-                    ),
-                ));
-            }
-        }
+        validate_success_policy_rule(rule, rules_path.index(i), spec.completions, errs);
+    }
+}
+
+/// One `successPolicy.rules[i]`: `succeededIndexes` read against the completions, then
+/// `succeededCount` against the completions and the number of those indexes.
+fn validate_success_policy_rule(
+    rule: &SuccessPolicyRule,
+    rule_path: FieldPath,
+    completions: Option<i32>,
+    errs: &mut Vec<FieldError>,
+) {
+    if rule.succeeded_count.is_none() && rule.succeeded_indexes.is_none() {
+        errs.push(FieldError::required(
+            rule_path,
+            "at least one of succeededCount or succeededIndexes must be specified",
+        ));
+    }
+    // Upstream dereferences `spec.completions` here; an Indexed Job without completions
+    // already has a Required error (and would crash that apiserver handler), so skip.
+    let Some(completions) = completions else {
+        return;
+    };
+    let total = rule.succeeded_indexes.as_ref().map(|indexes| {
+        validate_succeeded_indexes(
+            indexes,
+            rule_path.child("succeededIndexes"),
+            completions,
+            errs,
+        )
+    });
+    if let Some(count) = rule.succeeded_count {
+        validate_succeeded_count(
+            count,
+            rule_path.child("succeededCount"),
+            completions,
+            total,
+            errs,
+        );
+    }
+}
+
+/// `succeededIndexes`: its length, and the number of indexes it names (0 when it cannot be
+/// read).
+fn validate_succeeded_indexes(
+    indexes: &str,
+    path: FieldPath,
+    completions: i32,
+    errs: &mut Vec<FieldError>,
+) -> i32 {
+    if indexes.len() > MAX_SUCCEEDED_INDEXES_LENGTH {
+        errs.push(FieldError::too_long(path, MAX_SUCCEEDED_INDEXES_LENGTH));
+    }
+    indexes_total(indexes, completions).unwrap_or_else(|e| {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(indexes),
+            format!("error parsing succeededIndexes: {e}"),
+        ));
+        0
+    })
+}
+
+/// `succeededCount`: not negative, at most the completions and, with `succeededIndexes`, at
+/// most the `total` number of indexes it names.
+fn validate_succeeded_count(
+    count: i32,
+    path: FieldPath,
+    completions: i32,
+    total: Option<i32>,
+    errs: &mut Vec<FieldError>,
+) {
+    nonnegative(errs, Some(i64::from(count)), path);
+    if count > completions {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::int(count),
+            format!(
+                "must be less than or equal to {completions} (the number of specified completions)"
+            ),
+        ));
+    }
+    if let Some(total) = total.filter(|total| count > *total) {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::int(count),
+            format!(
+                "must be less than or equal to {total} (the number of indexes in the specified succeededIndexes field)"
+            ),
+        ));
     }
 }
 
@@ -784,77 +849,115 @@ pub(crate) fn validate_job_update(
 ) -> Vec<FieldError> {
     let (spec, old_spec) = (&new.spec, &old.spec);
     let fld_path = new.spec_path();
-    let mut errs = Vec::new();
-    if spec.completions != old_spec.completions {
-        let indexed = spec.completion_mode.as_deref() == Some(INDEXED);
-        if !indexed {
-            errs.push(FieldError::invalid(
-                fld_path.child("completions"),
-                opt_int(spec.completions),
-                IMMUTABLE,
-            ));
-        } else if let Some(c) = spec.completions
-            && Some(c) != spec.parallelism
-        {
-            errs.push(FieldError::invalid(
-                fld_path.child("completions"),
-                BadValue::int(c),
-                format!(
-                    "can only be modified in tandem with {}",
-                    fld_path.child("parallelism")
-                ),
-            ));
-        }
-    }
+    let p = |child: &'static str| fld_path.child(child);
     let options = template_update_options(old, cluster);
-    if let Ok(Some(e)) = validate_pod_template_update(spec, old_spec, &fld_path, options) {
-        errs.push(e);
+    [
+        validate_completions_update(spec, old_spec, &fld_path),
+        validate_pod_template_update(spec, old_spec, &fld_path, options)
+            .ok()
+            .flatten(),
+        immutable(
+            p("completionMode"),
+            &old_spec.completion_mode,
+            &spec.completion_mode,
+        ),
+        immutable(
+            p("podFailurePolicy"),
+            &old_spec.pod_failure_policy,
+            &spec.pod_failure_policy,
+        ),
+        immutable(
+            p("backoffLimitPerIndex"),
+            &old_spec.backoff_limit_per_index,
+            &spec.backoff_limit_per_index,
+        ),
+        immutable(p("managedBy"), &old_spec.managed_by, &spec.managed_by),
+        immutable(
+            p("successPolicy"),
+            &old_spec.success_policy,
+            &spec.success_policy,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// An Indexed Job's completions may change together with its parallelism (elastic Indexed
+/// Jobs); any other Job's are immutable.
+fn validate_completions_update(
+    spec: &JobSpec,
+    old_spec: &JobSpec,
+    fld_path: &FieldPath,
+) -> Option<FieldError> {
+    let path = fld_path.child("completions");
+    if spec.completion_mode.as_deref() != Some(INDEXED) {
+        return immutable(path, &old_spec.completions, &spec.completions);
     }
-    if spec.completion_mode != old_spec.completion_mode {
-        errs.push(FieldError::invalid(
-            fld_path.child("completionMode"),
-            match &spec.completion_mode {
-                Some(m) => BadValue::named_str(m),
-                None => BadValue::null(),
-            },
-            IMMUTABLE,
-        ));
+    let c = spec
+        .completions
+        .filter(|&c| spec.completions != old_spec.completions && Some(c) != spec.parallelism)?;
+    Some(FieldError::invalid(
+        path,
+        BadValue::int(c),
+        format!(
+            "can only be modified in tandem with {}",
+            fld_path.child("parallelism")
+        ),
+    ))
+}
+
+/// apimachinery's `ValidateImmutableField(newVal, oldVal, fldPath)`: `field is immutable`,
+/// with the new value, when the new value differs from the old.
+fn immutable<T: ImmutableField>(path: FieldPath, old: &T, new: &T) -> Option<FieldError> {
+    (!new.same(old)).then(|| FieldError::invalid(path, new.bad_value(), IMMUTABLE))
+}
+
+/// A field `ValidateImmutableField` guards: whether `apiequality.Semantic.DeepEqual` finds two
+/// values equal, and how the error prints the new one.
+trait ImmutableField {
+    fn same(&self, old: &Self) -> bool;
+    fn bad_value(&self) -> BadValue;
+}
+
+/// `completions`, `backoffLimitPerIndex`: `*int32`.
+impl ImmutableField for Option<i32> {
+    fn same(&self, old: &Self) -> bool {
+        self == old
     }
-    if !same_pod_failure_policy(&spec.pod_failure_policy, &old_spec.pod_failure_policy) {
-        errs.push(FieldError::invalid(
-            fld_path.child("podFailurePolicy"),
-            go_values::pod_failure_policy(&spec.pod_failure_policy),
-            IMMUTABLE,
-        ));
+    fn bad_value(&self) -> BadValue {
+        opt_int(*self)
     }
-    if spec.backoff_limit_per_index != old_spec.backoff_limit_per_index {
-        errs.push(FieldError::invalid(
-            fld_path.child("backoffLimitPerIndex"),
-            opt_int(spec.backoff_limit_per_index),
-            IMMUTABLE,
-        ));
+}
+
+/// `completionMode` (a `*CompletionMode`) and `managedBy` (a `*string`): `json.Marshal`ed from
+/// 1.34, dereferenced and `%q`-quoted before.
+impl ImmutableField for Option<InternedStr> {
+    fn same(&self, old: &Self) -> bool {
+        self == old
     }
-    if spec.managed_by != old_spec.managed_by {
-        errs.push(FieldError::invalid(
-            fld_path.child("managedBy"),
-            // A `*string`: `json.Marshal`ed from 1.34, dereferenced and `%q`-quoted before.
-            spec.managed_by
-                .as_deref()
-                .map_or_else(BadValue::null, BadValue::named_str),
-            IMMUTABLE,
-        ));
+    fn bad_value(&self) -> BadValue {
+        self.as_deref()
+            .map_or_else(BadValue::null, BadValue::named_str)
     }
-    if !same_success_policy(
-        spec.success_policy.as_ref(),
-        old_spec.success_policy.as_ref(),
-    ) {
-        errs.push(FieldError::invalid(
-            fld_path.child("successPolicy"),
-            go_values::success_policy(spec.success_policy.as_ref()),
-            IMMUTABLE,
-        ));
+}
+
+impl ImmutableField for Presence<PodFailurePolicy> {
+    fn same(&self, old: &Self) -> bool {
+        same_pod_failure_policy(self, old)
     }
-    errs
+    fn bad_value(&self) -> BadValue {
+        go_values::pod_failure_policy(self)
+    }
+}
+
+impl ImmutableField for Option<SuccessPolicy> {
+    fn same(&self, old: &Self) -> bool {
+        same_success_policy(self.as_ref(), old.as_ref())
+    }
+    fn bad_value(&self) -> BadValue {
+        go_values::success_policy(self.as_ref())
+    }
 }
 
 /// `apiequality.Semantic.DeepEqual` on the internal types: absent, null and `""` strings are

@@ -31,8 +31,8 @@ use crate::job::finding::Source;
 use crate::job::levels::Level;
 use crate::job::levels::PolicyName;
 use crate::job::pipeline;
-use crate::job::review::Operation;
 use crate::job::review::Review;
+use crate::job::wire::envelope::Operation;
 use crate::job::{Config, JobObject, Kind};
 
 /// The rendered objects for `config`, read back from the YAML `jobgate render` prints.

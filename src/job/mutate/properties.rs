@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::strategies::*;
 use super::*;
 use crate::job::finding::Severity;
-use crate::job::review::Operation;
 use crate::job::review::Review;
+use crate::job::wire::envelope::Operation;
 use crate::job::{Config, JobObject, Kind};
 
 #[derive(Debug, Clone)]

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::job::review::Operation;
 use crate::job::review::Review;
+use crate::job::wire::envelope::Operation;
 use crate::job::{Config, JobObject, Kind};
 
 const TERMINATE: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";

@@ -14,9 +14,10 @@
 //! neither field's presence changed, so a handwritten error found then stays as it was.
 
 use super::super::field::{ErrorType, FieldError};
-use super::super::model::JobSpec;
-use super::super::review::{Operation, Review};
+use super::super::review::Review;
 use super::super::version::{Cluster, FeatureGate, KubernetesVersion};
+use super::super::wire::envelope::Operation;
+use super::super::wire::model::JobSpec;
 
 /// The handwritten error `validateJobSpec` reports for the same rule (origin
 /// `dependentRequired`, marked covered by declarative validation).
@@ -71,9 +72,10 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::super::apiserver_errors;
-    use crate::job::model::{JobObject, Kind};
-    use crate::job::review::{Operation, Review};
+    use crate::job::review::Review;
     use crate::job::version::{Cluster, FeatureGate, KubernetesVersion};
+    use crate::job::wire::envelope::Operation;
+    use crate::job::wire::model::{JobObject, Kind};
 
     fn job(spec: Value) -> JobObject {
         let mut spec_with_template = json!({"completionMode": "Indexed", "completions": 4,

@@ -7,8 +7,8 @@
 //! `spec.scheduling` is: docs/src/versions.md.)
 
 use super::super::field::{FieldError, FieldPath};
-use super::super::model::{JobObject, Kind, ObjectMeta};
 use super::super::version::{Cluster, KubernetesVersion};
+use super::super::wire::model::{JobObject, Kind, ObjectMeta};
 
 /// `apischeduling.WorkloadNameAnnotation`, `apischeduling.GroupTemplateNameAnnotation`
 /// (pkg/apis/scheduling/annotation_key_constants.go), in upstream's order.

@@ -261,14 +261,14 @@ impl JobObject {
     pub(crate) fn keep_whole_template(
         &mut self,
         document: &serde_json::Value,
-        release: super::version::KubernetesVersion,
+        release: crate::job::version::KubernetesVersion,
     ) {
         let mut at = Some(document);
         for token in self.kind.spec_pointer() {
             at = at.and_then(|v| v.get(token));
         }
         let template = at.and_then(|spec| spec.get("template"));
-        self.spec.template.whole = Some(super::template::WholeTemplate::from_value(
+        self.spec.template.whole = Some(crate::job::template::WholeTemplate::from_value(
             template.unwrap_or(&serde_json::Value::Null),
             release,
         ));
@@ -327,7 +327,7 @@ impl<'de> serde::de::Visitor<'de> for JobSeedVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::model::Presence;
+    use crate::job::wire::model::Presence;
 
     #[test]
     fn absent_null_and_empty_pod_replacement_policy_are_distinct() {

@@ -1,18 +1,49 @@
-//! Reading an AdmissionReview v1 request: only the envelope fields, the objects left raw for
-//! `job::JobObject` to read the few fields the rules need.
+//! Reading an AdmissionReview v1 request with serde: the envelope fields jobgate uses, and a Job
+//! object read into `JobObject` as it streams by (`read::JobSeed`). Anything else, and a body
+//! that fails that pass, is read again with the objects kept raw, so the answer can say what is
+//! wrong and where. The admission `Operation` is defined here, where it is read.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::job::read::JobSeed;
-use crate::job::review::Operation;
-use crate::job::strict::Strict;
-use crate::job::{JobObject, Kind};
+use super::model::{JobObject, Kind};
+use super::read::JobSeed;
+use super::strict::Strict;
 
 pub(crate) const API_VERSION: &str = "admission.k8s.io/v1";
 pub(crate) const KIND: &str = "AdmissionReview";
+
+/// The admission operation under review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    pub(crate) fn parse(s: &str) -> Option<Operation> {
+        match s {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            "DELETE" => Some(Operation::Delete),
+            "CONNECT" => Some(Operation::Connect),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
 
 /// Why no AdmissionReview v1 with a uid could be read: answered with HTTP 400 (there is no uid
 /// to answer to).

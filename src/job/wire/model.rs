@@ -9,8 +9,8 @@
 use std::borrow::Cow;
 
 use super::annotations::{AnnotationValue, Annotations};
-use super::field::FieldPath;
 use super::interned::InternedStr;
+use crate::job::field::FieldPath;
 use serde::{Deserialize, Deserializer};
 
 /// A field whose absence, explicit `null` and value mean different things
@@ -348,7 +348,7 @@ pub(crate) struct PodTemplateSpec {
     /// kept only where a Job UPDATE needs it (kube-apiserver's `spec.template` immutability
     /// compares every field); `None` on the fast CREATE path.
     #[serde(skip)]
-    pub(crate) whole: Option<super::template::WholeTemplate>,
+    pub(crate) whole: Option<crate::job::template::WholeTemplate>,
 }
 
 impl PodTemplateSpec {

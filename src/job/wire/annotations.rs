@@ -101,7 +101,7 @@ fn not_a_string<E: de::Error>(literal: &str) -> E {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::strict::Strict;
+    use crate::job::wire::strict::Strict;
 
     /// `{"a": value}` read both ways through `job::strict` and serde_path_to_error, as
     /// `JobObject::from_json` reads objects: the decoded map, or the error's path and message.
