@@ -60,7 +60,7 @@ pub(crate) enum Command {
     /// with their bindings (YAML for `kubectl apply -f -`), for --kubernetes-version and the
     /// settings `serve` reads: the webhook-less install. Exit 1 when the release has no beta or
     /// GA MutatingAdmissionPolicy (before 1.34) or the settings cannot be read.
-    Render(jobgate::admission_policy::RenderArgs),
+    Render(jobgate::admission_policy::command::RenderArgs),
     /// Print the version, the git commit and build date of this binary, and the Kubernetes
     /// releases whose kube-apiserver rules it follows (--kubernetes-version).
     Version(VersionArgs),

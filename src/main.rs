@@ -48,7 +48,7 @@ fn run_offline(command: &Command) -> Option<ExitCode> {
         }
         Command::Render(args) => {
             return Some(ExitCode::from(
-                jobgate::admission_policy::run(args).clamp(0, 255) as u8,
+                jobgate::admission_policy::command::run(args).clamp(0, 255) as u8,
             ));
         }
         Command::Version(args) => version::write(args.output, &mut std::io::stdout()),
@@ -90,7 +90,7 @@ fn run_online(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
             return ExitCode::from(code.clamp(0, 255) as u8);
         }
         Command::Render(args) => {
-            let code = runtime.block_on(jobgate::admission_policy::run_on_cluster(&args));
+            let code = runtime.block_on(jobgate::admission_policy::command::run_on_cluster(&args));
             return ExitCode::from(code.clamp(0, 255) as u8);
         }
         Command::Version(_) | Command::Completion(_) | Command::Man(_) => Ok(()),

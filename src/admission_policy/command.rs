@@ -2,7 +2,8 @@
 
 use std::io::Write;
 
-use super::{FailurePolicy, Install, RenderError, render};
+use super::install::{FailurePolicy, Install};
+use super::{RenderError, render};
 use crate::job::Config;
 use crate::rule_flags::RuleArgs;
 

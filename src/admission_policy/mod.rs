@@ -16,114 +16,19 @@
 
 mod api;
 mod cel;
-mod command;
+pub mod command;
 mod header;
+mod install;
 mod mutating;
+mod object;
 mod validating;
 mod yaml;
 
-pub use command::{RenderArgs, run, run_on_cluster};
-
-use serde_json::{Value, json};
-
 use crate::job::Config;
 use crate::job::version::KubernetesVersion;
-pub(crate) use api::MutatingApi;
-
-/// A Kubernetes object, as JSON.
-pub(crate) type Object = Value;
-
-/// The ValidatingAdmissionPolicies' `failurePolicy`: what a policy that cannot be evaluated
-/// does to the request. The MutatingAdmissionPolicies are always `Ignore`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub(crate) enum FailurePolicy {
-    /// refuse the request, as the validating webhook's default `Fail`
-    #[default]
-    #[value(name = "Fail")]
-    Fail,
-    /// admit the request
-    #[value(name = "Ignore")]
-    Ignore,
-}
-
-impl FailurePolicy {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            FailurePolicy::Fail => "Fail",
-            FailurePolicy::Ignore => "Ignore",
-        }
-    }
-}
-
-/// Where and under which name jobgate is installed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Install {
-    /// Every object's name starts with it: `<name>-mutate`, `<name>-mutate-recovery`,
-    /// `<name>-<policy>`.
-    pub(crate) name: String,
-    /// jobgate's own namespace: kept out, as the webhook configurations keep it out.
-    pub(crate) namespace: String,
-    /// Other namespaces kept out, besides `kube-system` and `namespace`.
-    pub(crate) excluded_namespaces: Vec<String>,
-    pub(crate) failure_policy: FailurePolicy,
-}
-
-impl Default for Install {
-    fn default() -> Self {
-        Install {
-            name: "jobgate".to_string(),
-            namespace: "jobgate-system".to_string(),
-            excluded_namespaces: Vec::new(),
-            failure_policy: FailurePolicy::Fail,
-        }
-    }
-}
-
-impl Install {
-    pub(crate) fn object_name(&self, suffix: &str) -> String {
-        format!("{}-{suffix}", self.name)
-    }
-
-    /// Never `kube-system`, jobgate's own namespace or the other excluded ones, as every
-    /// webhook's `namespaceSelector` (deploy/base, the chart's `jobgate.excludedNamespaces`).
-    pub(crate) fn namespace_selector(&self) -> Value {
-        let mut values = vec!["kube-system".to_string(), self.namespace.clone()];
-        values.extend(self.excluded_namespaces.iter().cloned());
-        json!({"matchExpressions": [{
-            "key": "kubernetes.io/metadata.name",
-            "operator": "NotIn",
-            "values": values,
-        }]})
-    }
-}
-
-/// `metadata` with `name` and the labels of every jobgate object.
-pub(crate) fn named_metadata(name: &str) -> Value {
-    json!({
-        "name": name,
-        "labels": {
-            "app.kubernetes.io/name": "jobgate",
-            "app.kubernetes.io/part-of": "jobgate",
-            "app.kubernetes.io/component": "admission-policy",
-        },
-    })
-}
-
-/// `resourceRules` for batch/v1 resources, each with its operations.
-pub(crate) fn resource_rules(rules: &[(&str, &[&str])]) -> Value {
-    rules
-        .iter()
-        .map(|(resource, operations)| {
-            json!({
-                "apiGroups": ["batch"],
-                "apiVersions": ["v1"],
-                "operations": operations,
-                "resources": [resource],
-                "scope": "Namespaced",
-            })
-        })
-        .collect()
-}
+use api::MutatingApi;
+use install::Install;
+use object::Object;
 
 /// Why nothing was rendered.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -34,7 +34,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Install, Object, cel, named_metadata, resource_rules};
+use super::cel;
+use super::install::Install;
+use super::object::{Object, named_metadata, resource_rules};
 use crate::job::Config;
 use crate::job::mutate::FAILURE_RECOVERY;
 use crate::job::mutate::FAILURE_RECOVERY_ENABLED;
@@ -60,8 +62,14 @@ fn opt_in_default(scope: RecoveryScope) -> &'static str {
 
 /// The policy's variables, in order (each may use the ones before it).
 fn variables(config: &Config, scope: RecoveryScope) -> Vec<(&'static str, String)> {
-    let recognized = cel::string_list(config.recognized_recovery_keys());
-    let injected = cel::string_list(config.injected_recovery_keys());
+    let mut out = template_variables();
+    out.extend(recovery_variables(config, scope));
+    out.extend(replacement_variables());
+    out
+}
+
+/// The Job spec (a CronJob's job template's), where to patch it, and its pod template.
+fn template_variables() -> Vec<(&'static str, String)> {
     vec![
         ("cronJob", cel::CRON_JOB.to_string()),
         ("spec", cel::spec("variables.cronJob")),
@@ -85,6 +93,14 @@ fn variables(config: &Config, scope: RecoveryScope) -> Vec<(&'static str, String
                 cel::list("variables.template.?spec", "containers")
             ),
         ),
+    ]
+}
+
+/// Whether the Job recovers, and the recovery annotations its pod template lacks.
+fn recovery_variables(config: &Config, scope: RecoveryScope) -> Vec<(&'static str, String)> {
+    let recognized = cel::string_list(config.recognized_recovery_keys());
+    let injected = cel::string_list(config.injected_recovery_keys());
+    vec![
         // The opt-in: a Job's own annotation, a CronJob's job template's; without one, the
         // namespace's label, which is the policy's.
         (
@@ -113,6 +129,12 @@ fn variables(config: &Config, scope: RecoveryScope) -> Vec<(&'static str, String
                 "variables.recover ? {injected}.filter(k, !(k in variables.templateAnnotations)) : []"
             ),
         ),
+    ]
+}
+
+/// The `podReplacementPolicy` the Job runs with, and the one it should have.
+fn replacement_variables() -> Vec<(&'static str, String)> {
+    vec![
         ("policy", cel::replacement_policy("variables.spec")),
         // With a podFailurePolicy only Failed is valid: an explicit TerminatingOrFailed is left
         // for the apiserver to reject, as the webhook leaves it.
@@ -176,6 +198,34 @@ pub(crate) fn objects(config: &Config, install: &Install, api_version: &str) -> 
         .collect()
 }
 
+/// The install's namespace selector, with or without the opt-in label as `scope` says.
+fn namespace_selector(install: &Install, scope: RecoveryScope) -> Value {
+    let mut namespaces = install.namespace_selector();
+    namespaces["matchExpressions"]
+        .as_array_mut()
+        .expect("matchExpressions")
+        .push(json!({
+            "key": FAILURE_RECOVERY,
+            "operator": if scope == RecoveryScope::Namespace { "In" } else { "NotIn" },
+            "values": [FAILURE_RECOVERY_ENABLED],
+        }));
+    namespaces
+}
+
+/// As the webhooks' matchConditions and `job::mutate`'s first checks: a CronJob UPDATE only
+/// when its job template is written, never an object being deleted; and only a request the
+/// patch changes.
+fn match_conditions(config: &Config, scope: RecoveryScope) -> Value {
+    json!([
+        {"name": "not-being-deleted", "expression": cel::NOT_BEING_DELETED},
+        {
+            "name": "template-written",
+            "expression": "request.operation == 'CREATE' || object.spec.?jobTemplate != oldObject.spec.?jobTemplate",
+        },
+        {"name": "patches", "expression": patches(config, scope)},
+    ])
+}
+
 /// The policy for `scope` and its binding.
 fn scoped(
     config: &Config,
@@ -188,15 +238,6 @@ fn scoped(
         .into_iter()
         .map(|(name, expression)| json!({"name": name, "expression": expression}))
         .collect();
-    let mut namespaces = install.namespace_selector();
-    namespaces["matchExpressions"]
-        .as_array_mut()
-        .expect("matchExpressions")
-        .push(json!({
-            "key": FAILURE_RECOVERY,
-            "operator": if scope == RecoveryScope::Namespace { "In" } else { "NotIn" },
-            "values": [FAILURE_RECOVERY_ENABLED],
-        }));
     let policy = json!({
         "apiVersion": api_version,
         "kind": "MutatingAdmissionPolicy",
@@ -208,7 +249,7 @@ fn scoped(
             "reinvocationPolicy": "IfNeeded",
             "matchConstraints": {
                 "matchPolicy": "Equivalent",
-                "namespaceSelector": namespaces,
+                "namespaceSelector": namespace_selector(install, scope),
                 // A CronJob's job template is defaulted when it is written: the apiserver
                 // defaults no Job spec inside a CronJob.
                 "resourceRules": resource_rules(&[
@@ -216,17 +257,7 @@ fn scoped(
                     ("cronjobs", &["CREATE", "UPDATE"]),
                 ]),
             },
-            // As the webhooks' matchConditions and `job::mutate`'s first checks: a CronJob
-            // UPDATE only when its job template is written, never an object being deleted; and
-            // only a request the patch changes.
-            "matchConditions": [
-                {"name": "not-being-deleted", "expression": cel::NOT_BEING_DELETED},
-                {
-                    "name": "template-written",
-                    "expression": "request.operation == 'CREATE' || object.spec.?jobTemplate != oldObject.spec.?jobTemplate",
-                },
-                {"name": "patches", "expression": patches(config, scope)},
-            ],
+            "matchConditions": match_conditions(config, scope),
             "variables": variables,
             "mutations": [{
                 "patchType": "JSONPatch",

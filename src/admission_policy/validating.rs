@@ -11,7 +11,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Install, Object, cel, named_metadata, resource_rules};
+use super::cel;
+use super::install::Install;
+use super::object::{Object, named_metadata, resource_rules};
 use crate::job::Config;
 use crate::job::levels::Level;
 use crate::job::levels::PolicyName;
@@ -70,6 +72,14 @@ fn concat(parts: Vec<Part>) -> String {
 /// Every variable a policy's checks may read, in an order where each uses only those before
 /// it; a policy declares the ones it uses (`variable_names`), in this order.
 fn all_variables(recognized: &str) -> Vec<(&'static str, String)> {
+    let mut out = object_variables();
+    out.extend(annotation_variables());
+    out.extend(decision_variables(recognized));
+    out
+}
+
+/// Which object, which spec, and the old one's on UPDATE.
+fn object_variables() -> Vec<(&'static str, String)> {
     vec![
         ("cronJob", cel::CRON_JOB.to_string()),
         (
@@ -87,6 +97,13 @@ fn all_variables(recognized: &str) -> Vec<(&'static str, String)> {
              ? oldObject.spec.?jobTemplate.?spec.orValue({}) : oldObject.?spec.orValue({})"
                 .to_string(),
         ),
+    ]
+}
+
+/// The annotations of the pod template, of the object itself and of a CronJob's job template,
+/// new and old.
+fn annotation_variables() -> Vec<(&'static str, String)> {
+    vec![
         (
             "annotations",
             "variables.spec.?template.?metadata.?annotations.orValue({})".to_string(),
@@ -114,6 +131,12 @@ fn all_variables(recognized: &str) -> Vec<(&'static str, String)> {
              : oldObject.spec.?jobTemplate.?metadata.?annotations.orValue({})"
                 .to_string(),
         ),
+    ]
+}
+
+/// What the policies decide on: opt-in, replacement policy, disruption rule, new and old.
+fn decision_variables(recognized: &str) -> Vec<(&'static str, String)> {
+    vec![
         // Opted in: "true" under any key jobgate or Kueue reads.
         (
             "optedIn",
@@ -181,53 +204,10 @@ fn variable_names(policy: PolicyName) -> Vec<&'static str> {
 fn checks(policy: PolicyName, config: &Config) -> Vec<Check> {
     let keys = config.recognized_recovery_keys();
     match policy {
-        PolicyName::RecoveryAnnotationValue => keys
-            .iter()
-            .map(|&key| {
-                let k = cel::string(key);
-                Check {
-                    expression: format!(
-                        "!({k} in variables.annotations) || variables.annotations[{k}] in ['true', 'false'] \
-                         || (variables.update && variables.oldAnnotations[?{k}] == variables.annotations[?{k}])"
-                    ),
-                    field: spec_field(&format!(".template.metadata.annotations[{key}]")),
-                    value: Some(format!(
-                        "strings.quote(variables.annotations[?{k}].orValue(''))"
-                    )),
-                    detail: vec![text(ANNOTATION_VALUE_DETAIL)],
-                }
-            })
-            .collect(),
-        PolicyName::RecoveryAnnotationOnJob => {
-            let place = |annotations: &str, old: &str, at: &str| {
-                keys.iter()
-                    .map(|&key| {
-                        let k = cel::string(key);
-                        Check {
-                            expression: format!(
-                                "!({k} in variables.{annotations}) \
-                                 || (variables.update && variables.{old}[?{k}] == variables.{annotations}[?{k}])"
-                            ),
-                            field: vec![text(format!("{at}.annotations[{key}]"))],
-                            value: Some(format!(
-                                "strings.quote(variables.{annotations}[?{k}].orValue(''))"
-                            )),
-                            detail: [text(format!("{ANNOTATION_ON_JOB_DETAIL} "))]
-                                .into_iter()
-                                .chain(spec_field(".template.metadata.annotations"))
-                                .collect(),
-                        }
-                    })
-                    .collect::<Vec<_>>()
-            };
-            let mut out = place("ownAnnotations", "oldOwnAnnotations", "metadata");
-            out.extend(place(
-                "jobTemplateAnnotations",
-                "oldJobTemplateAnnotations",
-                "spec.jobTemplate.metadata",
-            ));
-            out
+        PolicyName::RecoveryAnnotationValue => {
+            keys.iter().map(|&key| annotation_value_check(key)).collect()
         }
+        PolicyName::RecoveryAnnotationOnJob => annotation_on_job_checks(&keys),
         PolicyName::RecoveryNeedsFailed => vec![Check {
             expression: "!variables.optedIn || variables.replacement == 'Failed' \
                          || (variables.update && variables.oldOptedIn && variables.oldReplacement == variables.replacement)"
@@ -255,6 +235,65 @@ fn checks(policy: PolicyName, config: &Config) -> Vec<Check> {
             detail: vec![text(INDEXED_TERMINATING_OR_FAILED_DETAIL)],
         }],
     }
+}
+
+/// `recovery-annotation-value` for the pod template's annotation `key`.
+fn annotation_value_check(key: &str) -> Check {
+    let k = cel::string(key);
+    Check {
+        expression: format!(
+            "!({k} in variables.annotations) || variables.annotations[{k}] in ['true', 'false'] \
+             || (variables.update && variables.oldAnnotations[?{k}] == variables.annotations[?{k}])"
+        ),
+        field: spec_field(&format!(".template.metadata.annotations[{key}]")),
+        value: Some(format!(
+            "strings.quote(variables.annotations[?{k}].orValue(''))"
+        )),
+        detail: vec![text(ANNOTATION_VALUE_DETAIL)],
+    }
+}
+
+/// `recovery-annotation-on-job`: the object's own annotations, then a CronJob's job
+/// template's.
+fn annotation_on_job_checks(keys: &[&str]) -> Vec<Check> {
+    let mut out =
+        annotation_on_job_checks_at(keys, "ownAnnotations", "oldOwnAnnotations", "metadata");
+    out.extend(annotation_on_job_checks_at(
+        keys,
+        "jobTemplateAnnotations",
+        "oldJobTemplateAnnotations",
+        "spec.jobTemplate.metadata",
+    ));
+    out
+}
+
+/// `recovery-annotation-on-job` for each of `keys` in one place: the annotations (and the old
+/// ones) in the variables `annotations` and `old`, printed at `at`.
+fn annotation_on_job_checks_at(
+    keys: &[&str],
+    annotations: &str,
+    old: &str,
+    at: &str,
+) -> Vec<Check> {
+    keys.iter()
+        .map(|&key| {
+            let k = cel::string(key);
+            Check {
+                expression: format!(
+                    "!({k} in variables.{annotations}) \
+                     || (variables.update && variables.{old}[?{k}] == variables.{annotations}[?{k}])"
+                ),
+                field: vec![text(format!("{at}.annotations[{key}]"))],
+                value: Some(format!(
+                    "strings.quote(variables.{annotations}[?{k}].orValue(''))"
+                )),
+                detail: [text(format!("{ANNOTATION_ON_JOB_DETAIL} "))]
+                    .into_iter()
+                    .chain(spec_field(".template.metadata.annotations"))
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 impl Check {

@@ -1,6 +1,9 @@
 //! The rendered objects, and the proof that they do what the webhook does (`differential`,
 //! `expected_differences`, over `engine`).
 
+use serde_json::{Value, json};
+
+use super::install::FailurePolicy;
 use super::*;
 use crate::job::levels::Level;
 use crate::job::levels::Policies;
