@@ -9,10 +9,10 @@ use std::borrow::Cow;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::locate::{Position, Wanted};
-use super::report::Location;
-use super::schema::Step;
-use super::yaml;
+use super::locate::Wanted;
+use super::report::{Location, Unreadable};
+use super::yaml::{self, Position};
+use crate::schema::Step;
 
 /// One readable input: its display name (`jobs.yaml`, `-` for stdin) and its text.
 #[derive(Debug, Clone)]
@@ -59,23 +59,6 @@ fn matches_at(glob: &[u8], text: &[u8]) -> bool {
             text.first().is_some_and(|&c| c != b'/') && matches_at(rest, &text[1..])
         }
         [c, rest @ ..] => text.first() == Some(c) && matches_at(rest, &text[1..]),
-    }
-}
-
-/// Why an input could not be read.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Unreadable {
-    pub(crate) location: Location,
-    pub(crate) reason: String,
-}
-
-impl Unreadable {
-    /// `reason` about the whole of `name` (a file, a directory, stdin).
-    pub(crate) fn input(name: &str, reason: impl Into<String>) -> Unreadable {
-        Unreadable {
-            location: Location::file(name),
-            reason: reason.into(),
-        }
     }
 }
 
@@ -160,14 +143,20 @@ enum Format<'a> {
         refused: Option<Refused>,
     },
     /// One or more JSON values, each located within its own text.
-    Json {
-        text: Cow<'a, str>,
-        offset: usize,
-        cursor: LineCursor,
-        /// Each value's byte range and where it starts.
-        values: Vec<(std::ops::Range<usize>, Position)>,
-    },
+    Json(JsonValues<'a>),
 }
+
+/// The JSON values of a text, read one at a time.
+struct JsonValues<'a> {
+    text: Cow<'a, str>,
+    offset: usize,
+    cursor: LineCursor,
+    /// Each value's byte range and where it starts.
+    values: Vec<(std::ops::Range<usize>, Position)>,
+}
+
+/// Where a document that cannot be read fails, and why.
+type Failed = (Option<Position>, String);
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(source: &'a Input) -> Reader<'a> {
@@ -175,16 +164,16 @@ impl<'a> Reader<'a> {
         let format = if trimmed.starts_with('{') || trimmed.starts_with('[') {
             // Unpaired surrogates read as U+FFFD, as by the webhook and kube-apiserver
             // (`job::strict`).
-            let text = match crate::job::strict::go_surrogates(source.text.as_bytes()) {
+            let text = match crate::job::wire::strict::go_surrogates(source.text.as_bytes()) {
                 Cow::Borrowed(_) => Cow::Borrowed(source.text.as_str()),
                 Cow::Owned(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
             };
-            Format::Json {
+            Format::Json(JsonValues {
                 text,
                 offset: 0,
                 cursor: LineCursor::default(),
                 values: Vec::new(),
-            }
+            })
         } else {
             // Documents past a pathological one are not parsed at all (`scan_yaml`).
             let (text, refused) = match scan_yaml(&source.text) {
@@ -223,62 +212,9 @@ impl<'a> Reader<'a> {
         let read = match &mut self.format {
             Format::Yaml {
                 documents, refused, ..
-            } => match documents.next() {
-                Some(Ok(doc)) => Ok(Document {
-                    value: doc.value,
-                    index,
-                    root: doc.root,
-                    duplicates: doc.duplicates,
-                }),
-                Some(Err(f)) => Err((f.at, f.reason)),
-                None => match refused.take() {
-                    Some(bad) => {
-                        let at = position_after_whitespace(&self.source.text, bad.start);
-                        Err((Some(at), bad.reason))
-                    }
-                    None => return None,
-                },
-            },
-            Format::Json {
-                text,
-                offset,
-                cursor,
-                values,
-            } => {
-                let rest = &text[*offset..];
-                let skipped = rest.len() - rest.trim_start().len();
-                if skipped == rest.len() {
-                    return None;
-                }
-                let start = *offset + skipped;
-                let at = cursor.advance_to(text, start);
-                let mut stream =
-                    serde_json::Deserializer::from_str(&text[start..]).into_iter::<Tracked>();
-                let read = stream.next();
-                let end = start + stream.byte_offset();
-                match read.unwrap_or_else(|| Ok(Tracked(Value::Null, Vec::new()))) {
-                    Ok(Tracked(value, duplicates)) => {
-                        *offset = end;
-                        values.push((start..end, at));
-                        Ok(Document {
-                            value,
-                            index,
-                            root: Some(at),
-                            duplicates,
-                        })
-                    }
-                    Err(e) => {
-                        let error_at = Position {
-                            line: e.line(),
-                            column: e.column(),
-                        }
-                        .within(at);
-                        let reason = crate::job::strict::without_position(&e);
-                        Err((Some(error_at), format!("invalid JSON: {reason}")))
-                    }
-                }
-            }
-        };
+            } => next_yaml(documents, refused, &self.source.text, index),
+            Format::Json(values) => values.next_value(index),
+        }?;
         match read {
             Ok(doc) => {
                 self.next_index += 1;
@@ -315,7 +251,7 @@ impl<'a> Reader<'a> {
                     }
                 }
             }
-            Format::Json { text, values, .. } => {
+            Format::Json(JsonValues { text, values, .. }) => {
                 for (doc, (range, at)) in values.iter().enumerate() {
                     let mut wanted = Wanted::default();
                     for l in &pending {
@@ -341,6 +277,69 @@ impl<'a> Reader<'a> {
         for l in pending {
             l.field = None;
         }
+    }
+}
+
+/// The next YAML document, as document `index`; after the last, the document refused before
+/// parsing (`scan_yaml`), if any. `None` at the end.
+fn next_yaml(
+    documents: &mut yaml::Documents<'_>,
+    refused: &mut Option<Refused>,
+    source: &str,
+    index: usize,
+) -> Option<Result<Document, Failed>> {
+    match documents.next() {
+        Some(Ok(doc)) => Some(Ok(Document {
+            value: doc.value,
+            index,
+            root: doc.root,
+            duplicates: doc.duplicates,
+        })),
+        Some(Err(f)) => Some(Err((f.at, f.reason))),
+        None => refused.take().map(|bad| {
+            let at = position_after_whitespace(source, bad.start);
+            Err((Some(at), bad.reason))
+        }),
+    }
+}
+
+impl JsonValues<'_> {
+    /// The next value, as document `index`; `None` at the end.
+    fn next_value(&mut self, index: usize) -> Option<Result<Document, Failed>> {
+        let rest = &self.text[self.offset..];
+        let skipped = rest.len() - rest.trim_start().len();
+        if skipped == rest.len() {
+            return None;
+        }
+        let start = self.offset + skipped;
+        let at = self.cursor.advance_to(&self.text, start);
+        let mut stream =
+            serde_json::Deserializer::from_str(&self.text[start..]).into_iter::<Tracked>();
+        let read = stream.next();
+        let end = start + stream.byte_offset();
+        Some(
+            match read.unwrap_or_else(|| Ok(Tracked(Value::Null, Vec::new()))) {
+                Ok(Tracked(value, duplicates)) => {
+                    self.offset = end;
+                    self.values.push((start..end, at));
+                    Ok(Document {
+                        value,
+                        index,
+                        root: Some(at),
+                        duplicates,
+                    })
+                }
+                Err(e) => {
+                    let error_at = Position {
+                        line: e.line(),
+                        column: e.column(),
+                    }
+                    .within(at);
+                    let reason = crate::job::wire::strict::without_position(&e);
+                    Err((Some(error_at), format!("invalid JSON: {reason}")))
+                }
+            },
+        )
     }
 }
 
@@ -550,29 +549,36 @@ fn scan_yaml(text: &str) -> Option<Refused> {
                 continue;
             }
             b'"' | b'\'' if i == 0 || !bytes[i - 1].is_ascii_alphanumeric() => {
-                // A quoted scalar: skip to its end (`\\` escapes in double quotes, `''` in single).
-                let quote = b;
-                i += 1;
-                while i < bytes.len() {
-                    if quote == b'"' && bytes[i] == b'\\' {
-                        i += 2;
-                        continue;
-                    }
-                    if bytes[i] == quote {
-                        if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    i += 1;
-                }
+                // A quoted scalar: skip to its end.
+                i = closing_quote(bytes, i);
             }
             _ => {}
         }
         i += 1;
     }
     None
+}
+
+/// Where the quoted scalar opened at `open` ends: the index of its closing quote (`\\` escapes in
+/// double quotes, `''` in single), or past the end of `bytes`.
+fn closing_quote(bytes: &[u8], open: usize) -> usize {
+    let quote = bytes[open];
+    let mut i = open + 1;
+    while i < bytes.len() {
+        if quote == b'"' && bytes[i] == b'\\' {
+            i += 2;
+            continue;
+        }
+        if bytes[i] == quote {
+            if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
+                i += 2;
+                continue;
+            }
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 #[cfg(test)]

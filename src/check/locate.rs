@@ -11,30 +11,9 @@
 
 use std::collections::HashMap;
 
-use granit_parser::{Event, Parser};
+use granit_parser::{Event, Parser, ScalarStyle, Tag};
 
-use super::yaml;
-
-/// A line (from 1) and column (from 1), as editors and CI annotations count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Position {
-    pub(crate) line: usize,
-    pub(crate) column: usize,
-}
-
-impl Position {
-    /// This position in a text that starts at `base` of a larger one.
-    pub(crate) fn within(self, base: Position) -> Position {
-        Position {
-            line: base.line + self.line - 1,
-            column: if self.line == 1 {
-                base.column + self.column - 1
-            } else {
-                self.column
-            },
-        }
-    }
-}
+use super::yaml::{self, Position};
 
 /// The state of a mapping between its keys and values.
 enum Key {
@@ -144,9 +123,6 @@ impl Wanted {
                 column: span.start.col() + 1,
             }
             .within(base);
-            let child = |nodes: &Vec<Node>, parent: Option<usize>, segment: &str| {
-                parent.and_then(|p| nodes[p].children.get(segment).copied())
-            };
             match event {
                 Event::DocumentStart(..) => {
                     stack.clear();
@@ -155,30 +131,7 @@ impl Wanted {
                 }
                 Event::DocumentEnd => stack.clear(),
                 Event::Scalar(ref value, style, _, ref tag) => {
-                    let tag = tag.as_deref();
-                    match stack.last_mut() {
-                        Some(Frame::Map {
-                            node,
-                            key: key @ Key::Expected,
-                        }) => {
-                            if yaml::is_merge_key(value, style, tag) {
-                                if let Some(n) = *node {
-                                    self.nodes[n].merge_at.get_or_insert(at);
-                                }
-                                *key = Key::Read(None);
-                            } else {
-                                let found = yaml::key_text(value, style, tag)
-                                    .and_then(|k| child(&self.nodes, *node, &k));
-                                if let Some(c) = found {
-                                    self.nodes[c].at = Some(at);
-                                }
-                                *key = Key::Read(found);
-                            }
-                        }
-                        _ => {
-                            self.value(&mut stack, doc, at);
-                        }
-                    }
+                    self.scalar(&mut stack, doc, at, value, style, tag.as_deref());
                 }
                 Event::Alias(_) => {
                     self.value(&mut stack, doc, at);
@@ -192,6 +145,43 @@ impl Wanted {
                     stack.pop();
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// A scalar at `at`: a mapping's key (recorded when its path is wanted; a merge key marks the
+    /// mapping), or a value.
+    fn scalar(
+        &mut self,
+        stack: &mut [Frame],
+        doc: Option<usize>,
+        at: Position,
+        value: &str,
+        style: ScalarStyle,
+        tag: Option<&Tag>,
+    ) {
+        match stack.last_mut() {
+            Some(Frame::Map {
+                node,
+                key: key @ Key::Expected,
+            }) => {
+                if yaml::is_merge_key(value, style, tag) {
+                    if let Some(n) = *node {
+                        self.nodes[n].merge_at.get_or_insert(at);
+                    }
+                    *key = Key::Read(None);
+                } else {
+                    let found = yaml::key_text(value, style, tag).and_then(|k| {
+                        (*node).and_then(|p| self.nodes[p].children.get(&k).copied())
+                    });
+                    if let Some(c) = found {
+                        self.nodes[c].at = Some(at);
+                    }
+                    *key = Key::Read(found);
+                }
+            }
+            _ => {
+                self.value(stack, doc, at);
             }
         }
     }

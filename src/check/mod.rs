@@ -14,13 +14,14 @@
 //! unless `--fail-on warning`), 1 when anything is denied, 2 when some input could not be read
 //! or nothing was found to check (that wins over 1).
 
+mod decode;
 pub(crate) mod document;
 pub(crate) mod input;
 pub(crate) mod locate;
+mod object;
 mod recoverer;
 mod render;
 pub(crate) mod report;
-pub(crate) mod schema;
 mod templates;
 pub(crate) mod yaml;
 
@@ -30,24 +31,12 @@ use std::path::PathBuf;
 use crate::job::Config;
 use crate::job::levels::PolicyName;
 use crate::rule_flags::RuleArgs;
-pub(crate) use document::{Chain, FieldValidation, Place, check_document};
-use input::{Input, Unreadable};
+pub(crate) use document::check_document;
+use input::Input;
+pub(crate) use object::{Chain, FieldValidation, Place};
+use render::OutputFormat;
 pub(crate) use report::Report;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub(crate) enum OutputFormat {
-    /// `file:line:column Kind/name: message` lines
-    #[default]
-    Text,
-    /// one JSON document for tools
-    Json,
-    /// the same document as YAML
-    Yaml,
-    /// GitHub Actions workflow commands (`::error file=...,line=...::message`)
-    Github,
-    /// SARIF 2.1.0 (GitHub code scanning, GitLab, IDEs)
-    Sarif,
-}
+use report::Unreadable;
 
 /// When `check` exits non-zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -213,13 +202,7 @@ fn run_with_base(
     err: &mut dyn Write,
 ) -> i32 {
     if args.list_policies {
-        return match list_policies(out).and_then(|()| out.flush()) {
-            Ok(()) => EXIT_OK,
-            Err(e) => {
-                let _ = writeln!(err, "jobgate check: cannot write output: {e}");
-                EXIT_UNREADABLE
-            }
-        };
+        return write_policy_list(out, err);
     }
     if args.paths.is_empty() && stdin_is_terminal {
         let _ = writeln!(
@@ -239,8 +222,30 @@ fn run_with_base(
     if let Some(note) = config.release_note() {
         let _ = writeln!(err, "jobgate check: {note}");
     }
+    check_and_write(args, &config, stdin, out, err)
+}
+
+/// `--list-policies`: the list on `out`; the exit status.
+fn write_policy_list(out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    match list_policies(out).and_then(|()| out.flush()) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            let _ = writeln!(err, "jobgate check: cannot write output: {e}");
+            EXIT_UNREADABLE
+        }
+    }
+}
+
+/// Checks every input `args` names by `config`'s rules and writes the report; the exit status.
+fn check_and_write(
+    args: &CheckArgs,
+    config: &Config,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let chain = Chain {
-        config: &config,
+        config,
         mutate: true,
         recovery_namespaces: &args.recovery_namespaces,
         default_namespace: &args.namespace,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::job::config::Config;
 use crate::job::finding::{Finding, Source};
-use crate::job::model::JobObject;
+use crate::job::wire::model::JobObject;
 use crate::kueue::SAFE_TO_FORCEFULLY_DELETE;
 use crate::recovery::{self, PodFacts, Recoverer, RecoveryConfig};
 

@@ -5,10 +5,25 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use super::OutputFormat;
 use super::report::{Location, Report};
 use crate::job::finding::Severity;
 use crate::job::levels::PolicyName;
+
+/// How `jobgate check` writes what it found (`--output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// `file:line:column Kind/name: message` lines
+    #[default]
+    Text,
+    /// one JSON document for tools
+    Json,
+    /// the same document as YAML
+    Yaml,
+    /// GitHub Actions workflow commands (`::error file=...,line=...::message`)
+    Github,
+    /// SARIF 2.1.0 (GitHub code scanning, GitLab, IDEs)
+    Sarif,
+}
 
 /// Writes `report` in `format`: findings on `out`; in text, notes and the summary on `err`.
 pub(crate) fn write(

@@ -4,8 +4,7 @@
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
-use super::input::Unreadable;
-use super::locate::Position;
+use super::yaml::Position;
 use crate::job::finding::Finding;
 use crate::job::finding::Said;
 use crate::job::finding::Severity;
@@ -65,6 +64,23 @@ impl std::fmt::Display for Location {
         match self.at {
             Some(p) => write!(f, "{}:{}:{}", self.file, p.line, p.column),
             None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// Why an input could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Unreadable {
+    pub(crate) location: Location,
+    pub(crate) reason: String,
+}
+
+impl Unreadable {
+    /// `reason` about the whole of `name` (a file, a directory, stdin).
+    pub(crate) fn input(name: &str, reason: impl Into<String>) -> Unreadable {
+        Unreadable {
+            location: Location::file(name),
+            reason: reason.into(),
         }
     }
 }

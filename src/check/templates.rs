@@ -17,18 +17,18 @@
 
 use serde_json::Value;
 
-use super::document::{FromTemplate, Place, Subject, check_object};
-use super::report::{Checked, Located, Report};
-use super::{Chain, FieldValidation};
-use crate::check::schema;
+use super::decode::{cannot_be_handled, duplicates, unknown_field};
+use super::object::{Chain, FieldValidation, FromTemplate, Place, Subject, check_object};
+use super::report::{Checked, Located, Location, Report};
 use crate::embedded::{self, Owner};
 use crate::job::Kind;
 use crate::job::field::{BadValue, FieldError, FieldPath};
 use crate::job::finding;
 use crate::job::finding::Finding;
 use crate::job::finding::Source;
-use crate::job::review::Operation;
+use crate::job::wire::envelope::Operation;
 use crate::json_str::str_or_empty;
+use crate::schema;
 
 /// The pattern controller-gen gives a `resource.Quantity` in a CRD (jobset.x-k8s.io_jobsets.yaml,
 /// trainer.kubeflow.org_trainingruntimes.yaml).
@@ -66,26 +66,16 @@ pub(super) fn check_owner(
         .iter()
         .map(|(printed, at)| decode_template(place, &doc, printed, at, chain))
         .collect();
-    let owner_checked = |findings| Checked {
-        location: place.location(),
-        namespace: namespace.clone(),
-        kind: owner.kind(),
-        name: name.clone(),
-        operation: Operation::Create.as_str(),
-        findings,
-        patch: json_patch::Patch::default(),
-        mutation_changes: false,
-        built: None,
-    };
     let refused = decoded
         .iter()
         .flatten()
         .any(|f| f.finding.severity() == finding::Severity::Error);
     if refused || templates.is_empty() {
         // kube-apiserver refuses the object itself: no Job is ever built from it.
+        let findings = decoded.into_iter().flatten().collect();
         report
             .objects
-            .push(owner_checked(decoded.into_iter().flatten().collect()));
+            .push(refused_owner(place, owner, name, namespace, findings));
         return;
     }
     let misplaced = misplaced_opt_in(place, owner, &doc, chain);
@@ -109,23 +99,58 @@ pub(super) fn check_owner(
         found.extend(delegation_from_jobset(
             place, owner, &built.job, &templates, index, chain,
         ));
-        let object = Subject {
-            operation: Operation::Create,
-            kind: Kind::Job,
-            doc: built.job,
-            old_doc: None,
-            namespace_hint: namespace.clone(),
-            name_hint: String::new(),
-            in_review: false,
-            from_template: Some(FromTemplate {
-                owner_kind: owner.kind(),
-                owner_name: name.clone(),
-                segments: index.map(|i| templates[i].1.clone()).unwrap_or_default(),
-                template: built.template,
-                replicas: built.replicas,
-            }),
-        };
+        let segments = index.map(|i| templates[i].1.clone()).unwrap_or_default();
+        let object = built_job(owner, &name, &namespace, built, segments);
         check_object(place, object, found, chain, report);
+    }
+}
+
+/// The report's entry for an owner kube-apiserver refuses (`findings` say why), or one that
+/// holds no template.
+fn refused_owner(
+    place: &Place<'_>,
+    owner: Owner,
+    name: String,
+    namespace: String,
+    findings: Vec<Located>,
+) -> Checked {
+    Checked {
+        location: place.location(),
+        namespace,
+        kind: owner.kind(),
+        name,
+        operation: Operation::Create.as_str(),
+        findings,
+        patch: json_patch::Patch::default(),
+        mutation_changes: false,
+        built: None,
+    }
+}
+
+/// The Job the controller built from the template at `segments` of `owner` (named `name`), to
+/// check as the Job it sends.
+fn built_job(
+    owner: Owner,
+    name: &str,
+    namespace: &str,
+    built: embedded::ControllerJob,
+    segments: Vec<String>,
+) -> Subject {
+    Subject {
+        operation: Operation::Create,
+        kind: Kind::Job,
+        doc: built.job,
+        old_doc: None,
+        namespace_hint: namespace.to_string(),
+        name_hint: String::new(),
+        in_review: false,
+        from_template: Some(FromTemplate {
+            owner_kind: owner.kind(),
+            owner_name: name.to_string(),
+            segments,
+            template: built.template,
+            replicas: built.replicas,
+        }),
     }
 }
 
@@ -168,6 +193,19 @@ fn misplaced_opt_in(
             at: at(crate::job::mutate::FAILURE_RECOVERY),
         });
     }
+    out.extend(misplaced_recovery_keys(annotations, jobs, chain, at));
+    out
+}
+
+/// The recovery keys (`recovery-annotation-on-job`'s) among an owner's own `annotations`, where
+/// they have no effect: each belongs on the pod templates of its Jobs (at `jobs`).
+fn misplaced_recovery_keys(
+    annotations: &serde_json::Map<String, Value>,
+    jobs: &str,
+    chain: &Chain<'_>,
+    at: impl Fn(&str) -> Location,
+) -> Vec<Located> {
+    let mut out = Vec::new();
     let policy = crate::job::levels::PolicyName::RecoveryAnnotationOnJob;
     let level = chain.config.policies.level(policy);
     for key in chain.config.recognized_recovery_keys() {
@@ -263,7 +301,6 @@ fn decode_template(
     at: &[String],
     chain: &Chain<'_>,
 ) -> Vec<Located> {
-    let validation = chain.field_validation;
     let release = chain.config.cluster.release();
     let Some(template) = at.iter().try_fold(doc, |v, s| match v {
         Value::Object(m) => m.get(s),
@@ -272,38 +309,81 @@ fn decode_template(
     }) else {
         return Vec::new();
     };
-    let full = |steps: &[schema::Step]| format!("{printed}.{}", schema::printed(steps));
-    let here = |steps: &[schema::Step]| {
-        let mut path = at.to_vec();
-        path.extend(schema::segments(steps));
-        place.at(&path)
-    };
+    let within = Within { place, printed, at };
     let found = schema::decode_findings(Kind::Job, template, release, &|v| {
         crd_quantity_error(v).is_some()
     });
     let mut out: Vec<Located> = found
         .quantities
         .iter()
-        .filter_map(|(steps, value)| {
-            let (bad, detail) = crd_quantity_error(value)?;
-            let path = full(steps);
-            let error = FieldError::invalid(
-                FieldPath::new(&path),
-                BadValue::str(bad),
-                format!("{path} in body {detail}"),
-            );
-            Some(Located {
-                finding: Finding::error(Source::KubeApiserver, error),
-                at: here(steps),
-            })
-        })
+        .filter_map(|(steps, value)| refused_quantity(&within, steps, value))
         .collect();
-    if validation == FieldValidation::Ignore {
+    if chain.field_validation == FieldValidation::Ignore {
         return out;
     }
     let mut prefix = place.prefix.clone();
     prefix.extend_from_slice(at);
-    out.extend(super::document::duplicates(place, &prefix));
+    out.extend(duplicates(place, &prefix));
+    out.extend(unknown_template_fields(
+        &within,
+        doc,
+        template,
+        found.unknown,
+        chain,
+    ));
+    out
+}
+
+/// A template's place: in the document at `place`, at `at` (printed `printed`).
+struct Within<'a, 'p> {
+    place: &'a Place<'p>,
+    printed: &'a str,
+    at: &'a [String],
+}
+
+impl Within<'_, '_> {
+    /// A path under the template, printed from the owner's root.
+    fn printed(&self, steps: &[schema::Step]) -> String {
+        format!("{}.{}", self.printed, schema::printed(steps))
+    }
+
+    /// Where a path under the template is written.
+    fn at(&self, steps: &[schema::Step]) -> Location {
+        let mut path = self.at.to_vec();
+        path.extend(schema::segments(steps));
+        self.place.at(&path)
+    }
+}
+
+/// A quantity at `steps` of the template, if the CRD's schema refuses `value`.
+fn refused_quantity(
+    within: &Within<'_, '_>,
+    steps: &[schema::Step],
+    value: &Value,
+) -> Option<Located> {
+    let (bad, detail) = crd_quantity_error(value)?;
+    let path = within.printed(steps);
+    let error = FieldError::invalid(
+        FieldPath::new(&path),
+        BadValue::str(bad),
+        format!("{path} in body {detail}"),
+    );
+    Some(Located {
+        finding: Finding::error(Source::KubeApiserver, error),
+        at: within.at(steps),
+    })
+}
+
+/// Fields of `template` a Job template does not have (`unknown`, from the schema's walk, and
+/// keys beside `metadata` and `spec`), as `--validate` asks, in the words of the owner's
+/// decoding (`doc`'s kind and version).
+fn unknown_template_fields(
+    within: &Within<'_, '_>,
+    doc: &Value,
+    template: &Value,
+    unknown: Vec<schema::UnknownField>,
+    chain: &Chain<'_>,
+) -> Vec<Located> {
     // A Job template has `metadata` and `spec` only.
     let extra = template
         .as_object()
@@ -311,25 +391,26 @@ fn decode_template(
         .flat_map(|t| t.keys())
         .filter(|k| !matches!(k.as_str(), "metadata" | "spec"))
         .map(|k| vec![schema::Step::Key(k.clone())]);
-    let unknown = found
-        .unknown
+    let unknown = unknown
         .into_iter()
         .filter(|f| !matches!(f.0.first(), Some(schema::Step::Key(k)) if matches!(k.as_str(), "apiVersion" | "kind" | "status")))
         .map(|f| f.0);
-    let incomplete = schema::fields_may_be_incomplete(release);
+    let incomplete = schema::fields_may_be_incomplete(chain.config.cluster.release());
     let field = |name: &str| doc.get(name).and_then(Value::as_str).unwrap_or_default();
     let version = field("apiVersion").rsplit('/').next().unwrap_or_default();
-    let handled_as = super::document::cannot_be_handled(field("kind"), version);
-    for steps in extra.chain(unknown) {
-        out.push(super::document::unknown_field(
-            full(&steps),
-            here(&steps),
-            validation,
-            &handled_as,
-            incomplete.as_deref(),
-        ));
-    }
-    out
+    let handled_as = cannot_be_handled(field("kind"), version);
+    extra
+        .chain(unknown)
+        .map(|steps| {
+            unknown_field(
+                within.printed(&steps),
+                within.at(&steps),
+                chain.field_validation,
+                &handled_as,
+                incomplete.as_deref(),
+            )
+        })
+        .collect()
 }
 
 /// What a CRD's schema says of a quantity (`x-kubernetes-int-or-string` and

@@ -24,12 +24,32 @@ use std::collections::{HashMap, HashSet};
 use granit_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 
-use super::locate::Position;
-use super::schema::Step;
+use crate::schema::Step;
 
 /// Nesting deeper than this is refused (serde_json's own limit for JSON input; no manifest comes
 /// near it), so nothing downstream recurses without bound.
 pub(crate) const MAX_DEPTH: usize = 128;
+
+/// A line (from 1) and column (from 1), as editors and CI annotations count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Position {
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+}
+
+impl Position {
+    /// This position in a text that starts at `base` of a larger one.
+    pub(crate) fn within(self, base: Position) -> Position {
+        Position {
+            line: base.line + self.line - 1,
+            column: if self.line == 1 {
+                base.column + self.column - 1
+            } else {
+                self.column
+            },
+        }
+    }
+}
 
 /// One YAML document, converted.
 #[derive(Debug)]

@@ -16,11 +16,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::ControllerJob;
+use super::controller_job::{ControllerJob, prune_unknown_fields};
+use super::owner::JOBSET_API_VERSION;
 use crate::job::version::KubernetesVersion;
 use crate::json_str::str_at;
-
-pub(super) const API_VERSION: &str = "jobset.x-k8s.io/v1alpha2";
 
 const JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
 const JOBSET_UID: &str = "jobset.sigs.k8s.io/jobset-uid";
@@ -90,7 +89,7 @@ pub(super) fn jobs(
         };
         // The template is moved into the Job: a copy of a large one costs as much again.
         let mut template = std::mem::take(template);
-        super::prune_unknown_fields(&mut template, release);
+        prune_unknown_fields(&mut template, release);
         jobs.push(ControllerJob {
             template: format!("spec.replicatedJobs[{i}].template"),
             replicas: r.replicas,
@@ -157,35 +156,14 @@ fn object_at_value<'v>(
 }
 
 fn facts(jobset: &Value, default_namespace: &str) -> JobSetFacts {
-    let name = match (
-        str_at(jobset, "/metadata/name").filter(|n| !n.is_empty()),
-        str_at(jobset, "/metadata/generateName"),
-    ) {
-        (Some(n), _) => n.to_string(),
-        // kube-apiserver appends five random characters.
-        (None, Some(g)) => format!("{g}xxxxx"),
-        (None, None) => "jobset".into(),
-    };
+    let name = jobset_name(jobset);
     let replicated = replicated_jobs(jobset);
-    let network = jobset.pointer("/spec/network");
-    let dns_hostnames = network
-        .and_then(|n| n.get("enableDNSHostnames"))
+    let dns_hostnames = jobset
+        .pointer("/spec/network/enableDNSHostnames")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let subdomain = network
-        .and_then(|n| n.get("subdomain"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map_or_else(|| name.clone(), str::to_string);
-    let coordinator = jobset.pointer("/spec/coordinator").map(|c| {
-        // `CoordinatorEndpoint`: `<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>`.
-        format!(
-            "{name}-{}-{}-{}.{subdomain}",
-            str_at(c, "/replicatedJob").unwrap_or_default(),
-            c.get("jobIndex").and_then(Value::as_i64).unwrap_or(0),
-            c.get("podIndex").and_then(Value::as_i64).unwrap_or(0),
-        )
-    });
+    let subdomain = subdomain(jobset, &name);
+    let coordinator = coordinator_endpoint(jobset, &name, &subdomain);
     let claim_templates = claim_template_names(jobset);
     JobSetFacts {
         namespace: str_at(jobset, "/metadata/namespace")
@@ -215,6 +193,42 @@ fn facts(jobset: &Value, default_namespace: &str) -> JobSetFacts {
         replicated,
         name,
     }
+}
+
+/// The JobSet's name: `metadata.name`, else what kube-apiserver makes of `generateName`.
+fn jobset_name(jobset: &Value) -> String {
+    match (
+        str_at(jobset, "/metadata/name").filter(|n| !n.is_empty()),
+        str_at(jobset, "/metadata/generateName"),
+    ) {
+        (Some(n), _) => n.to_string(),
+        // kube-apiserver appends five random characters.
+        (None, Some(g)) => format!("{g}xxxxx"),
+        (None, None) => "jobset".into(),
+    }
+}
+
+/// `GetSubdomain`: `network.subdomain`, else the JobSet's name.
+fn subdomain(jobset: &Value, name: &str) -> String {
+    jobset
+        .pointer("/spec/network/subdomain")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(name)
+        .to_string()
+}
+
+/// `CoordinatorEndpoint`: `<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>`, when
+/// `spec.coordinator` is set.
+fn coordinator_endpoint(jobset: &Value, name: &str, subdomain: &str) -> Option<String> {
+    jobset.pointer("/spec/coordinator").map(|c| {
+        format!(
+            "{name}-{}-{}-{}.{subdomain}",
+            str_at(c, "/replicatedJob").unwrap_or_default(),
+            c.get("jobIndex").and_then(Value::as_i64).unwrap_or(0),
+            c.get("podIndex").and_then(Value::as_i64).unwrap_or(0),
+        )
+    })
 }
 
 /// `spec.replicatedJobs`: name, group and replicas of each.
@@ -274,7 +288,7 @@ fn construct_job(facts: &JobSetFacts, r: usize, index: u32, template: Value) -> 
     job_meta.insert(
         "ownerReferences".into(),
         json!([{
-            "apiVersion": API_VERSION, "kind": "JobSet", "name": facts.name, "uid": facts.uid,
+            "apiVersion": JOBSET_API_VERSION, "kind": "JobSet", "name": facts.name, "uid": facts.uid,
             "controller": true, "blockOwnerDeletion": true,
         }]),
     );
@@ -294,24 +308,36 @@ fn construct_job(facts: &JobSetFacts, r: usize, index: u32, template: Value) -> 
         *pod = json!({});
     }
     if let Value::Object(pod) = pod {
-        let pod_meta = pod.entry("metadata").or_insert_with(|| json!({}));
-        if !pod_meta.is_object() {
-            *pod_meta = json!({});
-        }
-        if let Value::Object(pod_meta) = pod_meta {
-            add_all(pod_meta, "labels", &labels);
-            add_all(pod_meta, "annotations", &annotations);
-        }
-        let pod_spec = pod.entry("spec").or_insert_with(|| json!({}));
-        if !pod_spec.is_object() {
-            *pod_spec = json!({});
-        }
-        if let Value::Object(pod_spec) = pod_spec {
-            complete_pod_spec(pod_spec, facts, &job_name, &annotations);
-        }
+        complete_pod_template(pod, facts, &job_name, &labels, &annotations);
     }
     spec_map.insert("suspend".into(), json!(facts.suspend));
     json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": spec})
+}
+
+/// The Job's pod template: the Job's labels and annotations on its metadata, then the pod spec
+/// completed (`complete_pod_spec`).
+fn complete_pod_template(
+    pod: &mut Map<String, Value>,
+    facts: &JobSetFacts,
+    job_name: &str,
+    labels: &Map<String, Value>,
+    annotations: &Map<String, Value>,
+) {
+    let pod_meta = pod.entry("metadata").or_insert_with(|| json!({}));
+    if !pod_meta.is_object() {
+        *pod_meta = json!({});
+    }
+    if let Value::Object(pod_meta) = pod_meta {
+        add_all(pod_meta, "labels", labels);
+        add_all(pod_meta, "annotations", annotations);
+    }
+    let pod_spec = pod.entry("spec").or_insert_with(|| json!({}));
+    if !pod_spec.is_object() {
+        *pod_spec = json!({});
+    }
+    if let Value::Object(pod_spec) = pod_spec {
+        complete_pod_spec(pod_spec, facts, job_name, annotations);
+    }
 }
 
 /// What the JobSet controller sets in the pod spec: the subdomain, exclusive placement's node
@@ -396,7 +422,17 @@ fn label_and_annotate(
     }
     let labels = common.clone();
     let mut annotations = common;
-    // Exclusive placement: the JobSet's annotation, then the replicated job template's.
+    add_exclusive_placement(&mut annotations, facts, template_annotations);
+    (labels, annotations)
+}
+
+/// Exclusive placement: the JobSet's annotation, then the replicated job template's, each with
+/// its node-selector strategy.
+fn add_exclusive_placement(
+    annotations: &mut Map<String, Value>,
+    facts: &JobSetFacts,
+    template_annotations: &Value,
+) {
     for source in [
         &Value::Object(facts.annotations.clone()),
         template_annotations,
@@ -408,7 +444,6 @@ fn label_and_annotate(
             }
         }
     }
-    (labels, annotations)
 }
 
 /// Sets every entry of `add` in the map at `key` (created when absent).

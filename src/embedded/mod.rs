@@ -12,75 +12,17 @@
 //! The Jobs are plain `batch/v1` JSON, the way the controller sends them: reviewed by `check`,
 //! and usable as they are against a real kube-apiserver.
 
+mod controller_job;
 mod jobset;
+mod owner;
 mod trainer;
+
+pub(crate) use controller_job::ControllerJob;
+pub use owner::Owner;
 
 use serde_json::Value;
 
-use crate::check::schema;
-use crate::job::Kind;
 use crate::job::version::KubernetesVersion;
-
-/// A kind of object whose controller creates Jobs from templates it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Owner {
-    /// `jobset.x-k8s.io/v1alpha2` JobSet.
-    JobSet,
-    /// `trainer.kubeflow.org/v1alpha1` TrainingRuntime (namespaced).
-    TrainingRuntime,
-    /// `trainer.kubeflow.org/v1alpha1` ClusterTrainingRuntime.
-    ClusterTrainingRuntime,
-}
-
-impl Owner {
-    /// The owner kind of an object of `api_version` and `kind`, if jobgate knows it.
-    pub fn of(api_version: &str, kind: &str) -> Option<Owner> {
-        match (api_version, kind) {
-            (jobset::API_VERSION, "JobSet") => Some(Owner::JobSet),
-            (trainer::API_VERSION, "TrainingRuntime") => Some(Owner::TrainingRuntime),
-            (trainer::API_VERSION, "ClusterTrainingRuntime") => Some(Owner::ClusterTrainingRuntime),
-            _ => None,
-        }
-    }
-
-    /// `JobSet`, `TrainingRuntime`, `ClusterTrainingRuntime`.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Owner::JobSet => "JobSet",
-            Owner::TrainingRuntime => "TrainingRuntime",
-            Owner::ClusterTrainingRuntime => "ClusterTrainingRuntime",
-        }
-    }
-
-    /// Its `apiVersion`.
-    pub fn api_version(self) -> &'static str {
-        match self {
-            Owner::JobSet => jobset::API_VERSION,
-            Owner::TrainingRuntime | Owner::ClusterTrainingRuntime => trainer::API_VERSION,
-        }
-    }
-
-    /// Where its JobSet spec is: the object's `spec`, or a runtime's `spec.template.spec`.
-    fn jobset_spec(self) -> &'static [&'static str] {
-        match self {
-            Owner::JobSet => &["spec"],
-            Owner::TrainingRuntime | Owner::ClusterTrainingRuntime => &["spec", "template", "spec"],
-        }
-    }
-}
-
-/// One Job template of an object, and the Job its controller creates from it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ControllerJob {
-    /// Where the template is in the object, as `field.Path` prints it
-    /// (`spec.replicatedJobs[0].template`).
-    pub template: String,
-    /// How many Jobs the controller creates from the template (a replicated job's
-    /// `replicas`); `job` is the first of them (index 0).
-    pub replicas: u32,
-    /// The Job as the controller sends it to kube-apiserver.
-    pub job: Value,
-}
 
 /// Where each Job template of `object` is: its path as `field.Path` prints it, and as segments.
 pub(crate) fn template_paths(owner: Owner, object: &Value) -> Vec<(String, Vec<String>)> {
@@ -145,40 +87,6 @@ pub fn controller_jobs_as_sent(
 ) -> Result<Vec<(String, Value)>, String> {
     let jobs = controller_jobs(owner, object, namespace, release)?;
     Ok(jobs.into_iter().map(|j| (j.template, j.job)).collect())
-}
-
-/// Removes from a Job template (`{metadata, spec}`) the fields a Job of `release` does not have.
-fn prune_unknown_fields(template: &mut Value, release: KubernetesVersion) {
-    let unknown = schema::unknown_fields(Kind::Job, template, release);
-    for field in unknown {
-        remove(template, &field.0);
-    }
-    if let Value::Object(t) = template {
-        t.retain(|k, _| matches!(k.as_str(), "metadata" | "spec"));
-    }
-}
-
-fn remove(value: &mut Value, path: &[schema::Step]) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut at = value;
-    for step in parents {
-        at = match (step, at) {
-            (schema::Step::Key(k), Value::Object(m)) => match m.get_mut(k) {
-                Some(v) => v,
-                None => return,
-            },
-            (schema::Step::Index(i), Value::Array(a)) => match a.get_mut(*i) {
-                Some(v) => v,
-                None => return,
-            },
-            _ => return,
-        };
-    }
-    if let (schema::Step::Key(k), Value::Object(m)) = (last, at) {
-        m.remove(k);
-    }
 }
 
 #[cfg(test)]

@@ -14,9 +14,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Owner;
-
-pub(super) const API_VERSION: &str = "trainer.kubeflow.org/v1alpha1";
+use super::owner::{JOBSET_API_VERSION, Owner};
 
 const ANCESTOR: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
 const ANCESTOR_TRAINER: &str = "trainer";
@@ -57,33 +55,7 @@ pub(super) fn jobset(owner: Owner, mut runtime: Value, namespace: &str) -> Resul
     };
     if let Some(Value::Array(replicated)) = spec.get_mut("replicatedJobs") {
         for rjob in replicated.iter_mut().filter(|r| r.is_object()) {
-            let ancestor = rjob
-                .pointer(&format!(
-                    "/template/metadata/labels/{}",
-                    ANCESTOR.replace('/', "~1")
-                ))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            if ancestor
-                .as_deref()
-                .is_some_and(|a| ONE_REPLICA.contains(&a))
-            {
-                rjob["replicas"] = json!(1);
-            }
-            let Some(job_spec) = rjob.pointer_mut("/template/spec").filter(|s| s.is_object())
-            else {
-                continue;
-            };
-            let count = match (ancestor.as_deref(), num_nodes) {
-                (Some(ANCESTOR_TRAINER), Some(n)) => json!(n),
-                _ => job_spec
-                    .get("parallelism")
-                    .filter(|p| !p.is_null())
-                    .cloned()
-                    .unwrap_or(json!(1)),
-            };
-            job_spec["parallelism"] = count.clone();
-            job_spec["completions"] = count;
+            size_replicated_job(rjob, num_nodes);
         }
     }
     let mut meta = Map::new();
@@ -94,7 +66,36 @@ pub(super) fn jobset(owner: Owner, mut runtime: Value, namespace: &str) -> Resul
             meta.insert(key.into(), v.clone());
         }
     }
-    Ok(
-        json!({"apiVersion": super::jobset::API_VERSION, "kind": "JobSet", "metadata": meta, "spec": spec}),
-    )
+    Ok(json!({"apiVersion": JOBSET_API_VERSION, "kind": "JobSet", "metadata": meta, "spec": spec}))
+}
+
+/// One replicated job: one replica for the initializer and trainer steps, and `parallelism`
+/// and `completions` equal to its pod count (`syncParallelCount`).
+fn size_replicated_job(rjob: &mut Value, num_nodes: Option<i64>) {
+    let ancestor = rjob
+        .pointer(&format!(
+            "/template/metadata/labels/{}",
+            ANCESTOR.replace('/', "~1")
+        ))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if ancestor
+        .as_deref()
+        .is_some_and(|a| ONE_REPLICA.contains(&a))
+    {
+        rjob["replicas"] = json!(1);
+    }
+    let Some(job_spec) = rjob.pointer_mut("/template/spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    let count = match (ancestor.as_deref(), num_nodes) {
+        (Some(ANCESTOR_TRAINER), Some(n)) => json!(n),
+        _ => job_spec
+            .get("parallelism")
+            .filter(|p| !p.is_null())
+            .cloned()
+            .unwrap_or(json!(1)),
+    };
+    job_spec["parallelism"] = count.clone();
+    job_spec["completions"] = count;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates src/check/schema/known_fields.rs: which fields of a Job's and CronJob's types each
+# Regenerates src/schema/known_fields.rs: which fields of a Job's and CronJob's types each
 # Kubernetes release has, read from the real k8s.io/api Go types of that release (main.go), one
 # build per release from the Go module proxy. Needs Go; a pre-release that asks for a newer Go
 # than the one installed gets its toolchain from the proxy (below).
@@ -13,7 +13,7 @@ set -euo pipefail
 # (the machine's go.env says GOTOOLCHAIN=local).
 toolchain=${GOTOOLCHAIN_FOR_NEWER:-go1.27.3}
 here="$(cd "$(dirname "$0")" && pwd)"
-out="$here/../../src/check/schema/known_fields.rs"
+out="$here/../../src/schema/known_fields.rs"
 releases=(
   "1.33=v0.33.13"
   "1.34=v0.34.4"

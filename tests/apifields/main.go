@@ -6,7 +6,7 @@
 // IntOrString, RawExtension, FieldsV1) a leaf whose contents are not fields.
 //
 // generate.sh builds it once per Kubernetes release and turns the lists into
-// src/check/schema/known_fields.rs (`go run . combine`).
+// src/schema/known_fields.rs (`go run . combine`).
 package main
 
 import (
