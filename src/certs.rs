@@ -2,25 +2,14 @@
 //! `deploy/overlays/self-signed` reads them, with the kustomize patch that puts the CA in the
 //! webhook configurations' `caBundle`.
 //!
-//! [`generate`] is the generic piece (any common name, any SANs, a validity, the current time as a
-//! parameter); [`run`] is the command.
+//! The certificates themselves are made by [`crate::pki::generate`]; [`run`] is the command.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 
-/// A CA certificate and a serving certificate and key it signed, all PEM: what `jobgate certs`
-/// writes, and what dev mode serves with.
-#[derive(Debug, Clone)]
-pub struct Bundle {
-    /// The self-signed CA certificate.
-    pub ca_cert_pem: String,
-    /// The serving certificate, signed by the CA.
-    pub cert_pem: String,
-    /// The serving certificate's private key (PKCS#8).
-    pub key_pem: String,
-}
+use crate::pki;
 
 /// The name of both webhook configurations in `deploy/base`.
 pub(crate) const WEBHOOK_CONFIGURATION_NAME: &str = "jobgate";
@@ -37,9 +26,6 @@ pub const TLS_CERT_FILE: &str = "tls.crt";
 pub const TLS_KEY_FILE: &str = "tls.key";
 /// The caBundle kustomize patch's file in `--out`.
 pub const CA_BUNDLE_PATCH_FILE: &str = "cabundle-patch.yaml";
-
-/// Certificates are valid from this long before they are made, for clocks a little behind.
-pub(crate) const CLOCK_SKEW_ALLOWANCE: Duration = Duration::from_secs(3600);
 
 /// Generate the webhook's CA, serving certificate and key, and the caBundle kustomize patch.
 #[derive(Debug, Clone, clap::Args)]
@@ -78,7 +64,7 @@ pub(crate) const DEFAULT_SERVICE: &str = "jobgate";
 /// The namespace `jobgate certs` issues for when neither --out nor a flag names one.
 pub(crate) const DEFAULT_NAMESPACE: &str = "jobgate-system";
 
-/// Why `jobgate certs` (or [`generate`]) failed.
+/// Why `jobgate certs` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CertsError {
     /// `--service` or `--namespace` is not an RFC 1123 label.
@@ -92,8 +78,8 @@ pub enum CertsError {
         value: String,
     },
     /// Key or certificate generation failed (rcgen), or `now + validity` is out of range.
-    #[error("cannot generate the certificates: {0}")]
-    Generate(String),
+    #[error(transparent)]
+    Generate(#[from] pki::GenerateError),
     /// With `--keep-previous-ca`, the `ca.crt` in `--out` exists but cannot be read or holds no
     /// PEM certificate.
     #[error("--keep-previous-ca: {} is not a PEM certificate ({message})", path.display())]
@@ -151,62 +137,6 @@ pub fn service_dns_names(service: &str, namespace: &str) -> Vec<String> {
         format!("{service}.{namespace}.svc"),
         format!("{service}.{namespace}.svc.cluster.local"),
     ]
-}
-
-/// Generates a CA named `ca_common_name` and a serving certificate it signs for `sans` (DNS names
-/// or IP addresses; the first is also the subject's common name), both valid from
-/// `now - CLOCK_SKEW_ALLOWANCE` to `now + validity`. Keys are ECDSA P-256; the key is PKCS#8 PEM.
-pub fn generate(
-    ca_common_name: &str,
-    sans: &[String],
-    validity: Duration,
-    now: SystemTime,
-) -> Result<Bundle, CertsError> {
-    use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
-        IsCa, KeyPair, KeyUsagePurpose,
-    };
-    let err = |e: rcgen::Error| CertsError::Generate(e.to_string());
-    let not_before = now
-        .checked_sub(CLOCK_SKEW_ALLOWANCE)
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let not_after = now
-        .checked_add(validity)
-        .ok_or_else(|| CertsError::Generate(format!("validity {validity:?} is too long")))?;
-
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, ca_common_name);
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    ca_params.not_before = not_before.into();
-    ca_params.not_after = not_after.into();
-    let ca =
-        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(err)?).map_err(err)?;
-
-    let mut leaf_params = CertificateParams::new(sans.to_vec()).map_err(err)?;
-    if let Some(first) = sans.first() {
-        leaf_params
-            .distinguished_name
-            .push(DnType::CommonName, first.as_str());
-    }
-    // ECDSA keys sign; keyEncipherment is for RSA key transport (RFC 5480 section 3).
-    leaf_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    leaf_params.not_before = not_before.into();
-    leaf_params.not_after = not_after.into();
-    let leaf_key = KeyPair::generate().map_err(err)?;
-    let leaf = leaf_params.signed_by(&leaf_key, &ca).map_err(err)?;
-    Ok(Bundle {
-        ca_cert_pem: ca.pem(),
-        cert_pem: leaf.pem(),
-        key_pem: leaf_key.serialize_pem(),
-    })
 }
 
 /// The kustomize strategic-merge patch that sets `caBundle` on every entry of both webhook
@@ -334,7 +264,7 @@ pub fn write(args: &CertsArgs, now: SystemTime) -> Result<WrittenFiles, CertsErr
     } else {
         None
     };
-    let bundle = generate(&ca_common_name, &sans, validity, now)?;
+    let bundle = pki::generate(&ca_common_name, &sans, validity, now)?;
     let mut trusted = bundle.ca_cert_pem.clone();
     if let Some(previous) = previous_ca {
         if !trusted.ends_with('\n') {
@@ -513,26 +443,6 @@ mod tests {
             "{e}"
         );
         assert!(!args.out.exists());
-    }
-
-    #[test]
-    fn generated_pair_loads_into_a_rustls_server_config() {
-        crate::server::tls::install_crypto_provider();
-        let bundle = generate(
-            "test CA",
-            &service_dns_names("jobgate", "jobgate-system"),
-            Duration::from_secs(86_400),
-            SystemTime::now(),
-        )
-        .unwrap();
-        assert!(bundle.key_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
-        crate::server::tls::server_config_from_pem(
-            bundle.cert_pem.as_bytes(),
-            bundle.key_pem.as_bytes(),
-            Path::new("tls.crt"),
-            Path::new("tls.key"),
-        )
-        .unwrap();
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The invariants the fuzz targets (`fuzz/`) and their proptest twin (`tests/fuzz_twin.rs`)
 //! check on every input. Public for them only.
 
+use axum::http::StatusCode;
 use base64::Engine;
 use serde_json::Value;
 
@@ -31,16 +32,31 @@ fn review_invariants(endpoint: Endpoint, body: &[u8], config: &Config) -> Result
     let answer: Value = serde_json::from_slice(&outcome.body)
         .map_err(|e| format!("the answer is not JSON: {e}"))?;
     if outcome.http_status != 200 {
-        if outcome.http_status != 400 || answer["kind"] != "Status" || answer["code"] != 400 {
-            return Err(format!(
-                "HTTP {} with a body that is not a 400 Status: {answer}",
-                outcome.http_status
-            ));
-        }
-        return Ok(());
+        return status_invariants(outcome.http_status, &answer);
     }
-    let body = &*crate::job::strict::go_surrogates(body);
-    let uid = admission::parse(body)
+    let body = &*crate::job::wire::strict::go_surrogates(body);
+    let Some(patch) = review_patch(body, &answer)? else {
+        return Ok(());
+    };
+    patch_invariants(endpoint, body, patch, config)
+}
+
+/// An answer other than 200 is a 400 `metav1.Status`.
+fn status_invariants(http_status: StatusCode, answer: &Value) -> Result<(), String> {
+    if http_status != 400 || answer["kind"] != "Status" || answer["code"] != 400 {
+        return Err(format!(
+            "HTTP {} with a body that is not a 400 Status: {answer}",
+            http_status.as_u16()
+        ));
+    }
+    Ok(())
+}
+
+/// The 200 answer to `body` is an AdmissionReview v1 for the request's uid, with `allowed` a
+/// bool and `patch` and `patchType: JSONPatch` both or neither, a patch only when allowed;
+/// returns its `patch`, if any.
+fn review_patch<'a>(body: &[u8], answer: &'a Value) -> Result<Option<&'a Value>, String> {
+    let uid = crate::job::wire::envelope::parse(body)
         .map(|p| p.uid)
         .map_err(|e| format!("answered 200 to a review that cannot be parsed: {e}"))?;
     if answer["apiVersion"] != "admission.k8s.io/v1" || answer["kind"] != "AdmissionReview" {
@@ -58,7 +74,7 @@ fn review_invariants(endpoint: Endpoint, body: &[u8], config: &Config) -> Result
         return Err(format!("patch and patchType not both or neither: {answer}"));
     }
     let Some(patch) = patch else {
-        return Ok(());
+        return Ok(None);
     };
     if !allowed {
         return Err(format!("a patch on a denial: {answer}"));
@@ -66,6 +82,17 @@ fn review_invariants(endpoint: Endpoint, body: &[u8], config: &Config) -> Result
     if response["patchType"] != "JSONPatch" {
         return Err(format!("patchType is not JSONPatch: {answer}"));
     }
+    Ok(Some(patch))
+}
+
+/// `patch` (base64 JSON Patch) applies to `body`'s `request.object`, and reviewing the patched
+/// object again yields no patch (the mutation is idempotent).
+fn patch_invariants(
+    endpoint: Endpoint,
+    body: &[u8],
+    patch: &Value,
+    config: &Config,
+) -> Result<(), String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(patch.as_str().unwrap_or_default())
         .map_err(|e| format!("patch is not base64: {e}"))?;

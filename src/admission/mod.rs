@@ -1,5 +1,6 @@
-//! AdmissionReview v1 on the wire: parse a request body, ask the review pipeline
-//! (`job::review`) for its findings, render the response kube-apiserver expects. Bytes in, bytes out; no sockets here.
+//! The decision and the reply for one AdmissionReview v1: the request read by the wire
+//! (`job::wire::envelope`), the review pipeline (`job::pipeline`) asked for its findings, the
+//! response kube-apiserver expects rendered (`response`). Bytes in, bytes out; no sockets here.
 //!
 //! Bad input, by design:
 //! - a body from which no `admission.k8s.io/v1` AdmissionReview with a `request.uid` can be read
@@ -8,18 +9,19 @@
 //! - a readable review whose object cannot be read gets HTTP 200, `allowed: false`, and a
 //!   `status` (code 400, reason `BadRequest`) naming the field that is wrong.
 
-mod request;
 mod response;
 
-pub use request::parse;
-pub(crate) use request::{ObjectIn, ParsedReview};
+pub use crate::job::wire::envelope::parse;
+pub(crate) use crate::job::wire::envelope::{ObjectIn, ParsedReview};
 pub(crate) use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
+
+use axum::http::StatusCode;
 
 use crate::job::mutate::RecoveryScope;
 use crate::job::pipeline::{self, Stages};
-use crate::job::review::Operation;
 use crate::job::template::WholeTemplate;
 use crate::job::version::KubernetesVersion;
+use crate::job::wire::envelope::Operation;
 use crate::job::{self, Kind};
 
 /// The webhook paths jobgate serves.
@@ -65,7 +67,7 @@ impl Endpoint {
 pub struct Reply {
     /// The HTTP status: 200 for an answered review, 400 for a body that is not one, 500 when
     /// the answer could not be encoded.
-    pub http_status: u16,
+    pub http_status: StatusCode,
     /// The response body: the AdmissionReview answer, or a `metav1.Status` with a 400 or 500.
     pub body: Vec<u8>,
     pub(crate) summary: ReviewRecord,
@@ -89,12 +91,12 @@ pub(crate) struct ReviewRecord {
 /// Reviews one request body at `endpoint`.
 pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
     // Unpaired surrogates read as U+FFFD, as kube-apiserver's decoder reads them (`job::strict`).
-    let body = &*crate::job::strict::go_surrogates(body);
+    let body = &*crate::job::wire::strict::go_surrogates(body);
     let mut parsed = match parse(body) {
         Ok(p) => p,
         Err(error) => {
             return Reply::rendered(
-                400,
+                StatusCode::BAD_REQUEST,
                 render_error(&error.to_string()),
                 ReviewRecord::default(),
             );
@@ -124,7 +126,7 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
             summary.kind = kind.map(Kind::as_str).unwrap_or("");
             summary.allowed = false;
             let body = render_verdict(&summary.uid, Some(&Denial::BadRequest(message)), &[], &[]);
-            return Reply::rendered(200, body, summary);
+            return Reply::rendered(StatusCode::OK, body, summary);
         }
     };
     summary.allowed = verdict.allowed();
@@ -141,14 +143,14 @@ pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
         &[]
     };
     let body = render_verdict(&summary.uid, denial.as_ref(), &verdict.warnings, patch);
-    Reply::rendered(200, body, summary)
+    Reply::rendered(StatusCode::OK, body, summary)
 }
 
 impl Reply {
     /// An answer with `http_status`, or HTTP 500 with [`ENCODE_FAILED`] when it could not be
     /// encoded.
     fn rendered(
-        http_status: u16,
+        http_status: StatusCode,
         body: Result<Vec<u8>, serde_json::Error>,
         summary: ReviewRecord,
     ) -> Reply {
@@ -161,7 +163,7 @@ impl Reply {
             Err(error) => {
                 tracing::error!(%error, uid = %summary.uid, "cannot encode the answer");
                 Reply {
-                    http_status: 500,
+                    http_status: StatusCode::INTERNAL_SERVER_ERROR,
                     body: ENCODE_FAILED.to_vec(),
                     summary,
                 }
@@ -197,43 +199,55 @@ fn decide(
             );
         }
     };
-    let object = std::mem::replace(&mut parsed.object, ObjectIn::Absent);
-    let mut object = match read_object(kind, "request.object", object) {
-        Ok(o) => o,
+    let mut write = match read_write(kind, operation, parsed) {
+        Ok(write) => write,
         Err(message) => return Ruling::Unreadable(Some(kind), message),
     };
-    let mut old_object = match (
+    // kube-apiserver's `spec.template` immutability compares the whole template of a Job;
+    // only a Job UPDATE at /validate pays for reading the templates as a whole.
+    if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, write.old_object.as_mut())
+    {
+        let (new_template, old_template) = whole_templates(body, config.cluster.release());
+        write.object.spec.template.whole = Some(new_template);
+        old.spec.template.whole = Some(old_template);
+    }
+    judge(endpoint, kind, write, config)
+}
+
+/// The object and, for an UPDATE, the old object, read into the rules' model (moved out of
+/// `parsed`).
+fn read_write(
+    kind: Kind,
+    operation: Operation,
+    parsed: &mut ParsedReview<'_>,
+) -> Result<pipeline::Write, String> {
+    let object = std::mem::replace(&mut parsed.object, ObjectIn::Absent);
+    let object = read_object(kind, "request.object", object)?;
+    let old_object = match (
         operation,
         std::mem::replace(&mut parsed.old_object, ObjectIn::Absent),
     ) {
         (Operation::Update, ObjectIn::Absent) => {
-            let message = "request.oldObject is required for UPDATE".to_string();
-            return Ruling::Unreadable(Some(kind), message);
+            return Err("request.oldObject is required for UPDATE".to_string());
         }
-        (Operation::Update, old) => match read_object(kind, "request.oldObject", old) {
-            Ok(o) => Some(o),
-            Err(message) => return Ruling::Unreadable(Some(kind), message),
-        },
+        (Operation::Update, old) => Some(read_object(kind, "request.oldObject", old)?),
         _ => None,
     };
-    // kube-apiserver's `spec.template` immutability compares the whole template of a Job;
-    // only a Job UPDATE at /validate pays for reading the templates as a whole.
-    if let (Endpoint::Validate, Kind::Job, Some(old)) = (endpoint, kind, old_object.as_mut()) {
-        let (new_template, old_template) = whole_templates(body, config.cluster.release());
-        object.spec.template.whole = Some(new_template);
-        old.spec.template.whole = Some(old_template);
-    }
+    Ok(pipeline::Write {
+        operation,
+        object,
+        old_object,
+    })
+}
+
+/// Runs the endpoint's stages of the one review pipeline `check` and `audit` run too; the
+/// webhook only renders it.
+fn judge(endpoint: Endpoint, kind: Kind, write: pipeline::Write, config: &job::Config) -> Ruling {
     let stages = match endpoint {
         Endpoint::Validate => Stages::Validate,
         Endpoint::Mutate => Stages::Mutate(RecoveryScope::JobAnnotation),
         Endpoint::MutateRecovery => Stages::Mutate(RecoveryScope::Namespace),
     };
-    let write = pipeline::Write {
-        operation,
-        object,
-        old_object,
-    };
-    // The one review pipeline `check` and `audit` run too; the webhook only renders it.
     let Ok(judged) = pipeline::run::<std::convert::Infallible>(write, stages, config);
     let verdict = judged.judgment.into_verdict();
     // The name is for a denial's message only.

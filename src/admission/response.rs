@@ -4,13 +4,14 @@
 //! (`kube::core::admission::AdmissionResponse` serializes the patch as an array of numbers,
 //! kube-rs#1781, which kube-apiserver rejects; so the response is written here.)
 
+use axum::http::StatusCode;
 use base64::Engine;
 use serde::Serialize;
 
 use crate::job::field::FieldError;
 use crate::job::field::{MAX_ERRORS, go_quote};
 
-use super::request::{API_VERSION, KIND};
+use crate::job::wire::envelope::{API_VERSION, KIND};
 
 /// Why a review is not allowed.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,12 +212,12 @@ pub(crate) fn render_verdict(
 
 /// The HTTP 400 body for a request that is not an answerable review: a `metav1.Status`.
 pub(crate) fn render_error(message: &str) -> Result<Vec<u8>, serde_json::Error> {
-    render_status(400, "BadRequest", message)
+    render_status(StatusCode::BAD_REQUEST, "BadRequest", message)
 }
 
 /// A `metav1.Status` failure body: the one shape of every HTTP error jobgate answers.
 pub(crate) fn render_status(
-    code: u16,
+    status: StatusCode,
     reason: &'static str,
     message: &str,
 ) -> Result<Vec<u8>, serde_json::Error> {
@@ -228,7 +229,7 @@ pub(crate) fn render_status(
         message: message.to_string(),
         reason,
         details: None,
-        code,
+        code: status.as_u16(),
     })
 }
 

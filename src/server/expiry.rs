@@ -13,8 +13,8 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
-    fn bundle(validity_days: u64) -> crate::certs::Bundle {
-        crate::certs::generate(
+    fn bundle(validity_days: u64) -> crate::pki::Bundle {
+        crate::pki::generate(
             "jobgate",
             &["localhost".into()],
             Duration::from_secs(validity_days * 86_400),

@@ -2,7 +2,7 @@
 //! body timeout, in that order, ending in the body's bytes or a [`Rejected`] answer. Every limit
 //! that does not need the body is checked before any of it is read.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{FromRef, FromRequest, Request};
@@ -27,8 +27,6 @@ pub(crate) struct BodyLimits {
 pub(crate) struct ReviewBody {
     pub(crate) bytes: Vec<u8>,
     pub(crate) reservation: Reservation,
-    /// When the request's headers were handled (the duration histogram starts here).
-    pub(crate) started: Instant,
 }
 
 impl<S> FromRequest<S> for ReviewBody
@@ -39,7 +37,6 @@ where
     type Rejection = Rejected;
 
     async fn from_request(request: Request, state: &S) -> Result<ReviewBody, Rejected> {
-        let started = Instant::now();
         let limits = BodyLimits::from_ref(state);
         let (parts, body) = request.into_parts();
         let declared = match check_head(&parts, &limits) {
@@ -81,11 +78,7 @@ where
                 });
             }
         };
-        Ok(ReviewBody {
-            bytes,
-            reservation,
-            started,
-        })
+        Ok(ReviewBody { bytes, reservation })
     }
 }
 

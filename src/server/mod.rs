@@ -19,6 +19,7 @@ pub(crate) mod webhook;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum_server::Handle;
@@ -196,20 +197,7 @@ pub async fn serve(
     let setup = Setup::of(&args)?;
     allocator::configure();
     let mut builder = runtime::Builder::new(setup.admin_addr);
-    let reload_metrics = reload::ReloadMetrics::register(builder.registry());
-    // Dev mode's generated files are watched like mounted ones: what matters there is that
-    // `--client-ca` is reloaded the same way in both modes.
-    let (cert, key, dev) = serving_files(&setup.tls)?;
-    let (mut reloader, tls_config) = reload::CertReloader::load_with_client_ca(
-        &cert,
-        &key,
-        args.client_ca.as_deref(),
-        reload_metrics,
-    )?;
-    let named = args
-        .tls_server_name
-        .clone()
-        .map(|host| reloader.require_server_name(host));
+    let serving = ServingTls::load(&args, &setup.tls, builder.registry())?;
     let listener = bind(setup.addr)?;
     let metrics = metrics::ServerMetrics::register(builder.registry());
     let rules_info = metrics::RulesInfo::register(builder.registry());
@@ -220,30 +208,25 @@ pub async fn serve(
     let listening = Listening {
         addr: listener.local_addr().map_err(ServeError::Serve)?,
         admin_addr: runtime.admin_addr(),
-        dev,
+        dev: serving.dev,
     };
 
     let app = webhook::router(webhook_state(&args, rules, metrics));
     let handle: Handle<SocketAddr> = Handle::new();
-    let rustls_config = RustlsConfig::from_config(tls_config);
-    // Aborted when this function returns, however it returns.
-    let _reload_task = AbortOnDrop(tokio::spawn(
-        reloader.run(rustls_config.clone(), args.tls_reload_interval),
-    ));
-    let server = https_server(
+    // The reload task is aborted when this function returns, however it returns.
+    let (server_task, _reload_task) = start_https(
         listener,
-        rustls_config,
-        args.tls_handshake_timeout,
-        args.header_read_timeout,
-    )
-    .map_err(ServeError::Serve)?
-    .handle(handle.clone());
-    let server_task = tokio::spawn(server.serve(app.into_make_service()));
+        serving.reloader,
+        serving.config,
+        &args,
+        app,
+        handle.clone(),
+    )?;
 
     // Aborted when shutdown begins.
     let mut ready_task = None;
     if handle.listening().await.is_some() {
-        ready_task = become_ready(runtime.readiness(), named);
+        ready_task = become_ready(runtime.readiness(), serving.named);
         on_listening(&listening);
         tracing::info!(addr = %listening.addr, admin_addr = %listening.admin_addr, "serving");
     }
@@ -260,6 +243,70 @@ pub async fn serve(
     runtime.stop().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The serving certificate as loaded at start: its reloader, the first configuration, whether
+/// it names `--tls-server-name` (a reload may make it so), and dev mode's generated files.
+struct ServingTls {
+    reloader: reload::CertReloader,
+    config: Arc<rustls::ServerConfig>,
+    named: Option<tokio::sync::watch::Receiver<bool>>,
+    dev: Option<tls::DevCertificates>,
+}
+
+impl ServingTls {
+    fn load(
+        args: &ServeArgs,
+        source: &TlsSource,
+        registry: &mut prometheus_client::registry::Registry,
+    ) -> Result<ServingTls, ServeError> {
+        let reload_metrics = reload::ReloadMetrics::register(registry);
+        // Dev mode's generated files are watched like mounted ones: what matters there is that
+        // `--client-ca` is reloaded the same way in both modes.
+        let (cert, key, dev) = serving_files(source)?;
+        let (mut reloader, config) = reload::CertReloader::load_with_client_ca(
+            &cert,
+            &key,
+            args.client_ca.as_deref(),
+            reload_metrics,
+        )?;
+        let named = args
+            .tls_server_name
+            .clone()
+            .map(|host| reloader.require_server_name(host));
+        Ok(ServingTls {
+            reloader,
+            config,
+            named,
+            dev,
+        })
+    }
+}
+
+/// Starts the webhook server on `listener`, its certificate reloaded every
+/// `--tls-reload-interval` by the task returned (aborted when dropped).
+fn start_https(
+    listener: TcpListener,
+    reloader: reload::CertReloader,
+    config: Arc<rustls::ServerConfig>,
+    args: &ServeArgs,
+    app: axum::Router,
+    handle: Handle<SocketAddr>,
+) -> Result<(tokio::task::JoinHandle<std::io::Result<()>>, AbortOnDrop), ServeError> {
+    let rustls_config = RustlsConfig::from_config(config);
+    let reload_task = AbortOnDrop(tokio::spawn(
+        reloader.run(rustls_config.clone(), args.tls_reload_interval),
+    ));
+    let server = https_server(
+        listener,
+        rustls_config,
+        args.tls_handshake_timeout,
+        args.header_read_timeout,
+    )
+    .map_err(ServeError::Serve)?
+    .handle(handle);
+    let server_task = tokio::spawn(server.serve(app.into_make_service()));
+    Ok((server_task, reload_task))
 }
 
 /// Ready once listening, and (with --tls-server-name) once the served certificate names the

@@ -58,21 +58,30 @@ pub(crate) enum Rejection {
 }
 
 impl Rejection {
-    pub(crate) fn status(&self) -> StatusCode {
+    /// The HTTP status and the `metav1.Status` reason of each cause (the `StatusReason`
+    /// constants of k8s.io/apimachinery/pkg/apis/meta/v1/types.go, as kube-apiserver answers
+    /// the same statuses).
+    pub(crate) fn status_and_reason(&self) -> (StatusCode, &'static str) {
         match self {
-            Rejection::NotFound { .. } => StatusCode::NOT_FOUND,
-            Rejection::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Rejection::NotFound { .. } => (StatusCode::NOT_FOUND, "NotFound"),
+            Rejection::MethodNotAllowed { .. } => {
+                (StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed")
+            }
             Rejection::MissingContentType | Rejection::UnsupportedContentType(_) => {
-                StatusCode::UNSUPPORTED_MEDIA_TYPE
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType")
             }
-            Rejection::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Rejection::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge"),
             Rejection::LongerThanDeclared { .. } | Rejection::BodyUnreadable(_) => {
-                StatusCode::BAD_REQUEST
+                (StatusCode::BAD_REQUEST, "BadRequest")
             }
-            Rejection::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            Rejection::Overloaded(_) => StatusCode::TOO_MANY_REQUESTS,
-            Rejection::ReviewFailed(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Rejection::BodyTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "Timeout"),
+            Rejection::Overloaded(_) => (StatusCode::TOO_MANY_REQUESTS, "TooManyRequests"),
+            Rejection::ReviewFailed(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
         }
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status_and_reason().0
     }
 }
 
@@ -101,8 +110,8 @@ pub(crate) struct Rejected {
 
 impl IntoResponse for Rejected {
     fn into_response(self) -> Response {
-        let status = self.rejection.status();
-        let mut response = error_response(status, &self.rejection.to_string());
+        let (status, reason) = self.rejection.status_and_reason();
+        let mut response = error_response(status, reason, &self.rejection.to_string());
         let headers = response.headers_mut();
         match self.rejection {
             Rejection::MethodNotAllowed { .. } => {
@@ -131,22 +140,79 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 }
 
 /// An HTTP error with a `metav1.Status` body.
-fn error_response(status: StatusCode, message: &str) -> Response {
-    let reason = match status {
-        StatusCode::NOT_FOUND => "NotFound",
-        StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "UnsupportedMediaType",
-        StatusCode::PAYLOAD_TOO_LARGE => "RequestEntityTooLarge",
-        StatusCode::REQUEST_TIMEOUT => "Timeout",
-        StatusCode::TOO_MANY_REQUESTS => "TooManyRequests",
-        StatusCode::INTERNAL_SERVER_ERROR => "InternalError",
-        _ => "BadRequest",
-    };
-    match admission::render_status(status.as_u16(), reason, message) {
+fn error_response(status: StatusCode, reason: &'static str, message: &str) -> Response {
+    match admission::render_status(status, reason, message) {
         Ok(body) => json_response(status, body),
         Err(_) => json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             admission::ENCODE_FAILED.to_vec(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each cause's status and reason are a pair kube-apiserver answers too, and its body says
+    /// both with the message.
+    #[test]
+    fn every_rejection_says_its_status_reason_and_message_in_one_status_body() {
+        let cases = [
+            (
+                Rejection::NotFound {
+                    path: "/x".into(),
+                    served: "/validate".into(),
+                },
+                404,
+                "NotFound",
+            ),
+            (
+                Rejection::MethodNotAllowed {
+                    method: Method::GET,
+                    path: "/validate".into(),
+                },
+                405,
+                "MethodNotAllowed",
+            ),
+            (Rejection::MissingContentType, 415, "UnsupportedMediaType"),
+            (
+                Rejection::UnsupportedContentType("text/plain".into()),
+                415,
+                "UnsupportedMediaType",
+            ),
+            (
+                Rejection::TooLarge { limit: 1 },
+                413,
+                "RequestEntityTooLarge",
+            ),
+            (
+                Rejection::LongerThanDeclared { declared: 1 },
+                400,
+                "BadRequest",
+            ),
+            (
+                Rejection::BodyTimeout(Duration::from_secs(1)),
+                408,
+                "Timeout",
+            ),
+            (Rejection::BodyUnreadable("eof".into()), 400, "BadRequest"),
+            (Rejection::Overloaded(Budget::Body), 429, "TooManyRequests"),
+            (
+                Rejection::ReviewFailed("panic".into()),
+                500,
+                "InternalError",
+            ),
+        ];
+        for (rejection, code, reason) in cases {
+            let message = rejection.to_string();
+            let (status, said) = rejection.status_and_reason();
+            assert_eq!((status.as_u16(), said), (code, reason), "{message}");
+            let body = admission::render_status(status, said, &message).unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["code"], code, "{message}");
+            assert_eq!(body["reason"], reason, "{message}");
+            assert_eq!(body["message"], message.as_str());
+        }
     }
 }

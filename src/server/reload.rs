@@ -365,7 +365,7 @@ fn read_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::certs;
+    use crate::pki;
     use std::time::SystemTime;
 
     /// kubelet swaps `..data` between the certificate read and the key read: the pair read is
@@ -402,15 +402,15 @@ mod tests {
         assert_eq!(reads, [cert, key, cert]);
     }
 
-    fn bundle(name: &str) -> crate::certs::Bundle {
+    fn bundle(name: &str) -> crate::pki::Bundle {
         bundle_valid_for(name, Duration::from_secs(3600))
     }
 
-    fn bundle_valid_for(name: &str, validity: Duration) -> crate::certs::Bundle {
-        certs::generate(name, &["localhost".into()], validity, SystemTime::now()).unwrap()
+    fn bundle_valid_for(name: &str, validity: Duration) -> crate::pki::Bundle {
+        pki::generate(name, &["localhost".into()], validity, SystemTime::now()).unwrap()
     }
 
-    fn write_pair(dir: &Path, b: &crate::certs::Bundle) {
+    fn write_pair(dir: &Path, b: &crate::pki::Bundle) {
         std::fs::write(dir.join("tls.crt"), &b.cert_pem).unwrap();
         std::fs::write(dir.join("tls.key"), &b.key_pem).unwrap();
     }
@@ -441,7 +441,7 @@ mod tests {
         assert!(matches!(reloader.poll(&config), Poll::Unchanged));
         assert!(Arc::ptr_eq(&served_cert(&config), &initial));
         let expiry =
-            |b: &crate::certs::Bundle| super::super::expiry::not_after(b.cert_pem.as_bytes());
+            |b: &crate::pki::Bundle| super::super::expiry::not_after(b.cert_pem.as_bytes());
         assert_eq!(Ok(metrics.expiration.get()), expiry(&a));
 
         write_pair(dir.path(), &b);
@@ -488,7 +488,7 @@ mod tests {
         let pair = bundle("serving");
         write_pair(dir.path(), &pair);
         let ca_path = dir.path().join("client-ca.crt");
-        // The CA of a `certs::generate` bundle is a CA like any other.
+        // The CA of a `pki::generate` bundle is a CA like any other.
         let (ca_a, ca_b) = (bundle("client a"), bundle("client b"));
         std::fs::write(&ca_path, &ca_a.ca_cert_pem).unwrap();
         let metrics = ReloadMetrics::default();

@@ -41,7 +41,7 @@ mod tests {
 
     fn cert(sans: &[&str]) -> String {
         let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
-        crate::certs::generate(
+        crate::pki::generate(
             "test CA",
             &sans,
             Duration::from_secs(86_400),
@@ -53,12 +53,13 @@ mod tests {
 
     #[test]
     fn the_service_name_kube_apiserver_dials_must_be_a_dns_san() {
-        let pem = cert(
-            &crate::certs::service_dns_names("jobgate", "platform-jobs")
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-        );
+        // The four names `jobgate certs` issues for a Service.
+        let pem = cert(&[
+            "jobgate",
+            "jobgate.platform-jobs",
+            "jobgate.platform-jobs.svc",
+            "jobgate.platform-jobs.svc.cluster.local",
+        ]);
         assert_eq!(
             names_host(pem.as_bytes(), "jobgate.platform-jobs.svc"),
             Ok(())

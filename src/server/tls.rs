@@ -234,9 +234,9 @@ impl DevCertificates {
 /// Dev mode's CA and certificate: a year is plenty for a throw-away.
 const DEV_VALIDITY: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 
-fn generate_dev_bundle() -> Result<crate::certs::Bundle, TlsError> {
+fn generate_dev_bundle() -> Result<crate::pki::Bundle, TlsError> {
     let sans = ["localhost".to_string(), "127.0.0.1".to_string()];
-    crate::certs::generate(
+    crate::pki::generate(
         "jobgate dev CA (throw-away)",
         &sans,
         DEV_VALIDITY,

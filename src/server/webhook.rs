@@ -7,15 +7,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{FromRef, Request, State};
+use axum::extract::{FromRef, FromRequest, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
+use tracing::Span;
+use tracing::field::Empty;
 
 use super::extract::{self, BodyLimits, ReviewBody};
 use super::metrics::{EndpointSeries, InFlight, RejectionLabels, ServerMetrics, WarningLabels};
 use super::rejection::{Budget, Rejected, Rejection, json_response, status_label};
-use crate::admission::{Endpoint, Reply};
+use crate::admission::{Endpoint, Reply, ReviewRecord};
 use crate::job;
 
 /// An UPDATE review carries the object twice and kube-apiserver allows ~3 MiB per object.
@@ -55,11 +57,9 @@ pub(crate) fn router(state: WebhookState) -> Router {
     for (i, endpoint) in Endpoint::ALL.into_iter().enumerate() {
         router = router.route(
             endpoint.path(),
-            any(
-                move |State(shared): State<Arc<Shared>>, body: Result<ReviewBody, Rejected>| {
-                    handle(endpoint, i, shared, body)
-                },
-            ),
+            any(move |State(shared): State<Arc<Shared>>, request: Request| {
+                handle(endpoint, i, shared, request)
+            }),
         );
     }
     router.fallback(not_found).with_state(shared)
@@ -78,52 +78,55 @@ async fn not_found(State(shared): State<Arc<Shared>>, request: Request) -> Respo
         .into_response()
 }
 
-/// `series` is the endpoint's index in `Endpoint::ALL`.
+/// One request at `endpoint` (`series` is its index in `Endpoint::ALL`), in one span opened as
+/// its headers arrive, before the body is read: the review's fields start empty and are recorded
+/// once it is read (`record_review`), so a rejection is logged in the same span, as kubewarden's
+/// policy-server does (`validate_handler`, `populate_span_with_admission_request_data`). Every
+/// answer, rejections included, is timed from here.
+#[tracing::instrument(
+    name = "review",
+    skip_all,
+    fields(
+        endpoint = endpoint.label(),
+        uid = Empty,
+        kind = Empty,
+        namespace = Empty,
+        name = Empty,
+        operation = Empty,
+        dry_run = Empty,
+        allowed = Empty,
+        patched = Empty,
+    )
+)]
 async fn handle(
     endpoint: Endpoint,
     series: usize,
     shared: Arc<Shared>,
-    body: Result<ReviewBody, Rejected>,
+    request: Request,
 ) -> Response {
-    let state = &shared.state;
-    let reviewed = match body {
-        Ok(body) => review(endpoint, state, body).await,
+    let started = Instant::now();
+    let reviewed = match ReviewBody::from_request(request, &shared).await {
+        Ok(body) => review(endpoint, &shared.state, body).await,
         Err(rejected) => Err(rejected),
     };
+    let (metrics, series) = (&shared.state.metrics, &shared.series[series]);
     match reviewed {
-        Ok((outcome, started)) => answer(
-            endpoint,
-            &state.metrics,
-            &shared.series[series],
-            outcome,
-            started,
-        ),
+        Ok(reply) => answer(endpoint, metrics, series, reply, started),
         Err(rejected) => {
-            let status = rejected.rejection.status();
-            count_rejection(&state.metrics, endpoint, status);
-            tracing::debug!(
-                endpoint = endpoint.label(),
-                status = status.as_u16(),
-                message = %rejected.rejection,
-                "request rejected"
-            );
-            rejected.into_response()
+            series.observe_duration(started.elapsed().as_secs_f64());
+            reject(endpoint, metrics, rejected)
         }
     }
 }
 
 /// Reviews a body read whole, holding its reservations and the in-flight count for exactly as
-/// long as the review runs (on the blocking pool, they move with it).
+/// long as the review runs (on the blocking pool, they move with it, and so does the span).
 async fn review(
     endpoint: Endpoint,
     state: &WebhookState,
     body: ReviewBody,
-) -> Result<(Reply, Instant), Rejected> {
-    let ReviewBody {
-        bytes,
-        reservation,
-        started,
-    } = body;
+) -> Result<Reply, Rejected> {
+    let ReviewBody { bytes, reservation } = body;
     let review_reservation = match state.limits.budget.reserve_review(bytes.len()).await {
         Ok(r) => r,
         Err(over) => {
@@ -144,8 +147,10 @@ async fn review(
         drop((in_flight, review_reservation, reservation));
         outcome.map_err(|panic| panic_message(panic.as_ref()))
     } else {
+        let span = Span::current();
         tokio::task::spawn_blocking(move || {
             let _held = (in_flight, review_reservation, reservation);
+            let _entered = span.enter();
             reviewer(endpoint, &bytes, &config)
         })
         .await
@@ -154,13 +159,10 @@ async fn review(
             Err(e) => e.to_string(),
         })
     };
-    match outcome {
-        Ok(outcome) => Ok((outcome, started)),
-        Err(message) => Err(Rejected {
-            rejection: Rejection::ReviewFailed(message),
-            close: false,
-        }),
-    }
+    outcome.map_err(|message| Rejected {
+        rejection: Rejection::ReviewFailed(message),
+        close: false,
+    })
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -184,7 +186,31 @@ fn count_rejection(metrics: &ServerMetrics, endpoint: Endpoint, status: StatusCo
         .inc();
 }
 
-/// Records a review's outcome (metrics, one span) and renders it.
+/// Counts and logs a request answered with an HTTP error instead of a review, and renders it.
+fn reject(endpoint: Endpoint, metrics: &ServerMetrics, rejected: Rejected) -> Response {
+    let status = rejected.rejection.status();
+    count_rejection(metrics, endpoint, status);
+    tracing::debug!(
+        status = status.as_u16(),
+        message = %rejected.rejection,
+        "request rejected"
+    );
+    rejected.into_response()
+}
+
+/// The review's fields on the request's span (`handle`), once it is read.
+fn record_review(span: &Span, review: &ReviewRecord) {
+    span.record("uid", tracing::field::display(&review.uid));
+    span.record("kind", review.kind);
+    span.record("namespace", tracing::field::display(&review.namespace));
+    span.record("name", tracing::field::display(&review.name));
+    span.record("operation", review.operation);
+    span.record("dry_run", review.dry_run);
+    span.record("allowed", review.allowed);
+    span.record("patched", review.patched);
+}
+
+/// Records a review's outcome (metrics, the span's fields) and renders it.
 fn answer(
     endpoint: Endpoint,
     metrics: &ServerMetrics,
@@ -193,8 +219,7 @@ fn answer(
     started: Instant,
 ) -> Response {
     // 400 for an unreadable review, 500 for an answer that could not be encoded.
-    let status =
-        StatusCode::from_u16(outcome.http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = outcome.http_status;
     let s = &outcome.summary;
     if status == StatusCode::OK {
         series.count(metrics, s);
@@ -212,21 +237,9 @@ fn answer(
     }
     let elapsed = started.elapsed();
     series.observe_duration(elapsed.as_secs_f64());
-    let span = tracing::info_span!(
-        "review",
-        endpoint = endpoint.label(),
-        uid = %s.uid,
-        kind = s.kind,
-        namespace = %s.namespace,
-        name = %s.name,
-        operation = s.operation,
-        dry_run = s.dry_run,
-        allowed = s.allowed,
-        patched = s.patched,
-    );
-    let _entered = span.enter();
+    record_review(&Span::current(), s);
     if status != StatusCode::OK {
-        tracing::debug!(status = outcome.http_status, "unreadable review");
+        tracing::debug!(status = status.as_u16(), "unreadable review");
     } else if !s.allowed {
         tracing::info!(micros = elapsed.as_micros() as u64, "denied");
     } else {
@@ -323,5 +336,14 @@ mod tests {
             })
             .get();
         assert_eq!(rejected, 2);
+        // Both rejections are timed as answers are.
+        let mut registry = Registry::default();
+        registry.register("duration", "", metrics.duration.clone());
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains(r#"duration_count{endpoint="validate"} 2"#),
+            "{text}"
+        );
     }
 }
