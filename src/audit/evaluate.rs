@@ -192,13 +192,24 @@ fn opting_key<'a>(pod: &AuditedPod, config: &'a Config) -> Option<&'a str> {
 /// are, with only the recovery policies on (at `warn`: this is about the pods, whatever the
 /// policies' levels in admission).
 fn recovery(inventory: &Inventory, config: &Config) -> Vec<RecoveryFinding> {
-    // Jobs with opted-in pods, in the order their first pod was listed.
-    struct OptedIn<'a> {
-        namespace: &'a str,
-        owner: &'a OwnerJob,
-        key: &'a str,
-        pods: Vec<String>,
-    }
+    let recovery_config = recovery_policies_only(config);
+    opted_in_jobs(inventory, config)
+        .into_iter()
+        .filter_map(|job| review_opted_in(inventory, job, &recovery_config))
+        .collect()
+}
+
+/// A Job with opted-in pods.
+struct OptedIn<'a> {
+    namespace: &'a str,
+    owner: &'a OwnerJob,
+    /// The key that opts its first listed pod in.
+    key: &'a str,
+    pods: Vec<String>,
+}
+
+/// Jobs with opted-in pods, in the order their first pod was listed.
+fn opted_in_jobs<'a>(inventory: &'a Inventory, config: &'a Config) -> Vec<OptedIn<'a>> {
     let mut jobs: Vec<OptedIn> = Vec::new();
     for pod in &inventory.pods {
         let (Some(owner), Some(key)) = (&pod.job, opting_key(pod, config)) else {
@@ -217,54 +228,61 @@ fn recovery(inventory: &Inventory, config: &Config) -> Vec<RecoveryFinding> {
             }),
         }
     }
+    jobs
+}
+
+/// `config` with every policy off but the recovery policies, at `warn`.
+fn recovery_policies_only(config: &Config) -> Config {
     let mut recovery_config = config.clone();
     recovery_config.policies = Policies::all(Level::Off);
     for p in RECOVERY_POLICIES {
         recovery_config.policies.set(p, Level::Warn);
     }
-    let mut out = Vec::new();
-    for OptedIn {
+    recovery_config
+}
+
+/// The recovery policies' findings on `job` as stored, its pod template opted in by the pods'
+/// key; `None` when they say nothing, or the Job is not in the inventory.
+fn review_opted_in(
+    inventory: &Inventory,
+    job: OptedIn<'_>,
+    recovery_config: &Config,
+) -> Option<RecoveryFinding> {
+    let OptedIn {
         namespace,
         owner,
         key,
         pods,
-    } in jobs
-    {
-        let (name, uid) = (&owner.name, &owner.uid);
-        // A Job that is gone (or replaced under the same name) has no spec to judge: its pods are
-        // recovered without per-Job state.
-        let Some(doc) = inventory.objects.iter().find(|d| {
-            str_or_empty(d, "/kind") == "Job"
-                && str_or_empty(d, "/metadata/namespace") == namespace
-                && str_or_empty(d, "/metadata/name") == name.as_str()
-                && str_or_empty(d, "/metadata/uid") == uid.as_str()
-        }) else {
-            continue;
-        };
-        let mut opted = doc.clone();
-        set_template_annotation(&mut opted, key);
-        let recovery_policy =
-            |s: Source| matches!(s, Source::Policy(p) if RECOVERY_POLICIES.contains(&p));
-        let mut scratch = Report::default();
-        let findings = review(
-            namespace,
-            &opted,
-            &recovery_config,
-            &mut scratch,
-            recovery_policy,
-        )
-        .unwrap_or_default();
-        if !findings.is_empty() {
-            out.push(RecoveryFinding {
-                namespace: namespace.to_string(),
-                job: name.clone(),
-                uid: uid.clone(),
-                pods,
-                findings,
-            });
-        }
-    }
-    out
+    } = job;
+    let (name, uid) = (&owner.name, &owner.uid);
+    // A Job that is gone (or replaced under the same name) has no spec to judge: its pods are
+    // recovered without per-Job state.
+    let doc = inventory.objects.iter().find(|d| {
+        str_or_empty(d, "/kind") == "Job"
+            && str_or_empty(d, "/metadata/namespace") == namespace
+            && str_or_empty(d, "/metadata/name") == name.as_str()
+            && str_or_empty(d, "/metadata/uid") == uid.as_str()
+    })?;
+    let mut opted = doc.clone();
+    set_template_annotation(&mut opted, key);
+    let recovery_policy =
+        |s: Source| matches!(s, Source::Policy(p) if RECOVERY_POLICIES.contains(&p));
+    let mut scratch = Report::default();
+    let findings = review(
+        namespace,
+        &opted,
+        recovery_config,
+        &mut scratch,
+        recovery_policy,
+    )
+    .unwrap_or_default();
+    (!findings.is_empty()).then(|| RecoveryFinding {
+        namespace: namespace.to_string(),
+        job: name.clone(),
+        uid: uid.clone(),
+        pods,
+        findings,
+    })
 }
 
 /// Which controller recovers each Job's opted-in pods, read as `jobgate reconcile` reads a pod

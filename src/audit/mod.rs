@@ -138,30 +138,8 @@ pub const RBAC_HINT: &str = "the ClusterRole jobgate-audit (kubectl apply -k dep
 
 /// Runs the audit against the cluster; returns the exit status.
 pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
-    let kube_config = args
-        .cluster
-        .kube_config(Prefer::Kubeconfig)
-        .await
-        .map_err(|e| AuditError::Client(format!("{e:#}")))?;
-    let server = kube_config.cluster_url.to_string();
-    let client =
-        kube::Client::try_from(kube_config).map_err(|e| AuditError::Client(format!("{e:#}")))?;
-    // The rules follow the cluster's own release unless --kubernetes-version (or the config
-    // file) says otherwise.
-    let base = match args.rules.kubernetes_version()? {
-        Some(_) => Config::default(),
-        None => {
-            let (base, note) = defaults_for(&client, &server).await?;
-            if let Some(note) = note {
-                eprintln!("jobgate audit: {note}");
-            }
-            base
-        }
-    };
-    let config = args.rules.load_over(base)?;
-    if let Some(note) = config.release_note() {
-        eprintln!("jobgate audit: {note}");
-    }
+    let (client, server) = connect(&args.cluster).await?;
+    let config = rules(args, &client, &server).await?;
     let inventory = fetch::fetch(&client, args.namespace.as_deref())
         .await
         .map_err(|source| AuditError::Api {
@@ -174,23 +152,70 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
     write(
         &found,
         args.output,
         now,
         &mut std::io::BufWriter::new(stdout.lock()),
-        &mut stderr.lock(),
+        &mut std::io::stderr().lock(),
     )?;
     if !args.apply {
         return Ok(exit_code(&found));
     }
-    let reports = policyreport::reports(&found, now);
-    let applied = apply::apply(&client, &reports, args.namespace.as_deref(), args.prune)
+    apply_reports(args, &client, server, &found, now).await
+}
+
+/// The Kubernetes client, and the API server's URL for messages.
+async fn connect(cluster: &ClusterArgs) -> Result<(kube::Client, String), AuditError> {
+    let kube_config = cluster
+        .kube_config(Prefer::Kubeconfig)
+        .await
+        .map_err(|e| AuditError::Client(format!("{e:#}")))?;
+    let server = kube_config.cluster_url.to_string();
+    let client =
+        kube::Client::try_from(kube_config).map_err(|e| AuditError::Client(format!("{e:#}")))?;
+    Ok((client, server))
+}
+
+/// The rule settings: the flags over the defaults of the cluster's own release, unless
+/// --kubernetes-version (or the config file) says otherwise.
+async fn rules(
+    args: &AuditArgs,
+    client: &kube::Client,
+    server: &str,
+) -> Result<Config, AuditError> {
+    let base = match args.rules.kubernetes_version()? {
+        Some(_) => Config::default(),
+        None => {
+            let (base, note) = defaults_for(client, server).await?;
+            if let Some(note) = note {
+                eprintln!("jobgate audit: {note}");
+            }
+            base
+        }
+    };
+    let config = args.rules.load_over(base)?;
+    if let Some(note) = config.release_note() {
+        eprintln!("jobgate audit: {note}");
+    }
+    Ok(config)
+}
+
+/// `--apply` (and `--prune`): writes the PolicyReports and says what changed; returns the exit
+/// status.
+async fn apply_reports(
+    args: &AuditArgs,
+    client: &kube::Client,
+    server: String,
+    found: &Audit,
+    now: i64,
+) -> Result<i32, AuditError> {
+    let reports = policyreport::reports(found, now);
+    let applied = apply::apply(client, &reports, args.namespace.as_deref(), args.prune)
         .await
         .map_err(|source| AuditError::Apply { server, source })?;
     writeln!(
-        stderr.lock(),
+        std::io::stderr().lock(),
         "jobgate audit: applied {} PolicyReport(s) ({}), pruned {} ({})",
         applied.written.len(),
         applied.written.join(", "),
@@ -198,7 +223,7 @@ pub async fn run(args: &AuditArgs) -> Result<i32, AuditError> {
         applied.pruned.join(", ")
     )?;
     // The findings are in the reports; a CronJob's Job fails only when the audit could not run.
-    match exit_code(&found) {
+    match exit_code(found) {
         EXIT_UNREADABLE => Ok(EXIT_UNREADABLE),
         _ => Ok(crate::check::EXIT_OK),
     }

@@ -99,67 +99,79 @@ impl RecoveryMetrics {
     /// Creates the metrics and registers them in `registry`.
     pub fn register(registry: &mut Registry) -> RecoveryMetrics {
         let metrics = RecoveryMetrics::default();
-        registry.register(
-            "jobgate_recovery_pods_terminated",
-            "Pods forcefully terminated (status recorded as Failed with the KueueFailureRecovery condition), by node",
-            metrics.terminated.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_pending_pods",
-            "Opted-in terminating pods waiting for their deadline or for their node to become unreachable",
-            metrics.pending.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_errors",
-            "Errors of the reconciler (failed reconciles, events, watches, lease rounds), by kind",
-            metrics.errors.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_writes",
-            "Writes of the reconciler to the apiserver, by verb and result",
-            metrics.writes.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_reconcile_duration_seconds",
-            "Duration of one pod reconcile",
-            metrics.reconcile_duration.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_leader",
-            "1 while this replica holds the leader Lease and may act, else 0",
-            metrics.leader.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_episodes",
-            "Recovery episodes recorded on Jobs (--recovery-backoff-*)",
-            metrics.episodes.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_limit_exceeded",
-            "Jobs whose recovery stopped at --recovery-backoff-limit-count (counted once per Job, when recorded)",
-            metrics.limit_exceeded.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_finalizer_held_pods",
-            "Recovered pods still present after the force delete: finalizers hold them",
-            metrics.finalizer_held.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_held_pods",
-            "Due pods held by the partition brake (their zone looks partitioned)",
-            metrics.held.clone(),
-        );
-        registry.register(
-            "jobgate_recovery_disrupted_zones",
-            "Zones whose recoveries the partition brake holds or slows",
-            metrics.disrupted_zones.clone(),
-        );
+        metrics.register_reconciler(registry);
+        metrics.register_episodes_and_holds(registry);
         // Every error kind at 0 from the start, so JobgateRecoveryErrors and the dashboard see
         // a series (and its first increase) on a fresh install.
         for error in ERROR_KINDS {
             metrics.errors.get_or_create_owned(&ErrorLabels { error });
         }
         metrics
+    }
+
+    /// The reconciler's own work: pods terminated and pending, errors, writes, reconcile time,
+    /// leadership. (Registration order is the order `/metrics` lists them in.)
+    fn register_reconciler(&self, registry: &mut Registry) {
+        registry.register(
+            "jobgate_recovery_pods_terminated",
+            "Pods forcefully terminated (status recorded as Failed with the KueueFailureRecovery condition), by node",
+            self.terminated.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_pending_pods",
+            "Opted-in terminating pods waiting for their deadline or for their node to become unreachable",
+            self.pending.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_errors",
+            "Errors of the reconciler (failed reconciles, events, watches, lease rounds), by kind",
+            self.errors.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_writes",
+            "Writes of the reconciler to the apiserver, by verb and result",
+            self.writes.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_reconcile_duration_seconds",
+            "Duration of one pod reconcile",
+            self.reconcile_duration.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_leader",
+            "1 while this replica holds the leader Lease and may act, else 0",
+            self.leader.clone(),
+        );
+    }
+
+    /// What paces or holds recovery back: Jobs' episodes and limit, finalizers, the partition
+    /// brake.
+    fn register_episodes_and_holds(&self, registry: &mut Registry) {
+        registry.register(
+            "jobgate_recovery_episodes",
+            "Recovery episodes recorded on Jobs (--recovery-backoff-*)",
+            self.episodes.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_limit_exceeded",
+            "Jobs whose recovery stopped at --recovery-backoff-limit-count (counted once per Job, when recorded)",
+            self.limit_exceeded.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_finalizer_held_pods",
+            "Recovered pods still present after the force delete: finalizers hold them",
+            self.finalizer_held.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_held_pods",
+            "Due pods held by the partition brake (their zone looks partitioned)",
+            self.held.clone(),
+        );
+        registry.register(
+            "jobgate_recovery_disrupted_zones",
+            "Zones whose recoveries the partition brake holds or slows",
+            self.disrupted_zones.clone(),
+        );
     }
 
     /// Counts one error of kind `error` (one of [`ERROR_KINDS`]).

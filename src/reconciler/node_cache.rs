@@ -117,9 +117,9 @@ pub(crate) fn node_event_facts(event: Event<Node>) -> Event<NodeFacts> {
     match event {
         Event::Init => Event::Init,
         Event::InitDone => Event::InitDone,
-        Event::InitApply(n) => Event::InitApply(recovery::node_facts(&n)),
-        Event::Apply(n) => Event::Apply(recovery::node_facts(&n)),
-        Event::Delete(n) => Event::Delete(recovery::node_facts(&n)),
+        Event::InitApply(n) => Event::InitApply(recovery::read::node_facts(&n)),
+        Event::Apply(n) => Event::Apply(recovery::read::node_facts(&n)),
+        Event::Delete(n) => Event::Delete(recovery::read::node_facts(&n)),
     }
 }
 

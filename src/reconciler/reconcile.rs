@@ -203,7 +203,7 @@ async fn reconcile_inner(ctx: &Context, key: &PodKey) -> Result<Action, Reconcil
     let Some(pod) = pods.get_opt(&key.name).await? else {
         return Ok(settle(ctx, key, None, Outcome::forget("pod-gone")));
     };
-    let facts = recovery::pod_facts(&pod);
+    let facts = recovery::read::pod_facts(&pod);
     if let Some(node) = &facts.node_name {
         tracing::Span::current().record("node", node.as_str());
     }
@@ -241,7 +241,7 @@ async fn plan_pod(
             .get_opt(name)
             .await?
             .as_ref()
-            .map(recovery::node_facts),
+            .map(recovery::read::node_facts),
         _ => cached,
     };
     let zones = if due { ctx.zones() } else { BTreeMap::new() };
@@ -461,7 +461,7 @@ impl Execution<'_> {
         let (ctx, key) = (self.ctx, self.key);
         let mut regarding = self.regarding();
         let resource_version = self.pod.metadata.resource_version.clone();
-        let change = recovery::status_change(
+        let change = recovery::record::status_change(
             self.facts,
             recovery,
             resource_version.as_deref().unwrap_or_default(),
@@ -484,20 +484,7 @@ impl Execution<'_> {
             }
         }
         if change.condition_changed {
-            let node = recovery.node.clone();
-            ctx.metrics
-                .terminated
-                .get_or_create(&NodeLabels { node })
-                .inc();
-            let note = recovery.message();
-            let text = EventText {
-                type_: "Warning",
-                reason: crate::kueue::REASON_FORCEFULLY_TERMINATED,
-                action: crate::kueue::EVENT_ACTION,
-                note: &note,
-            };
-            // Not leader any more: the delete below is skipped for the same reason.
-            let _ = ctx.writer.event(&regarding, &text, self.now).await;
+            self.announce_termination(&regarding, recovery).await;
         }
         if !ctx.options.no_delete {
             match self.delete().await? {
@@ -516,6 +503,26 @@ impl Execution<'_> {
             "forcefully terminated pod on unreachable node"
         );
         Ok(Outcome::recovered(decision))
+    }
+
+    /// The pod's condition is new: count it in `jobgate_recovery_pods_terminated_total` and say it
+    /// in a Warning event.
+    async fn announce_termination(&self, regarding: &ObjectReference, recovery: &Recovery) {
+        let node = recovery.node.clone();
+        self.ctx
+            .metrics
+            .terminated
+            .get_or_create(&NodeLabels { node })
+            .inc();
+        let note = recovery.message();
+        let text = EventText {
+            type_: "Warning",
+            reason: crate::kueue::REASON_FORCEFULLY_TERMINATED,
+            action: crate::kueue::EVENT_ACTION,
+            note: &note,
+        };
+        // Not leader any more: the delete that follows is skipped for the same reason.
+        let _ = self.ctx.writer.event(regarding, &text, self.now).await;
     }
 
     /// Recorded and force-deleted, but finalizers keep the pod: said once per pod uid (a Warning

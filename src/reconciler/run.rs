@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::channel::mpsc::UnboundedSender;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
@@ -24,7 +24,7 @@ use super::reconcile::{ReconcileError, error_policy, reconcile_pod};
 use super::watch::drive_watches_while_leading;
 use crate::runtime::client::{ClusterError, Prefer};
 use crate::runtime::lease::{self, Leadership, LeaseConfig};
-use crate::runtime::{self, BindError};
+use crate::runtime::{self, BindError, Runtime};
 
 /// Why `jobgate reconcile` could not run.
 #[derive(Debug, thiserror::Error)]
@@ -59,32 +59,26 @@ pub(crate) async fn run_with_client(
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_listening: impl FnOnce(SocketAddr),
 ) -> Result<(), RunError> {
-    let identity = args
-        .leader_election_id
-        .clone()
-        .unwrap_or_else(default_identity);
-    let lease_namespace = args
-        .lease_namespace
-        .clone()
-        .unwrap_or_else(|| client.default_namespace().to_string());
-
+    let lease = lease_config(&client, &args);
     let mut builder = runtime::Builder::new(args.admin_addr);
     let metrics = RecoveryMetrics::register(builder.registry());
     let runtime = builder.bind(shutdown).await?;
     on_listening(runtime.admin_addr());
-    tracing::info!(admin = %runtime.admin_addr(), identity = %identity, lease = %args.lease_name, namespace = %lease_namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
+    tracing::info!(admin = %runtime.admin_addr(), identity = %lease.identity, lease = %args.lease_name, namespace = %lease.namespace, dry_run = args.dry_run, no_delete = args.no_delete, "jobgate reconcile starting");
 
     let (trigger_tx, trigger_rx) = futures::channel::mpsc::unbounded::<PodKey>();
     let writer: Writer<PodMetadata> = Writer::default();
     let store = writer.as_reader();
     let leadership = Leadership::new(metrics.leader.clone());
-    let episodes = EpisodeGate {
-        config: args.recovery.episode_config(),
-        store: store.clone(),
-        triggers: trigger_tx.clone(),
-        jitter: rand::random::<f64>,
-    };
-    let ctx = context(&client, &args, &identity, &leadership, &metrics, episodes);
+    let episodes = episode_gate(&args, &store, &trigger_tx);
+    let ctx = context(
+        &client,
+        &args,
+        &lease.identity,
+        &leadership,
+        &metrics,
+        episodes,
+    );
 
     let watch_task = tokio::spawn(drive_watches_while_leading(
         Api::<PodMetadata>::all(client.clone()),
@@ -96,33 +90,73 @@ pub(crate) async fn run_with_client(
         leadership.role(),
     ));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let lease = LeaseConfig::new(args.lease_name.clone(), lease_namespace.clone(), identity);
     let elector = tokio::spawn(lease::run_elector(
-        Api::namespaced(client.clone(), &lease_namespace),
+        Api::namespaced(client.clone(), &lease.namespace),
         lease,
         leadership,
         metrics.lease_errors(),
         trigger_all(store.clone(), trigger_tx),
         stopped(stop_rx),
     ));
-    // The trigger stream ends at shutdown: the applier starts no new reconcile and ends once
-    // the running ones are done.
-    let reconciles = reconciles(ctx, store, trigger_rx.take_until(runtime.shutdown()));
-    let mut reconciles = std::pin::pin!(reconciles);
-    tokio::select! {
-        _ = &mut reconciles => {}
-        _ = runtime.shutdown() => {
-            if !runtime.drain(args.shutdown_timeout, &mut reconciles).await {
-                tracing::warn!("in-flight reconciles did not finish within the shutdown timeout");
-            }
-        }
-    }
+    reconcile_until_shutdown(&runtime, ctx, store, trigger_rx, args.shutdown_timeout).await;
     let _ = stop_tx.send(true);
     // Give the elector a moment to release the Lease so a standby takes over quickly.
     let _ = tokio::time::timeout(Duration::from_secs(5), elector).await;
     watch_task.abort();
     runtime.stop().await;
     Ok(())
+}
+
+/// The Lease this replica campaigns for: `--lease-name` in `--lease-namespace` (default: the
+/// client's namespace), as `--leader-election-id` (default: [`default_identity`]).
+fn lease_config(client: &Client, args: &ReconcileArgs) -> LeaseConfig {
+    let identity = args
+        .leader_election_id
+        .clone()
+        .unwrap_or_else(default_identity);
+    let namespace = args
+        .lease_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    LeaseConfig::new(args.lease_name.clone(), namespace, identity)
+}
+
+/// The [`reconciles`] of the triggered pods until shutdown; then the in-flight ones get
+/// `timeout` to finish.
+async fn reconcile_until_shutdown(
+    runtime: &Runtime,
+    ctx: Arc<Context>,
+    store: Store<PodMetadata>,
+    triggers: UnboundedReceiver<PodKey>,
+    timeout: Duration,
+) {
+    // The trigger stream ends at shutdown: the applier starts no new reconcile and ends once
+    // the running ones are done.
+    let reconciles = reconciles(ctx, store, triggers.take_until(runtime.shutdown()));
+    let mut reconciles = std::pin::pin!(reconciles);
+    tokio::select! {
+        _ = &mut reconciles => {}
+        _ = runtime.shutdown() => {
+            if !runtime.drain(timeout, &mut reconciles).await {
+                tracing::warn!("in-flight reconciles did not finish within the shutdown timeout");
+            }
+        }
+    }
+}
+
+/// Per-Job recovery episodes as `args` set them, over the tracked pods (a Job's other due pods)
+/// and the trigger channel (to reconcile them).
+fn episode_gate(
+    args: &ReconcileArgs,
+    store: &Store<PodMetadata>,
+    triggers: &UnboundedSender<PodKey>,
+) -> EpisodeGate {
+    EpisodeGate {
+        config: args.recovery.episode_config(),
+        store: store.clone(),
+        triggers: triggers.clone(),
+        jitter: rand::random::<f64>,
+    }
 }
 
 /// The reconciles' shared context, as `args` sets it.

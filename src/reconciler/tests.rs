@@ -27,7 +27,8 @@ use super::reconcile::{
 use super::run::run_with_client;
 use super::watch::drive_node_watch;
 use super::*;
-use crate::recovery::{self, NodeFacts, UNREACHABLE_TAINT_KEY};
+use crate::recovery::facts::UNREACHABLE_TAINT_KEY;
+use crate::recovery::{self, NodeFacts};
 use crate::runtime::Readiness;
 use crate::runtime::lease::Leadership;
 use crate::runtime::scripted::{
@@ -1609,7 +1610,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                         };
 
                         // `jobgate status` over the same objects.
-                        let snapshot = crate::status::Snapshot {
+                        let snapshot = crate::status::snapshot::Snapshot {
                             pods: vec![serde_json::from_value(pod.clone()).expect("pod")],
                             nodes: [("node-a".to_string(), true), ("node-b".to_string(), false)]
                                 .into_iter()
@@ -1624,7 +1625,7 @@ async fn status_and_reconciler_agree_over_the_state_table() {
                                 .iter()
                                 .map(|j| serde_json::from_value(j.clone()).expect("job"))
                                 .collect(),
-                            ..crate::status::Snapshot::default()
+                            ..crate::status::snapshot::Snapshot::default()
                         };
                         let render_options = crate::status::RenderOptions {
                             config: recovery::RecoveryConfig::default(),
@@ -1836,7 +1837,10 @@ fn zoned_context(client: Client, unreachable_in_a: u32, unreachable_in_b: u32) -
             let node: k8s_openapi::api::core::v1::Node =
                 serde_json::from_value(zoned_node_json(&name, zone, i < unreachable))
                     .expect("node");
-            nodes.apply(Event::InitApply(recovery::node_facts(&node)), ts(LISTED));
+            nodes.apply(
+                Event::InitApply(recovery::read::node_facts(&node)),
+                ts(LISTED),
+            );
         }
     }
     nodes.apply(Event::InitDone, ts(LISTED));
@@ -1891,7 +1895,7 @@ async fn six_of_ten_unreachable_holds_and_healing_to_three_recovers() {
             let node: k8s_openapi::api::core::v1::Node =
                 serde_json::from_value(zoned_node_json(&format!("a-{i}"), "a", false))
                     .expect("node");
-            nodes.apply(Event::Apply(recovery::node_facts(&node)), ts(LISTED));
+            nodes.apply(Event::Apply(recovery::read::node_facts(&node)), ts(LISTED));
         }
     }
     let (client, handle) = mock();
@@ -1921,7 +1925,7 @@ async fn a_due_pod_waits_for_the_node_stream_to_settle() {
     ] {
         let node: k8s_openapi::api::core::v1::Node =
             serde_json::from_value(zoned_node_json(name, "a", true)).expect("node");
-        lock(&ctx.nodes).apply(Event::Apply(recovery::node_facts(&node)), ts(at));
+        lock(&ctx.nodes).apply(Event::Apply(recovery::read::node_facts(&node)), ts(at));
     }
     let script = vec![
         get_pod(running_pod("100")),

@@ -4,11 +4,12 @@
 //! replica leads ([`drive_watches_while_leading`]): a standby holds no watch and no copy of the
 //! cluster's pods or nodes.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
+use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::runtime::reflector::{Store, store::Writer};
@@ -158,7 +159,7 @@ pub(crate) async fn drive_node_watch(
     readiness: Readiness,
 ) {
     let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
-    let mut held_zones = std::collections::BTreeSet::new();
+    let mut held_zones = BTreeSet::new();
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(e) => e,
@@ -178,35 +179,56 @@ pub(crate) async fn drive_node_watch(
         ctx.metrics
             .disrupted_zones
             .set(i64::try_from(disrupted.len()).unwrap_or(i64::MAX));
-        // Held pods whose zone the brake let go are recovered now, with their deadlines
-        // unchanged (pods on healed nodes find their node reachable and are left alone).
-        let released: HashSet<String> = held_zones
-            .iter()
-            .filter(|z| !disrupted.contains(*z))
-            .cloned()
-            .collect();
-        if !released.is_empty() {
-            for key in ctx.held_in(&released) {
-                let _ = triggers.unbounded_send(key);
-            }
-        }
+        trigger_released(&ctx, &held_zones, &disrupted, &triggers);
         held_zones = disrupted;
-        if !edges.is_empty() {
-            let eligible: Vec<PodKey> = store
-                .state()
-                .iter()
-                .map(|p| PodKey::of(&p.metadata))
-                .collect();
-            for node in edges {
-                let pods = ctx.pods_on_node(&node, &eligible);
-                tracing::info!(node = %node, pods = pods.len(), "node became unreachable; re-checking its pods");
-                for key in pods {
-                    let _ = triggers.unbounded_send(key);
-                }
-            }
-        }
+        trigger_unreachable(&ctx, &store, edges, &triggers);
         if init_done {
             update_readiness(&ctx, &pods_synced, &readiness);
+        }
+    }
+}
+
+/// Held pods whose zone the brake let go (held before, not `disrupted` now) are recovered now,
+/// with their deadlines unchanged (pods on healed nodes find their node reachable and are left
+/// alone).
+fn trigger_released(
+    ctx: &Context,
+    held_zones: &BTreeSet<String>,
+    disrupted: &BTreeSet<String>,
+    triggers: &UnboundedSender<PodKey>,
+) {
+    let released: HashSet<String> = held_zones
+        .iter()
+        .filter(|z| !disrupted.contains(*z))
+        .cloned()
+        .collect();
+    if !released.is_empty() {
+        for key in ctx.held_in(&released) {
+            let _ = triggers.unbounded_send(key);
+        }
+    }
+}
+
+/// The tracked pods on each node whose unreachable taint just rose (`edges`) are due a look.
+fn trigger_unreachable(
+    ctx: &Context,
+    store: &Store<PodMetadata>,
+    edges: Vec<String>,
+    triggers: &UnboundedSender<PodKey>,
+) {
+    if edges.is_empty() {
+        return;
+    }
+    let eligible: Vec<PodKey> = store
+        .state()
+        .iter()
+        .map(|p| PodKey::of(&p.metadata))
+        .collect();
+    for node in edges {
+        let pods = ctx.pods_on_node(&node, &eligible);
+        tracing::info!(node = %node, pods = pods.len(), "node became unreachable; re-checking its pods");
+        for key in pods {
+            let _ = triggers.unbounded_send(key);
         }
     }
 }

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::{NodeFacts, is_unreachable};
+use super::facts::{NodeFacts, is_unreachable};
 
 /// kube-controller-manager's `--unhealthy-zone-threshold` default.
 pub(crate) const DEFAULT_UNHEALTHY_ZONE_THRESHOLD: f32 = 0.55;

@@ -1,59 +1,88 @@
-//! The facts the decision reads, taken from the Kubernetes API types.
+//! What the decision reads of a pod and a node, as plain data, and the predicates on it. A leaf
+//! of `recovery`: the other files there use these facts, and this one uses none of them
+//! ([`super::read`] takes the facts from the Kubernetes API types).
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use std::collections::BTreeMap;
 
-use super::{NodeFacts, PodCondition, PodFacts, Taint};
+use k8s_openapi::jiff::Timestamp;
 
-fn non_empty(s: Option<&String>) -> Option<String> {
-    s.filter(|s| !s.is_empty()).cloned()
+/// The taint the node lifecycle controller puts on a node whose kubelet stopped reporting.
+pub(crate) const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
+
+/// What the decision reads of a pod.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct PodFacts {
+    pub(crate) annotations: BTreeMap<String, String>,
+    /// `metadata.deletionTimestamp`: the apiserver sets it to the delete request time plus the
+    /// pod's grace period, so the grace period is already inside it.
+    pub(crate) deletion_timestamp: Option<Timestamp>,
+    pub(crate) deletion_grace_period_seconds: Option<i64>,
+    /// `status.phase`; `None` when absent or empty.
+    pub(crate) phase: Option<String>,
+    /// `spec.nodeName`; `None` when absent or empty.
+    pub(crate) node_name: Option<String>,
+    pub(crate) conditions: Vec<PodCondition>,
+    /// `metadata.finalizers`: a pod with any is not removed by a delete, forced or not, until
+    /// their controllers remove them (Kueue's pod finalizer, the Job controller's
+    /// `batch.kubernetes.io/job-tracking`).
+    pub(crate) finalizers: Vec<String>,
 }
 
-pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
-    let meta = &pod.metadata;
-    let status = pod.status.as_ref();
-    PodFacts {
-        annotations: meta.annotations.clone().unwrap_or_default(),
-        deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
-        deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
-        phase: non_empty(status.and_then(|s| s.phase.as_ref())),
-        node_name: non_empty(pod.spec.as_ref().and_then(|s| s.node_name.as_ref())),
-        conditions: status
-            .and_then(|s| s.conditions.as_ref())
-            .map(|cs| {
-                cs.iter()
-                    .map(|c| PodCondition {
-                        type_: c.type_.clone(),
-                        status: c.status.clone(),
-                        reason: c.reason.clone(),
-                        message: c.message.clone(),
-                        last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        finalizers: meta.finalizers.clone().unwrap_or_default(),
+/// One entry of `status.conditions`, with the fields the recovery condition compares.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct PodCondition {
+    pub(crate) type_: String,
+    pub(crate) status: String,
+    pub(crate) reason: Option<String>,
+    pub(crate) message: Option<String>,
+    pub(crate) last_transition_time: Option<Timestamp>,
+}
+
+/// What the decision reads of a node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct NodeFacts {
+    pub(crate) name: String,
+    pub(crate) taints: Vec<Taint>,
+    /// kube-controller-manager's zone key of the node (`brake::zone_key`), `""` without labels.
+    pub(crate) zone: String,
+    /// Labelled `node.kubernetes.io/exclude-disruption`: left out of the partition brake.
+    pub(crate) excluded_from_disruption: bool,
+}
+
+#[cfg(test)]
+impl NodeFacts {
+    /// A node for tests: tainted `node.kubernetes.io/unreachable:NoExecute` when `unreachable`,
+    /// else untainted.
+    pub(crate) fn for_test(name: &str, unreachable: bool) -> Self {
+        let taints = if unreachable {
+            vec![Taint {
+                key: UNREACHABLE_TAINT_KEY.into(),
+                effect: "NoExecute".into(),
+            }]
+        } else {
+            vec![]
+        };
+        NodeFacts {
+            name: name.into(),
+            taints,
+            ..NodeFacts::default()
+        }
     }
 }
 
-pub(crate) fn node_facts(node: &Node) -> NodeFacts {
-    let labels = node.metadata.labels.as_ref();
-    NodeFacts {
-        zone: labels.map(super::brake::zone_key).unwrap_or_default(),
-        excluded_from_disruption: labels
-            .is_some_and(|l| l.contains_key(super::brake::EXCLUDE_DISRUPTION_LABEL)),
-        name: node.metadata.name.clone().unwrap_or_default(),
-        taints: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .map(|ts| {
-                ts.iter()
-                    .map(|t| Taint {
-                        key: t.key.clone(),
-                        effect: t.effect.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Taint {
+    pub(crate) key: String,
+    pub(crate) effect: String,
+}
+
+/// The node carries the unreachable taint, with any effect (Kueue: `utiltaints.TaintKeyExists`).
+/// `node.kubernetes.io/not-ready` alone does not count.
+pub(crate) fn is_unreachable(node: &NodeFacts) -> bool {
+    node.taints.iter().any(|t| t.key == UNREACHABLE_TAINT_KEY)
+}
+
+/// `Failed` or `Succeeded` (Kueue's `utilpod.IsTerminated`): the phase is kept as it is.
+pub(crate) fn is_terminal_phase(phase: Option<&str>) -> bool {
+    matches!(phase, Some("Failed") | Some("Succeeded"))
 }

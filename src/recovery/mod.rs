@@ -21,25 +21,26 @@
 pub(crate) mod backoff;
 pub(crate) mod brake;
 pub(crate) mod episode;
-mod facts;
+pub(crate) mod facts;
 pub(crate) mod plan;
+pub(crate) mod read;
 pub(crate) mod record;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::kueue::OPT_IN_VALUE;
+// The `pub(crate)` ones are for code outside `recovery` (`recovery::PodFacts`). The files here
+// take them from `facts` and `record` themselves: a file this one imports never imports it back.
+use facts::is_terminal_phase;
+pub(crate) use facts::{NodeFacts, PodFacts, is_unreachable};
+pub(crate) use record::Recovery;
+use record::recovery_recorded;
 
-pub(crate) use facts::{node_facts, pod_facts};
-pub(crate) use record::{format_seconds, recovery_recorded, status_change};
-
-/// The taint the node lifecycle controller puts on a node whose kubelet stopped reporting.
-pub(crate) const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
 /// Reason of the `Normal` event `--dry-run` emits instead of acting.
 pub(crate) const DRY_RUN_REASON: &str = "WouldForcefullyTerminate";
 /// Default `--forceful-termination-grace-period` (Kueue's default `time.Minute`).
@@ -70,73 +71,6 @@ impl Default for RecoveryConfig {
             kueue_recovers: true,
         }
     }
-}
-
-/// What the decision reads of a pod.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct PodFacts {
-    pub(crate) annotations: BTreeMap<String, String>,
-    /// `metadata.deletionTimestamp`: the apiserver sets it to the delete request time plus the
-    /// pod's grace period, so the grace period is already inside it.
-    pub(crate) deletion_timestamp: Option<Timestamp>,
-    pub(crate) deletion_grace_period_seconds: Option<i64>,
-    /// `status.phase`; `None` when absent or empty.
-    pub(crate) phase: Option<String>,
-    /// `spec.nodeName`; `None` when absent or empty.
-    pub(crate) node_name: Option<String>,
-    pub(crate) conditions: Vec<PodCondition>,
-    /// `metadata.finalizers`: a pod with any is not removed by a delete, forced or not, until
-    /// their controllers remove them (Kueue's pod finalizer, the Job controller's
-    /// `batch.kubernetes.io/job-tracking`).
-    pub(crate) finalizers: Vec<String>,
-}
-
-/// One entry of `status.conditions`, with the fields the recovery condition compares.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct PodCondition {
-    pub(crate) type_: String,
-    pub(crate) status: String,
-    pub(crate) reason: Option<String>,
-    pub(crate) message: Option<String>,
-    pub(crate) last_transition_time: Option<Timestamp>,
-}
-
-/// What the decision reads of a node.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct NodeFacts {
-    pub(crate) name: String,
-    pub(crate) taints: Vec<Taint>,
-    /// kube-controller-manager's zone key of the node (`brake::zone_key`), `""` without labels.
-    pub(crate) zone: String,
-    /// Labelled `node.kubernetes.io/exclude-disruption`: left out of the partition brake.
-    pub(crate) excluded_from_disruption: bool,
-}
-
-#[cfg(test)]
-impl NodeFacts {
-    /// A node for tests: tainted `node.kubernetes.io/unreachable:NoExecute` when `unreachable`,
-    /// else untainted.
-    pub(crate) fn for_test(name: &str, unreachable: bool) -> Self {
-        let taints = if unreachable {
-            vec![Taint {
-                key: UNREACHABLE_TAINT_KEY.into(),
-                effect: "NoExecute".into(),
-            }]
-        } else {
-            vec![]
-        };
-        NodeFacts {
-            name: name.into(),
-            taints,
-            ..NodeFacts::default()
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Taint {
-    pub(crate) key: String,
-    pub(crate) effect: String,
 }
 
 /// What to do with one pod now.
@@ -178,43 +112,6 @@ impl Ignored {
             Ignored::NodeNotFound => "node-not-found",
             Ignored::KueueRecovers => "kueue-recovers",
         }
-    }
-}
-
-/// A due recovery: everything the executor needs besides the pod's identity.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Recovery {
-    /// The unreachable node the pod is bound to.
-    pub(crate) node: String,
-    /// The annotation key that opted the pod in (the first configured key set to `"true"`).
-    pub(crate) annotation_key: String,
-    /// `deletionTimestamp + grace period`; `now >= deadline`.
-    pub(crate) deadline: Timestamp,
-    /// `deletionGracePeriodSeconds + grace period`, the time the pod had to terminate.
-    pub(crate) total_grace_period: Duration,
-    /// Whether `status.phase` must become `Failed` (not when already `Failed` or `Succeeded`).
-    pub(crate) set_failed: bool,
-}
-
-impl Recovery {
-    /// The condition message and the Warning event's note.
-    pub(crate) fn message(&self) -> String {
-        format!(
-            "Pod forcefully terminated after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
-            format_seconds(self.total_grace_period),
-            self.node,
-            self.annotation_key
-        )
-    }
-
-    /// The note of the `Normal` event `--dry-run` emits instead of acting.
-    pub(crate) fn dry_run_message(&self) -> String {
-        format!(
-            "Dry run: would forcefully terminate pod after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
-            format_seconds(self.total_grace_period),
-            self.node,
-            self.annotation_key
-        )
     }
 }
 
@@ -293,12 +190,6 @@ pub(crate) fn deadline(deletion_timestamp: Timestamp, grace_period: Duration) ->
         .unwrap_or(Timestamp::MAX)
 }
 
-/// The node carries the unreachable taint, with any effect (Kueue: `utiltaints.TaintKeyExists`).
-/// `node.kubernetes.io/not-ready` alone does not count.
-pub(crate) fn is_unreachable(node: &NodeFacts) -> bool {
-    node.taints.iter().any(|t| t.key == UNREACHABLE_TAINT_KEY)
-}
-
 /// The node watch's trigger: the node was created with the unreachable taint (`old` is `None`),
 /// or updated from untainted to tainted (Kueue's `nodeEventsPredicate`). Removal of the taint,
 /// other updates of a tainted node, and deletions do not trigger.
@@ -348,9 +239,4 @@ pub(crate) fn decide(
         total_grace_period: Duration::from_secs(pod_grace).saturating_add(config.grace_period),
         set_failed: !is_terminal_phase(pod.phase.as_deref()),
     })
-}
-
-/// `Failed` or `Succeeded` (Kueue's `utilpod.IsTerminated`): the phase is kept as it is.
-pub(crate) fn is_terminal_phase(phase: Option<&str>) -> bool {
-    matches!(phase, Some("Failed") | Some("Succeeded"))
 }

@@ -10,6 +10,7 @@
 //!   (`episode::decide_episode`) and the one Job write it needs ([`JobRecord`]).
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -18,10 +19,9 @@ use super::episode::{
     self, DuePod, EpisodeConfig, EpisodeDecision, JobDue, JobKey, JobView, LimitAction,
     RecoveryState, episode_note, limit_note,
 };
-use super::{
-    Decision, Ignored, NodeFacts, PodFacts, Recovery, RecoveryConfig, decide, held_by_finalizers,
-    recovery_recorded,
-};
+use super::facts::{NodeFacts, PodFacts};
+use super::record::{Recovery, recovery_recorded};
+use super::{Decision, Ignored, RecoveryConfig, decide, held_by_finalizers};
 
 /// Everything the plan reads about one pod, at one instant.
 #[derive(Clone, Copy, Debug)]
@@ -88,19 +88,9 @@ pub(crate) fn plan(
     config: &RecoveryConfig,
     brake_config: &BrakeConfig,
 ) -> Plan {
-    let decision = decide(facts.pod, facts.node, facts.now, config);
-    // Recovered and force-deleted: the delete moved `deletionTimestamp` to its own time, so the
-    // deadline and the node say nothing more; only the finalizers' controllers can let it go.
-    if !matches!(decision, Decision::Ignore(_))
-        && let Some(finalizers) = held_by_finalizers(facts.pod)
-    {
-        return Plan::WaitForFinalizers(finalizers.to_vec());
-    }
-    let recovery = match decision {
-        Decision::Ignore(reason) => return Plan::Ignore(reason),
-        Decision::RequeueAt(at) => return Plan::WaitForDeadline(at),
-        Decision::WaitForNode { node } => return Plan::WaitForNode { node },
-        Decision::Recover(recovery) => recovery,
+    let recovery = match pod_recovery(facts, config) {
+        ControlFlow::Continue(recovery) => recovery,
+        ControlFlow::Break(plan) => return plan,
     };
     if recovery_recorded(facts.pod) {
         return Plan::Recover {
@@ -109,41 +99,9 @@ pub(crate) fn plan(
             release: None,
         };
     }
-    // `decide` recovers only with the pod's node in hand.
-    if let Some(at) = facts
-        .node
-        .and_then(|node| brake::settling(node, facts.edges, facts.now, brake_config))
-    {
-        return Plan::WaitForSettle(at);
-    }
-    let release = match facts.node.map(|node| {
-        let decision = brake::brake(
-            node,
-            facts.zones,
-            facts.last_release,
-            facts.now,
-            brake_config,
-        );
-        (node, decision)
-    }) {
-        None | Some((_, BrakeDecision::Release)) => None,
-        Some((node, BrakeDecision::ReleaseThrottled)) => Some(LastRelease {
-            zone: node.zone.clone(),
-            node: node.name.clone(),
-            at: facts.now,
-        }),
-        Some((_, BrakeDecision::Throttled(disruption, at))) => {
-            return Plan::Hold {
-                disruption,
-                until: Some(at),
-            };
-        }
-        Some((_, BrakeDecision::Hold(disruption))) => {
-            return Plan::Hold {
-                disruption,
-                until: None,
-            };
-        }
+    let release = match zone_release(facts, brake_config) {
+        ControlFlow::Continue(release) => release,
+        ControlFlow::Break(plan) => return plan,
     };
     match facts.job {
         Some(job) => Plan::AskJob {
@@ -156,6 +114,61 @@ pub(crate) fn plan(
             recorded: false,
             release,
         },
+    }
+}
+
+/// The pod's own step ([`decide`]): the recovery it is due, or the plan that ends here.
+fn pod_recovery(facts: PlanFacts<'_>, config: &RecoveryConfig) -> ControlFlow<Plan, Recovery> {
+    let decision = decide(facts.pod, facts.node, facts.now, config);
+    // Recovered and force-deleted: the delete moved `deletionTimestamp` to its own time, so the
+    // deadline and the node say nothing more; only the finalizers' controllers can let it go.
+    if !matches!(decision, Decision::Ignore(_))
+        && let Some(finalizers) = held_by_finalizers(facts.pod)
+    {
+        return ControlFlow::Break(Plan::WaitForFinalizers(finalizers.to_vec()));
+    }
+    match decision {
+        Decision::Ignore(reason) => ControlFlow::Break(Plan::Ignore(reason)),
+        Decision::RequeueAt(at) => ControlFlow::Break(Plan::WaitForDeadline(at)),
+        Decision::WaitForNode { node } => ControlFlow::Break(Plan::WaitForNode { node }),
+        Decision::Recover(recovery) => ControlFlow::Continue(recovery),
+    }
+}
+
+/// The partition brake's step, on a settled view of the nodes: the throttled release of the
+/// pod's zone to remember (if any), or the plan that waits or holds the pod.
+fn zone_release(
+    facts: PlanFacts<'_>,
+    brake_config: &BrakeConfig,
+) -> ControlFlow<Plan, Option<LastRelease>> {
+    // `decide` recovers only with the pod's node in hand.
+    let Some(node) = facts.node else {
+        return ControlFlow::Continue(None);
+    };
+    if let Some(at) = brake::settling(node, facts.edges, facts.now, brake_config) {
+        return ControlFlow::Break(Plan::WaitForSettle(at));
+    }
+    match brake::brake(
+        node,
+        facts.zones,
+        facts.last_release,
+        facts.now,
+        brake_config,
+    ) {
+        BrakeDecision::Release => ControlFlow::Continue(None),
+        BrakeDecision::ReleaseThrottled => ControlFlow::Continue(Some(LastRelease {
+            zone: node.zone.clone(),
+            node: node.name.clone(),
+            at: facts.now,
+        })),
+        BrakeDecision::Throttled(disruption, at) => ControlFlow::Break(Plan::Hold {
+            disruption,
+            until: Some(at),
+        }),
+        BrakeDecision::Hold(disruption) => ControlFlow::Break(Plan::Hold {
+            disruption,
+            until: None,
+        }),
     }
 }
 

@@ -1,12 +1,50 @@
-//! The `pods/status` change that records a recovery, and the message's duration format.
+//! A due recovery, the `pods/status` change that records it, and its message (with the message's
+//! duration format).
 
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::{PodCondition, PodFacts, Recovery};
+use super::facts::{PodCondition, PodFacts, is_terminal_phase};
 use crate::kueue::{CONDITION_TYPE, REASON_FORCEFULLY_TERMINATED, RECORDED_REASONS};
+
+/// A due recovery: everything the executor needs besides the pod's identity.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Recovery {
+    /// The unreachable node the pod is bound to.
+    pub(crate) node: String,
+    /// The annotation key that opted the pod in (the first configured key set to `"true"`).
+    pub(crate) annotation_key: String,
+    /// `deletionTimestamp + grace period`; `now >= deadline`.
+    pub(crate) deadline: Timestamp,
+    /// `deletionGracePeriodSeconds + grace period`, the time the pod had to terminate.
+    pub(crate) total_grace_period: Duration,
+    /// Whether `status.phase` must become `Failed` (not when already `Failed` or `Succeeded`).
+    pub(crate) set_failed: bool,
+}
+
+impl Recovery {
+    /// The condition message and the Warning event's note.
+    pub(crate) fn message(&self) -> String {
+        format!(
+            "Pod forcefully terminated after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
+            format_seconds(self.total_grace_period),
+            self.node,
+            self.annotation_key
+        )
+    }
+
+    /// The note of the `Normal` event `--dry-run` emits instead of acting.
+    pub(crate) fn dry_run_message(&self) -> String {
+        format!(
+            "Dry run: would forcefully terminate pod after {} grace period due to unreachable node `{}` (triggered by `{}` annotation)",
+            format_seconds(self.total_grace_period),
+            self.node,
+            self.annotation_key
+        )
+    }
+}
 
 /// What to write on `pods/status` for a due recovery.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +122,7 @@ pub(crate) fn status_change(
 /// form (see [`status_change`]). Reconciling such a pod again (its delete failed, jobgate
 /// restarted, or `--no-delete` kept it) is no new intervention: only the delete is left.
 pub(crate) fn recovery_recorded(pod: &PodFacts) -> bool {
-    super::is_terminal_phase(pod.phase.as_deref()) && pod.conditions.iter().any(records_a_recovery)
+    is_terminal_phase(pod.phase.as_deref()) && pod.conditions.iter().any(records_a_recovery)
 }
 
 /// A `KueueFailureRecovery` condition with status `True` and one of [`RECORDED_REASONS`].

@@ -1,7 +1,11 @@
 //! Tables reproducing Kueue's `pod_termination_controller_test.go` (adapted to our message and
 //! reason), and a generated product over the state space asserting the safety invariant.
 
-use super::record::StatusChange;
+use std::collections::BTreeMap;
+
+use super::facts::{PodCondition, Taint, UNREACHABLE_TAINT_KEY};
+use super::read::{node_facts, pod_facts};
+use super::record::{StatusChange, format_seconds, recovery_recorded, status_change};
 use super::*;
 use crate::kueue::{
     CONDITION_TYPE, REASON_FORCEFULLY_DELETED, REASON_FORCEFULLY_TERMINATED,

@@ -8,7 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
 
-use super::DEFAULT_LEASE_NAMESPACE;
+/// The namespace `status` looks in when it cannot find the install.
+pub(crate) const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
 
 /// The label selector of jobgate's webhook pods, as deploy/base and the chart set them.
 pub(crate) const POD_SELECTOR: &str =

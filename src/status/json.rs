@@ -4,9 +4,10 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::Snapshot;
+use super::options::RenderOptions;
 use super::render::{leader_line, verdict_text};
-use super::verdict::{RenderOptions, job_states, pod_rows};
+use super::snapshot::Snapshot;
+use super::verdict::{job_states, pod_rows};
 
 /// `{"leader", "namespace", "jobs", "pods"}`: the Lease's holder (and the text line), each Job
 /// with recovery state (its `jobgate.dev/recovery-state`, or why it cannot be read), each pod

@@ -8,6 +8,7 @@
 
 pub(crate) mod install;
 pub(crate) mod json;
+pub(crate) mod options;
 pub(crate) mod render;
 pub(crate) mod snapshot;
 pub(crate) mod verdict;
@@ -20,14 +21,12 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::reconciler::args::RecoveryArgs;
 use crate::runtime::client::{ClusterArgs, ClusterError, Prefer};
+pub(crate) use options::RenderOptions;
 pub(crate) use render::render;
-pub(crate) use snapshot::{Snapshot, fetch};
-pub(crate) use verdict::RenderOptions;
+pub(crate) use snapshot::fetch;
 
-/// Default `--lease-name` of `jobgate reconcile`, and the namespace `status` looks in when it
-/// cannot find the install ([`install`]).
+/// Default `--lease-name` of `jobgate reconcile`.
 pub(crate) const DEFAULT_LEASE_NAME: &str = "jobgate-reconciler";
-pub(crate) const DEFAULT_LEASE_NAMESPACE: &str = "jobgate-system";
 
 /// `jobgate status`.
 #[derive(Debug, Clone, Args)]

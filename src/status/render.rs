@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::Snapshot;
-use super::verdict::{PodVerdict, RenderOptions, job_states, pod_rows};
+use super::options::RenderOptions;
+use super::snapshot::Snapshot;
+use super::verdict::{PodRow, PodVerdict, job_states, pod_rows};
 use crate::recovery::episode::{LimitAction, RecoveryState, resumed_after_suspend};
 use crate::recovery::plan::JobPlan;
 
@@ -18,70 +19,71 @@ pub(crate) fn render(snapshot: &Snapshot, options: &RenderOptions, now: Timestam
         Some(ns) => format!("namespace {ns}"),
         None => "all namespaces".to_string(),
     };
-
-    // Jobs with recovery state.
-    let states = job_states(snapshot);
-    let _ = writeln!(out, "\nJobs with recovery state ({scope}):");
-    if states.is_empty() {
-        let _ = writeln!(out, "  none");
-    } else {
-        let rows = states
-            .iter()
-            .map(|((ns, name), (state, suspended, error))| {
-                job_row(ns, name, state.as_ref(), *suspended, error.as_deref(), now)
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "NAMESPACE",
-                "JOB",
-                "EPISODES",
-                "LAST RECOVERY",
-                "LAST NODES",
-                "NEXT EPISODE",
-                "LIMIT",
-            ],
-            rows,
-        ));
-    }
-
-    // Pods waiting for recovery.
-    let pods = pod_rows(snapshot, options, now);
-    let _ = writeln!(out, "\nPods waiting for recovery ({scope}):");
-    if pods.is_empty() {
-        let _ = writeln!(out, "  none");
-    } else {
-        let rows = pods
-            .into_iter()
-            .map(|p| {
-                let status = verdict_text(&p.verdict, now);
-                vec![
-                    p.namespace,
-                    p.name,
-                    p.job.map(|j| j.name).unwrap_or_else(|| "-".into()),
-                    p.node.unwrap_or_else(|| "-".into()),
-                    p.node_state.as_str().to_string(),
-                    p.deadline
-                        .map(|d| d.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                    status,
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "NAMESPACE",
-                "POD",
-                "JOB",
-                "NODE",
-                "NODE STATE",
-                "DEADLINE",
-                "STATUS",
-            ],
-            rows,
-        ));
-    }
+    let jobs = job_states(snapshot)
+        .iter()
+        .map(|((ns, name), (state, suspended, error))| {
+            job_row(ns, name, state.as_ref(), *suspended, error.as_deref(), now)
+        })
+        .collect();
+    section(
+        &mut out,
+        &format!("Jobs with recovery state ({scope})"),
+        &[
+            "NAMESPACE",
+            "JOB",
+            "EPISODES",
+            "LAST RECOVERY",
+            "LAST NODES",
+            "NEXT EPISODE",
+            "LIMIT",
+        ],
+        jobs,
+    );
+    let pods = pod_rows(snapshot, options, now)
+        .into_iter()
+        .map(|p| pod_row(p, now))
+        .collect();
+    section(
+        &mut out,
+        &format!("Pods waiting for recovery ({scope})"),
+        &[
+            "NAMESPACE",
+            "POD",
+            "JOB",
+            "NODE",
+            "NODE STATE",
+            "DEADLINE",
+            "STATUS",
+        ],
+        pods,
+    );
     out
+}
+
+/// One section: a blank line, its title, then its table, or `none` without rows.
+fn section(out: &mut String, title: &str, headers: &[&str], rows: Vec<Vec<String>>) {
+    let _ = writeln!(out, "\n{title}:");
+    if rows.is_empty() {
+        let _ = writeln!(out, "  none");
+    } else {
+        out.push_str(&table(headers, rows));
+    }
+}
+
+/// A row of the pods' table.
+fn pod_row(p: PodRow, now: Timestamp) -> Vec<String> {
+    let status = verdict_text(&p.verdict, now);
+    vec![
+        p.namespace,
+        p.name,
+        p.job.map(|j| j.name).unwrap_or_else(|| "-".into()),
+        p.node.unwrap_or_else(|| "-".into()),
+        p.node_state.as_str().to_string(),
+        p.deadline
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| "-".into()),
+        status,
+    ]
 }
 
 /// The STATUS column: the verdict in words.

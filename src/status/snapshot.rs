@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::{Api, ListParams};
 
-use super::verdict::RenderOptions;
+use super::options::RenderOptions;
 use crate::recovery;
 use crate::recovery::episode::RECOVERY_STATE_ANNOTATION;
 
@@ -71,7 +71,7 @@ pub(crate) async fn fetch(
     let pods: Vec<Pod> = list_all(&pods_api)
         .await?
         .into_iter()
-        .filter(|p| recovery::is_eligible(&recovery::pod_facts(p), &options.config))
+        .filter(|p| recovery::is_eligible(&recovery::read::pod_facts(p), &options.config))
         .collect();
     // Every node: the partition brake judges the pods' zones by all their nodes.
     let nodes = list_all(&Api::<Node>::all(client.clone()))

@@ -9,12 +9,14 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 
+use super::install::DEFAULT_LEASE_NAMESPACE;
 use super::render::leader_line;
+use super::snapshot::Snapshot;
 use super::*;
-use crate::recovery::UNREACHABLE_TAINT_KEY;
 use crate::recovery::episode::{
     EpisodeConfig, LimitAction, LimitExceeded, RECOVERY_STATE_ANNOTATION, RecoveryState,
 };
+use crate::recovery::facts::UNREACHABLE_TAINT_KEY;
 use crate::runtime::scripted::{Exchange, exchange, mock, serve};
 
 fn ts(s: &str) -> Timestamp {

@@ -9,21 +9,12 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
-use super::Snapshot;
-use crate::recovery::brake::{self, BrakeConfig, Disruption, Edges, Zone};
-use crate::recovery::episode::{
-    self, DuePod, EpisodeConfig, JobKey, JobView, KnownPod, RecoveryState, job_owner,
-};
+use super::options::RenderOptions;
+use super::snapshot::Snapshot;
+use crate::recovery::brake::{self, Disruption, Edges, Zone};
+use crate::recovery::episode::{self, DuePod, JobKey, JobView, KnownPod, RecoveryState, job_owner};
 use crate::recovery::plan::{self, JobFacts, JobPlan, Plan, PlanFacts};
 use crate::recovery::{self, Ignored, NodeFacts, PodFacts, Recovery};
-
-/// The settings of the decisions (the reconciler's flags, see `RecoveryArgs`).
-#[derive(Debug, Clone)]
-pub(crate) struct RenderOptions {
-    pub(crate) config: recovery::RecoveryConfig,
-    pub(crate) episode: EpisodeConfig,
-    pub(crate) brake: BrakeConfig,
-}
 
 /// The node of a pod as the status shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,14 +131,14 @@ impl<'a> SnapshotView<'a> {
         let nodes: BTreeMap<&str, NodeFacts> = snapshot
             .nodes
             .iter()
-            .map(|(name, node)| (name.as_str(), recovery::node_facts(node)))
+            .map(|(name, node)| (name.as_str(), recovery::read::node_facts(node)))
             .collect();
         SnapshotView {
             jobs: &snapshot.jobs,
             pods: snapshot
                 .pods
                 .iter()
-                .map(|p| (p, recovery::pod_facts(p)))
+                .map(|p| (p, recovery::read::pod_facts(p)))
                 .filter(|(_, facts)| recovery::is_eligible(facts, config))
                 .collect(),
             zones: brake::zones(nodes.values()),
@@ -241,7 +232,7 @@ impl<'a> SnapshotView<'a> {
                 node_unreachable: node
                     .and_then(|n| self.nodes.get(n))
                     .is_some_and(recovery::is_unreachable),
-                recorded: recovery::recovery_recorded(facts),
+                recorded: recovery::record::recovery_recorded(facts),
             }
         });
         let due = episode::due_pods(this, job, known, options.config.grace_period, now);

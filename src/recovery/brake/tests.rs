@@ -1,5 +1,5 @@
 use super::*;
-use crate::recovery::{Taint, UNREACHABLE_TAINT_KEY};
+use crate::recovery::facts::{Taint, UNREACHABLE_TAINT_KEY};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("timestamp")

@@ -5,7 +5,7 @@ use crate::kueue::{
     CONDITION_TYPE, REASON_FORCEFULLY_DELETED, REASON_FORCEFULLY_TERMINATED,
     RECOVERY_ANNOTATION_KEYS,
 };
-use crate::recovery::PodCondition;
+use crate::recovery::facts::PodCondition;
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()
