@@ -1,4 +1,4 @@
-//! No production function in `src/` reaches 80 lines: a longer one holds steps that want names
+//! No production function in `src/` reaches 60 lines: a longer one holds steps that want names
 //! of their own. Tests (`tests.rs` files, `#[cfg(test)]` modules and items) are left out.
 //!
 //! Read from the source as rustfmt lays it out: a function runs from its `fn` line to the `}` at
@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-const LIMIT: usize = 80;
+const LIMIT: usize = 60;
 
 /// `(lines, file:line, name)` of every production function in `text`.
 fn functions(text: &str, file: &str) -> Vec<(usize, String, String)> {
@@ -97,13 +97,14 @@ fn test_modules(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn production_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The production `.rs` files under `dir`. `skipped` carries the test modules declared by a file
+/// into the directory of its children (`mutate.rs` declares `mutate/properties.rs`).
+fn production_files(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
         .collect();
     entries.sort();
-    let mut skipped = Vec::new();
     for path in &entries {
         if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(path).expect("source file");
@@ -126,7 +127,7 @@ fn production_files(dir: &Path, out: &mut Vec<PathBuf>) {
             continue;
         }
         if path.is_dir() {
-            production_files(&path, out);
+            production_files(&path, out, skipped);
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }
@@ -134,10 +135,10 @@ fn production_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 #[test]
-fn no_production_function_reaches_80_lines() {
+fn no_production_function_reaches_60_lines() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    production_files(&root.join("src"), &mut files);
+    production_files(&root.join("src"), &mut files, &mut Vec::new());
     assert!(files.len() > 50, "{} files read", files.len());
     let mut all = Vec::new();
     for file in &files {
