@@ -4,7 +4,12 @@
 //! configurations, the serve container, the Service (chart) and the certificates; the
 //! reconciler stays. kubectl (kustomize) and helm as tests/deploy.rs runs them.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod controlplane;
+    pub mod kustomize;
+    pub mod render;
+}
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::api_server::{fake_api_server, kubeconfig_for};
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod api_server;
+}
 
 fn jobgate(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_jobgate"))

@@ -18,7 +18,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use jobgate::certs::Bundle;
+use jobgate::pki::Bundle;
 use jobgate::server::reload::{CertReloader, ReloadMetrics};
 use jobgate::server::tls;
 use rustls::pki_types::pem::PemObject;
@@ -28,7 +28,7 @@ const POLL: Duration = Duration::from_millis(50);
 const PATIENCE: Duration = Duration::from_secs(15);
 
 fn bundle(ca: &str) -> Bundle {
-    jobgate::certs::generate(
+    jobgate::pki::generate(
         ca,
         &["localhost".to_string()],
         Duration::from_secs(3600),
@@ -480,7 +480,7 @@ async fn admin_get(admin: std::net::SocketAddr, path: &str) -> (u16, String) {
 fn service_bundle(namespace: &str) -> Bundle {
     let mut names = vec!["localhost".to_string()];
     names.extend(jobgate::certs::service_dns_names("jobgate", namespace));
-    jobgate::certs::generate("CA", &names, Duration::from_secs(3600), SystemTime::now())
+    jobgate::pki::generate("CA", &names, Duration::from_secs(3600), SystemTime::now())
         .expect("generate")
 }
 

@@ -1,6 +1,9 @@
 //! `jobgate check` as a user runs it: the built binary on files, a directory and stdin.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod check_cli;
+}
 
 use support::check_cli::{check, text};
 const KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";

@@ -5,14 +5,18 @@
 //! `/validate` with the patched object: allowed or not, the same errors, the same warnings (the
 //! mutating webhook's, then the validating one's) and the same patch.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod review;
+    pub mod serve;
+}
 
 use std::path::Path;
 use std::process::Command;
 
 use base64::Engine;
 use serde_json::{Value, json};
-use support::{Jobgate, curl};
+use support::serve::{Jobgate, curl};
 
 fn post(jg: &Jobgate, path: &str, review: &Value) -> Value {
     let ca = jg.ca.display().to_string();
@@ -79,7 +83,7 @@ fn cluster(jg: &Jobgate, mutate_path: &str, review: &Value) -> Verdict {
     };
     let mut warnings = strings(&response["warnings"]);
     warnings.extend(strings(&v["warnings"]));
-    let errors = support::denial_causes(v);
+    let errors = support::review::denial_causes(v);
     let untouched =
         v["allowed"] == true && warnings.is_empty() && patch == json!([]) && is_untouched(review);
     if untouched {
@@ -164,7 +168,7 @@ fn check_equals_mutate_then_validate_for_every_fixture() {
         ("validate", "/mutate"),
         ("validate-by-version", "/mutate"),
     ] {
-        let files = support::fixture_requests(dir);
+        let files = support::review::fixture_requests(dir);
         assert!(!files.is_empty(), "no fixtures in {dir}");
         for file in files {
             let review: Value =

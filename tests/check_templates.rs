@@ -3,7 +3,10 @@
 //! `trainer.kubeflow.org/v1alpha1`'s API types). Each Job template is reviewed as the Job the
 //! controller sends to kube-apiserver, and its findings point at the template's fields.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod check_cli;
+}
 
 use support::check_cli::text;
 

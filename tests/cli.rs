@@ -3,11 +3,14 @@
 
 use std::process::{Command, Output};
 
-use support::subcommands;
+use support::help::subcommands;
 
 use jobgate::job::version::KubernetesVersion;
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod help;
+}
 
 const BIN: &str = env!("CARGO_BIN_EXE_jobgate");
 

@@ -5,12 +5,15 @@
 //! HTTP/1.1 and HTTP/2, the admin port stays plain HTTP, and the CA file is reloaded like the
 //! serving certificate.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod serve;
+}
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::{Jobgate, Reply, curl, replace_file};
+use support::serve::{Jobgate, Reply, curl, replace_file};
 
 /// A CA and a client certificate it signed (clientAuth), written as PEM files in `dir`.
 struct ClientPki {

@@ -3,7 +3,15 @@
 //! shipped webhook configurations (deploy/base), pointed at it with a `url` clientConfig and the
 //! test CA. What reaches the client (the stored object, warnings, denials) is what a user sees.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod controlplane;
+    pub mod doc_shell;
+    pub mod kustomize;
+    pub mod manifest;
+    pub mod serve;
+    pub mod webhooks;
+}
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,8 +19,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
 use support::doc_shell;
+use support::manifest::job;
+use support::serve::Jobgate;
 use support::webhooks::reviews;
-use support::{Jobgate, job};
 
 /// The shipped webhook configurations, pointed at `jg` and limited to namespace `ns`
 /// (`support::webhooks::install`), applied and returned.

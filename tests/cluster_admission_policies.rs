@@ -24,13 +24,19 @@
 //! controller: no Job controller, so an object the test creates stays as it was created. 1.33's
 //! two (without and with the gate) have no controller and live for their test only.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod controlplane;
+    pub mod kustomize;
+    pub mod render;
+    pub mod review;
+    pub mod serve;
+    pub mod webhooks;
+}
 
-#[allow(dead_code)]
 #[path = "../src/job/mutate/strategies.rs"]
 mod strategies;
 
-#[allow(dead_code)]
 #[path = "../src/admission_policy/tests/corpus.rs"]
 mod corpus;
 
@@ -44,8 +50,8 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use corpus::{Admission, RECOVERY_LABEL};
-use support::Jobgate;
 use support::controlplane::ControlPlane;
+use support::serve::Jobgate;
 
 /// kube-controller-manager's ValidatingAdmissionPolicy type checker (cmd/kube-controller-manager
 /// `names.ValidatingAdmissionPolicyStatusController`).
@@ -865,7 +871,7 @@ fn webhook_denial(status: &Value) -> Option<Vec<String>> {
     if !message.starts_with("admission webhook \"validate.jobgate.dev\" denied the request: ") {
         return None;
     }
-    Some(support::denial_causes(&json!({ "status": status })))
+    Some(support::review::denial_causes(&json!({ "status": status })))
 }
 
 /// The jobgate policy a cause or a policy object's name is of.

@@ -10,7 +10,12 @@
 //! off-switch and the uninstall commands do what the docs say, and the Helm cleanup hook's
 //! account may delete exactly its own release's webhook configurations.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod controlplane;
+    pub mod doc_shell;
+    pub mod kustomize;
+}
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

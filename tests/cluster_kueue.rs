@@ -11,18 +11,28 @@
 //! writes passes jobgate's `Fail` validating webhook. One refusal there that kube-apiserver would
 //! not give stops every queued Job in the cluster.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod check_cli;
+    pub mod controlplane;
+    pub mod doc_shell;
+    pub mod kubelet;
+    pub mod kustomize;
+    pub mod reconciler;
+    pub mod serve;
+    pub mod webhooks;
+}
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::Jobgate;
 use support::controlplane::{ControlPlane, control_plane_minors};
 use support::doc_shell;
 use support::kubelet::{Cluster, now};
 use support::reconciler::Reconciler;
+use support::serve::Jobgate;
 
 const QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_CLASS: &str = "kueue.x-k8s.io/priority-class";
@@ -347,7 +357,7 @@ fn every_write_to_validate(cp: &ControlPlane, configs: &[Value]) {
 
 /// `jobgate_admission_requests_total` refusals (`allowed="false"`), by endpoint and operation.
 fn refusals(jg: &Jobgate) -> BTreeMap<String, u64> {
-    let reply = support::curl(&[&jg.admin_url("/metrics")]);
+    let reply = support::serve::curl(&[&jg.admin_url("/metrics")]);
     let mut out = BTreeMap::new();
     for line in reply.body.lines() {
         if line.starts_with("jobgate_admission_requests_total{")

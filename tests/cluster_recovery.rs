@@ -10,7 +10,13 @@
 //! `jobgate reconcile` watches every namespace and the brake reads every node, so the scenarios
 //! take turns ([`turn`]) and each uses zones of its own and removes its nodes.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod controlplane;
+    pub mod kubelet;
+    pub mod reconciler;
+    pub mod serve;
+}
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -452,7 +458,7 @@ async fn a_recovered_pod_a_finalizer_keeps_is_reported_as_held_by_it_and_not_del
         1.0,
         "{}\n{}",
         reconciler.log(),
-        support::curl(&[&format!("http://{}/metrics", reconciler.admin)]).body
+        support::serve::curl(&[&format!("http://{}/metrics", reconciler.admin)]).body
     );
 
     // Not deleted again: the pod's updates (the Job controller removing its own finalizer, the

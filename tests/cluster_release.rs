@@ -5,11 +5,20 @@
 //! row of docs/src/versions.md ("What changes by version") admitted with jobgate exactly when the
 //! same apiserver admits it without.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod check_cli;
+    pub mod controlplane;
+    pub mod kustomize;
+    pub mod manifest;
+    pub mod serve;
+    pub mod webhooks;
+}
 
 use serde_json::{Value, json};
 use support::controlplane::{ControlPlane, control_plane_minors};
-use support::{Jobgate, job};
+use support::manifest::job;
+use support::serve::Jobgate;
 
 /// One object for each release-dependent row of docs/src/versions.md that a CREATE can show
 /// (the strict-decoding rows are kube-apiserver's own, refused before any webhook).
@@ -117,7 +126,7 @@ fn dry_run(cp: &ControlPlane, ns: &str, object: &Value) -> (bool, String) {
 
 /// jobgate's `jobgate_kubernetes_rules_info` series.
 fn rules_info(jg: &Jobgate) -> String {
-    support::curl(&[&jg.admin_url("/metrics")])
+    support::serve::curl(&[&jg.admin_url("/metrics")])
         .body
         .lines()
         .filter(|l| l.starts_with("jobgate_kubernetes_rules_info{"))

@@ -12,7 +12,12 @@
 //! No JobSet or Trainer controller runs: what the controllers build is jobgate's reading of
 //! their code (src/embedded/); the apiserver judges what that reading sends.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod check_cli;
+    pub mod controlplane;
+    pub mod manifest;
+}
 
 use std::collections::BTreeSet;
 
@@ -20,7 +25,8 @@ use serde_json::{Value, json};
 
 use jobgate::embedded::{Owner, controller_jobs_as_sent};
 use support::check_cli::check;
-use support::controlplane::{ControlPlane, repo};
+use support::controlplane::{ControlPlane, repo, without_addresses};
+use support::manifest::merge;
 
 /// What kube-apiserver's OpenAPI schema validator adds when a quantity is a number that is not
 /// an integer (`cpu: 0.5`): the CRD's `anyOf` of integer and string reports each branch, and its
@@ -71,7 +77,7 @@ fn refusal(status: &Value, prefix: &str) -> BTreeSet<String> {
                     format!("{prefix}.{field}")
                 };
                 let message = c["message"].as_str().unwrap_or_default();
-                format!("{field}: {}", support::without_addresses(message))
+                format!("{field}: {}", without_addresses(message))
             })
             .collect(),
         _ => [status["message"].as_str().unwrap_or_default().to_string()].into(),
@@ -106,8 +112,8 @@ fn check_errors(object: &Value) -> BTreeSet<String> {
 fn jobset(name: &str, job_spec: Value, pod_spec: Value) -> Value {
     let mut spec = job_spec;
     let mut pod = json!({"containers": [{"name": "main", "image": "registry.example/trainer:1"}]});
-    support::merge(&mut pod, pod_spec);
-    support::merge(&mut spec, json!({"template": {"spec": pod}}));
+    merge(&mut pod, pod_spec);
+    merge(&mut spec, json!({"template": {"spec": pod}}));
     json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -131,7 +137,7 @@ fn generated() -> Vec<(String, Value)> {
             "replacement-with-pod-failure-policy",
             {
                 let mut s = exit_codes(json!([1, 42]));
-                support::merge(
+                merge(
                     &mut s,
                     json!({"podReplacementPolicy": "TerminatingOrFailed"}),
                 );

@@ -8,9 +8,12 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-use support::{help, subcommands};
+use support::help::{help, subcommands};
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod help;
+}
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -10,7 +10,10 @@
 //!
 //! A short run with 8 bodies at ~4 MB/s is part of `cargo test`.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod serve;
+}
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -18,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::Jobgate;
+use support::serve::{Jobgate, tls_client_config};
 
 const MIB: u64 = 1024 * 1024;
 const BODY_LEN: usize = 7_000_000;
@@ -129,7 +132,7 @@ fn run(clients: usize, rate: usize) -> Figures {
     let jg = Jobgate::start(&[]);
     let pid = jg.child.id();
     let port = jg.port;
-    let config = Arc::new(support::tls_client_config(&jg, b"http/1.1"));
+    let config = Arc::new(tls_client_config(&jg, b"http/1.1"));
     let legit = std::fs::read(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/validate/job-allowed.request.json"),
@@ -297,7 +300,7 @@ fn forty_slow_7mb_bodies_stay_within_the_memory_bound() {
 #[test]
 fn early_answers_reach_an_http1_client_still_sending_a_large_body() {
     let jg = Jobgate::start(&[]);
-    let config = Arc::new(support::tls_client_config(&jg, b"http/1.1"));
+    let config = Arc::new(tls_client_config(&jg, b"http/1.1"));
     let body = vec![b' '; BODY_LEN];
     for (method, path, content_type, expected) in [
         ("POST", "/nope", "application/json", 404),

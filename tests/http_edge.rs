@@ -2,20 +2,23 @@
 //! reaches the client, and the gauges read 0 at rest afterwards, read off `/metrics` as
 //! Prometheus would.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod serve;
+}
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{Jobgate, curl};
+use support::serve::{Jobgate, curl, post_file, tls_client_config};
 
 type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
 fn connect(jg: &Jobgate) -> Tls {
     let conn = rustls::ClientConnection::new(
-        Arc::new(support::tls_client_config(jg, b"http/1.1")),
+        Arc::new(tls_client_config(jg, b"http/1.1")),
         "localhost".try_into().unwrap(),
     )
     .unwrap();
@@ -64,7 +67,7 @@ fn read_response(stream: &mut impl Read) -> Result<(u16, String), String> {
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
-/// The value of an unlabelled metric on the admin port.
+/// The value of a series on the admin port (its name and labels as exported).
 fn metric(jg: &Jobgate, name: &str) -> i64 {
     let text = curl(&[&jg.admin_url("/metrics")]).body;
     text.lines()
@@ -107,6 +110,13 @@ fn a_body_past_the_body_timeout_gets_408_and_its_bytes_back() {
         "{body}"
     );
     assert_at_rest(&jg, "a 408");
+    // The rejection is timed from its headers, as an answered review is: one observation, past
+    // the second the body was awaited.
+    let count = r#"jobgate_admission_duration_seconds_count{endpoint="validate"}"#;
+    let under_half_a_second =
+        r#"jobgate_admission_duration_seconds_bucket{le="0.5",endpoint="validate"}"#;
+    assert_eq!(metric(&jg, count), 1);
+    assert_eq!(metric(&jg, under_half_a_second), 0);
 }
 
 /// An 8 MB body over HTTP/1.1: the 413 is decided from the Content-Length and must reach a
@@ -132,7 +142,7 @@ fn an_8mb_body_gets_its_413_over_http1_not_a_reset() {
     }
     let big = jg.dir.path().join("big.json");
     std::fs::write(&big, vec![b' '; len]).unwrap();
-    let reply = support::post_file(&jg, "/validate", &big, "--http1.1");
+    let reply = post_file(&jg, "/validate", &big, "--http1.1");
     assert_eq!(reply.status, 413, "{reply:?}");
     assert!(reply.stderr.is_empty(), "{reply:?}");
     assert_at_rest(&jg, "413s");

@@ -13,7 +13,10 @@
 //! outage. Each "not sent" request is also reviewed by jobgate itself, which must find nothing
 //! to report: not sending it loses no policy finding.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod kustomize;
+}
 
 use std::path::Path;
 use std::sync::Arc;

@@ -4,7 +4,11 @@
 //! dashboard query. promtool and prometheus come from Debian's `prometheus` package, kubectl
 //! (kustomize) from `tests/run`'s tool install; without them those tests fail and say so.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod kustomize;
+    pub mod serve;
+}
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
@@ -15,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use prometheus_client::registry::Registry;
 use serde_json::Value;
-use support::curl;
+use support::serve::curl;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -625,7 +629,7 @@ fn free_port() -> u16 {
 }
 
 fn write_pair(dir: &Path, ca: &str) {
-    let bundle = jobgate::certs::generate(
+    let bundle = jobgate::pki::generate(
         ca,
         &["localhost".into()],
         Duration::from_secs(30 * 86_400),

@@ -3,7 +3,10 @@
 //! patch applied to `request.object` must equal `.patched.json`, and jobgate reviewing its own
 //! output must patch nothing. (tests/curl-fixtures.sh sends the same files over TLS.)
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod review;
+}
 
 use std::path::{Path, PathBuf};
 
@@ -34,7 +37,7 @@ fn answer(endpoint: Endpoint, request: &Value) -> Value {
 
 fn check_fixtures(dir: &str, endpoint: Endpoint) -> (usize, usize) {
     let mut patched_count = 0;
-    let paths = support::fixture_requests(dir);
+    let paths = support::review::fixture_requests(dir);
     for request_path in &paths {
         let name = request_path.to_string_lossy().replace(".request.json", "");
         let request = read_json(request_path);

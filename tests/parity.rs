@@ -18,7 +18,17 @@
 //! judge on a sample (`the_real_apiserver_confirms_the_judge`). How it runs, how to add a case or
 //! a minor: docs/src/developer/parity.md.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod cases;
+    pub mod controlplane;
+    pub mod generate;
+    pub mod help;
+    pub mod judge;
+    pub mod keep_alive;
+    pub mod review;
+    pub mod serve;
+}
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -28,9 +38,10 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use support::cases::{Case, Write};
+use support::generate;
 use support::judge::{JudgeRequest, JudgeVerdict, judge};
 use support::keep_alive::KeepAliveClient;
-use support::{Jobgate, generate};
+use support::serve::Jobgate;
 
 /// The releases under test: each minor pinned in tests/controlplane/versions, with its default
 /// feature gates (`""`) and the overrides of Job gates that jobgate models.
@@ -356,7 +367,7 @@ fn jobgate_knows(minor: &str) {
 
 /// The Job gates jobgate knows, as `jobgate check --help` lists them.
 fn known_gates() -> Vec<String> {
-    let help = support::help(&["check"]);
+    let help = support::help::help(&["check"]);
     let list = help
         .split("--feature-gates takes them: Name=true|false,... (")
         .nth(1)
@@ -710,7 +721,7 @@ fn validate(client: &mut KeepAliveClient, i: usize, object: &Value, old: Option<
     if response["status"]["code"] == 400 {
         return Said::Unreadable(response["status"]["message"].to_string());
     }
-    Said::Denied(support::denial_causes(response))
+    Said::Denied(support::review::denial_causes(response))
 }
 
 /// The Job spec fields whose kube-apiserver errors jobgate reproduces (`src/job/validate.rs`),
@@ -853,7 +864,7 @@ fn compare(
             let line = |(f, m): &(String, String)| {
                 format!(
                     "{f}: {}",
-                    support::without_addresses(&without_template_value(f, m))
+                    support::controlplane::without_addresses(&without_template_value(f, m))
                 )
             };
             let causes: Vec<String> = judge.causes.iter().map(line).collect();

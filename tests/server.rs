@@ -1,7 +1,10 @@
 //! The binary as a user runs it: dev-mode TLS, curl over HTTP/1.1 and HTTP/2, every fixture,
 //! bad input, slow clients, the admin port and graceful shutdown.
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod serve;
+}
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{Value, json};
-use support::{Jobgate, curl, post_file};
+use support::serve::{Jobgate, Reply, curl, post_file, tls_client_config};
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -128,7 +131,7 @@ fn dev_mode_prints_a_curl_line_that_works() {
     }
 }
 
-fn post_body(jg: &Jobgate, path: &str, content_type: &str, body: &str) -> support::Reply {
+fn post_body(jg: &Jobgate, path: &str, content_type: &str, body: &str) -> Reply {
     let ca = jg.ca.display().to_string();
     let header = format!("Content-Type: {content_type}");
     curl(&[
@@ -274,7 +277,7 @@ fn h2_post_large(jg: &Jobgate, len: usize, declare_length: bool) -> (u16, Vec<u8
         .build()
         .unwrap();
     runtime.block_on(async {
-        let config = Arc::new(support::tls_client_config(jg, b"h2"));
+        let config = Arc::new(tls_client_config(jg, b"h2"));
         let tcp = tokio::net::TcpStream::connect(("127.0.0.1", jg.port))
             .await
             .unwrap();
@@ -316,7 +319,7 @@ fn h2_post_large(jg: &Jobgate, len: usize, declare_length: bool) -> (u16, Vec<u8
 
 fn tls_client(jg: &Jobgate) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
     jobgate::server::tls::install_crypto_provider();
-    let config = support::tls_client_config(jg, b"http/1.1");
+    let config = tls_client_config(jg, b"http/1.1");
     let conn =
         rustls::ClientConnection::new(Arc::new(config), "localhost".try_into().unwrap()).unwrap();
     let sock = TcpStream::connect(("127.0.0.1", jg.port)).unwrap();
@@ -508,7 +511,7 @@ fn unreadable_or_mismatched_certificates_fail_start_up_naming_the_file() {
 
     let generate = |name: &str| {
         let (validity, now) = (Duration::from_secs(3600), std::time::SystemTime::now());
-        jobgate::certs::generate(name, &["localhost".into()], validity, now).unwrap()
+        jobgate::pki::generate(name, &["localhost".into()], validity, now).unwrap()
     };
     let (a, b) = (generate("a"), generate("b"));
     let (cert, key) = (dir.path().join("a.crt"), dir.path().join("b.key"));

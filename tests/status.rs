@@ -6,7 +6,10 @@ use std::process::Command;
 
 use support::api_server::{fake_api_server, kubeconfig_for};
 
-mod support;
+/// The parts of `tests/support/` this binary uses.
+pub mod support {
+    pub mod api_server;
+}
 
 fn status(kubeconfig: &std::path::Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_jobgate"))

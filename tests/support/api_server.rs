@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// (status code and JSON body), one request per connection, and records `METHOD path` of each.
 /// Returns its kubeconfig (and the directory holding it) and the record.
 #[allow(clippy::type_complexity)]
-pub(crate) fn fake_api_server(
+pub fn fake_api_server(
     answer: impl Fn(&str, &str) -> (u16, String) + Send + 'static,
 ) -> (
     tempfile::TempDir,
@@ -63,7 +63,7 @@ pub(crate) fn fake_api_server(
 }
 
 /// A kubeconfig (in a temporary directory) whose current context is `http://127.0.0.1:<port>`.
-pub(crate) fn kubeconfig_for(port: u16) -> (tempfile::TempDir, PathBuf) {
+pub fn kubeconfig_for(port: u16) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(

@@ -14,23 +14,30 @@ use serde_json::{Map, Value};
 
 /// A write of a Job or CronJob.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Write {
+pub enum Write {
     /// A manifest as a client sends it.
     Create(Value),
     /// `old` is the stored object's manifest (with `status`); `patch` an RFC 7386 merge patch.
-    Update { old: Value, patch: Value },
+    Update {
+        /// The stored object.
+        old: Value,
+        /// The merge patch.
+        patch: Value,
+    },
 }
 
 /// One case: a stable id (where it comes from) and the write.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Case {
+pub struct Case {
+    /// Where the case comes from: `fixture:GROUP/NAME`, `PREFIX:FILE#N`, `gen:create:N`, ...
     pub id: String,
+    /// The write a client sends.
     pub write: Write,
 }
 
 impl Case {
     /// `Job` or `CronJob`.
-    pub(crate) fn kind(&self) -> &str {
+    pub fn kind(&self) -> &str {
         let object = match &self.write {
             Write::Create(o) => o,
             Write::Update { old, .. } => old,
@@ -38,7 +45,8 @@ impl Case {
         object["kind"].as_str().unwrap_or_default()
     }
 
-    pub(crate) fn is_update(&self) -> bool {
+    /// Whether the write is an UPDATE.
+    pub fn is_update(&self) -> bool {
         matches!(self.write, Write::Update { .. })
     }
 }
@@ -51,7 +59,7 @@ fn repo() -> &'static Path {
 /// order: the AdmissionReview fixtures (`tests/fixtures/*/`), the example manifests
 /// (`examples/manifests/**`), the shipped manifests under `deploy/`, the YAML blocks of the
 /// book (`docs/src/**.md`), and the manifests written inline in `tests/*.rs`.
-pub(crate) fn repository_cases() -> Vec<Case> {
+pub fn repository_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     let fixtures = repo().join("tests/fixtures");
     for dir in sorted_dir(&fixtures) {
@@ -179,7 +187,7 @@ fn review_write(review: &Value) -> Option<Write> {
 /// An object as a client writes it: without the fields the server sets on create (uid,
 /// resourceVersion, generation, creationTimestamp, managedFields, the generated selector and the
 /// labels that go with it) and, unless `keep_status`, without `status`.
-pub(crate) fn client_manifest(object: &Value, keep_status: bool) -> Value {
+fn client_manifest(object: &Value, keep_status: bool) -> Value {
     let mut o = object.clone();
     let Some(m) = o.as_object_mut() else {
         return o;
@@ -243,7 +251,7 @@ fn strip_generated_labels(meta: &mut Map<String, Value>) {
 
 /// The RFC 7386 merge patch that turns `old` into `new`: changed members, `null` for removed
 /// ones; arrays and scalars are replaced whole.
-pub(crate) fn merge_diff(old: &Value, new: &Value) -> Value {
+pub fn merge_diff(old: &Value, new: &Value) -> Value {
     match (old, new) {
         (Value::Object(a), Value::Object(b)) => {
             let mut patch = Map::new();
@@ -270,7 +278,7 @@ pub(crate) fn merge_diff(old: &Value, new: &Value) -> Value {
 }
 
 /// RFC 7386: `patch` applied to `doc`.
-pub(crate) fn merge_patch(doc: &mut Value, patch: &Value) {
+pub fn merge_patch(doc: &mut Value, patch: &Value) {
     let Value::Object(p) = patch else {
         *doc = patch.clone();
         return;
@@ -320,7 +328,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The documents of a YAML stream, as JSON, up to the first that is not YAML.
-pub(crate) fn yaml_documents(text: &str) -> Vec<Value> {
+fn yaml_documents(text: &str) -> Vec<Value> {
     use serde::Deserialize;
     // After an error the stream yields that error forever: stop at the first.
     serde_yaml_ng::Deserializer::from_str(text)

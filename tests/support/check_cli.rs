@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 
 /// `jobgate check ARGS` with `stdin` written to it and `env` set (jobgate's own variables
 /// cleared first).
-pub(crate) fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+pub fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobgate"));
     cmd.arg("check")
         .args(args)
@@ -44,6 +44,6 @@ pub(crate) fn check(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output 
 }
 
 /// Output bytes as text.
-pub(crate) fn text(b: &[u8]) -> String {
+pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

@@ -15,28 +15,30 @@ use std::time::{Duration, Instant};
 
 /// The minor the tests run against unless `JOBGATE_TEST_KUBERNETES` names another: the newest
 /// release whose code the Go module proxy serves as a release.
-pub(crate) const NEWEST: &str = "1.37";
+const NEWEST: &str = "1.37";
 
 /// The kubectl the tests drive the control plane with.
-pub(crate) const KUBECTL: &str = "kubectl-1.37";
+const KUBECTL: &str = "kubectl-1.37";
 
 /// A running control plane.
-pub(crate) struct ControlPlane {
+pub struct ControlPlane {
+    /// The Kubernetes minor it runs, `1.37`.
     pub minor: String,
     /// Certificates, logs (`logs/*.log`) and `kubeconfig`.
     pub dir: PathBuf,
+    /// The administrator's kubeconfig (`system:masters`).
     pub kubeconfig: PathBuf,
     child: Mutex<Option<(Child, ChildStdin)>>,
     namespaces: AtomicUsize,
 }
 
 /// The repository's root.
-pub(crate) fn repo() -> &'static Path {
+pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// `target/controlplane/MINOR/NAME`, or a failure that says how to build it.
-pub(crate) fn binary(minor: &str, name: &str) -> PathBuf {
+pub fn binary(minor: &str, name: &str) -> PathBuf {
     let path = repo().join("target/controlplane").join(minor).join(name);
     assert!(
         path.is_file(),
@@ -49,13 +51,13 @@ pub(crate) fn binary(minor: &str, name: &str) -> PathBuf {
 }
 
 /// The minor under test: `JOBGATE_TEST_KUBERNETES`, else [`NEWEST`].
-pub(crate) fn minor_under_test() -> String {
+pub fn minor_under_test() -> String {
     std::env::var("JOBGATE_TEST_KUBERNETES").unwrap_or_else(|_| NEWEST.to_string())
 }
 
 /// The minors whose control planes tests/run builds (`JOBGATE_TEST_CONTROL_PLANES`, default
 /// `1.37 1.36 1.33`), for the tests that run on each.
-pub(crate) fn control_plane_minors() -> Vec<String> {
+pub fn control_plane_minors() -> Vec<String> {
     std::env::var("JOBGATE_TEST_CONTROL_PLANES")
         .unwrap_or_else(|_| "1.37 1.36 1.33".to_string())
         .split_whitespace()
@@ -65,7 +67,7 @@ pub(crate) fn control_plane_minors() -> Vec<String> {
 
 impl ControlPlane {
     /// The control plane of this test binary, started on first use with the default controllers.
-    pub(crate) fn shared() -> &'static ControlPlane {
+    pub fn shared() -> &'static ControlPlane {
         static SHARED: OnceLock<ControlPlane> = OnceLock::new();
         SHARED.get_or_init(|| ControlPlane::start(&minor_under_test(), &[]))
     }
@@ -73,7 +75,7 @@ impl ControlPlane {
     /// Starts a control plane of `minor` with extra `controlplane up` flags and waits until every
     /// component is ready. It stops when this value is dropped, or when the test process exits
     /// (its standard input closes).
-    pub(crate) fn start(minor: &str, up_args: &[&str]) -> ControlPlane {
+    pub fn start(minor: &str, up_args: &[&str]) -> ControlPlane {
         let bin = binary(minor, "controlplane");
         let runs = repo().join("target/controlplane/runs");
         std::fs::create_dir_all(&runs).expect("create target/controlplane/runs");
@@ -127,7 +129,7 @@ impl ControlPlane {
     /// tests/controlplane/kueue starts it): Kueue's CRDs, its webhooks for Jobs and its own kinds
     /// (by url on 127.0.0.1), the batch/job integration, `FailureRecoveryPolicy` on. Its log is
     /// `logs/kueue.log` ([`ControlPlane::log_tail`]).
-    pub(crate) fn with_kueue(minor: &str) -> ControlPlane {
+    pub fn with_kueue(minor: &str) -> ControlPlane {
         let kueue = repo().join("target/controlplane/kueue");
         assert!(
             kueue.join("kueue").is_file(),
@@ -139,17 +141,9 @@ impl ControlPlane {
         ControlPlane::start(minor, &["--kueue", &kueue])
     }
 
-    /// The Kueue release beside it ([`ControlPlane::with_kueue`]), as built.
-    pub(crate) fn kueue_version() -> String {
-        std::fs::read_to_string(repo().join("target/controlplane/kueue/version"))
-            .expect("target/controlplane/kueue/version")
-            .trim()
-            .to_string()
-    }
-
     /// `kubectl-1.37 --kubeconfig …`: the newest control plane's own client (kubectl's skew
     /// policy is one minor), which tests/run installs under target/tools/bin.
-    pub(crate) fn kubectl(&self) -> Command {
+    pub fn kubectl(&self) -> Command {
         let mut cmd = Command::new(KUBECTL);
         cmd.arg("--kubeconfig").arg(&self.kubeconfig);
         cmd
@@ -157,7 +151,7 @@ impl ControlPlane {
 
     /// Runs kubectl with `args` (and `stdin`, when given) and returns its output, whatever its
     /// exit status.
-    pub(crate) fn kubectl_output(&self, args: &[&str], stdin: Option<&str>) -> Output {
+    pub fn kubectl_output(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.kubectl();
         cmd.args(args)
             .stdin(if stdin.is_some() {
@@ -180,7 +174,7 @@ impl ControlPlane {
     }
 
     /// Runs kubectl and returns its standard output; fails the test when kubectl fails.
-    pub(crate) fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+    pub fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> String {
         let out = self.kubectl_output(args, stdin);
         assert!(
             out.status.success(),
@@ -193,7 +187,7 @@ impl ControlPlane {
     }
 
     /// A new namespace whose name starts with `prefix`.
-    pub(crate) fn namespace(&self, prefix: &str) -> String {
+    pub fn namespace(&self, prefix: &str) -> String {
         let n = self.namespaces.fetch_add(1, Ordering::SeqCst);
         let name = format!("{prefix}-{n}");
         self.kubectl_ok(&["create", "namespace", &name], None);
@@ -201,7 +195,7 @@ impl ControlPlane {
     }
 
     /// A kube-rs client for the administrator.
-    pub(crate) async fn client(&self) -> kube::Client {
+    pub async fn client(&self) -> kube::Client {
         let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("kubeconfig");
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
@@ -211,7 +205,7 @@ impl ControlPlane {
 
     /// Installs a CRD that tests/run fetched into `target/crds/` (from its project's own
     /// module) and waits until the apiserver serves it.
-    pub(crate) fn install_crd(&self, file: &str) {
+    pub fn install_crd(&self, file: &str) {
         let path = repo().join("target/crds").join(file);
         assert!(
             path.is_file(),
@@ -238,11 +232,7 @@ impl ControlPlane {
 
     /// Runs a kubectl invocation that must succeed and prints JSON, and returns what it printed
     /// to standard error with the parsed output (`-o json` is the caller's).
-    pub(crate) fn kubectl_json(
-        &self,
-        args: &[&str],
-        stdin: Option<&str>,
-    ) -> (serde_json::Value, String) {
+    pub fn kubectl_json(&self, args: &[&str], stdin: Option<&str>) -> (serde_json::Value, String) {
         let out = self.kubectl_output(args, stdin);
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(out.status.success(), "kubectl {}: {stderr}", args.join(" "));
@@ -252,7 +242,7 @@ impl ControlPlane {
     }
 
     /// kube-apiserver's URL, as the kubeconfig names it.
-    pub(crate) fn server(&self) -> String {
+    pub fn server(&self) -> String {
         let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("kubeconfig");
         kubeconfig
             .clusters
@@ -263,18 +253,18 @@ impl ControlPlane {
     }
 
     /// The file of the control plane's CA, which kube-apiserver's serving certificate chains to.
-    pub(crate) fn ca_file(&self) -> PathBuf {
+    pub fn ca_file(&self) -> PathBuf {
         self.dir.join("pki/ca.crt")
     }
 
     /// The PEM of the control plane's CA (which also signs the administrator's certificate).
-    pub(crate) fn ca_pem(&self) -> String {
+    pub fn ca_pem(&self) -> String {
         std::fs::read_to_string(self.dir.join("pki/ca.crt")).expect("ca.crt")
     }
 
     /// The end of a component's log (`etcd`, `kube-apiserver`, `kube-controller-manager`,
     /// `kueue`), for a failure message.
-    pub(crate) fn log_tail(&self, component: &str, lines: usize) -> String {
+    pub fn log_tail(&self, component: &str, lines: usize) -> String {
         let text = std::fs::read_to_string(self.dir.join("logs").join(format!("{component}.log")))
             .unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
@@ -301,7 +291,7 @@ impl Drop for ControlPlane {
 
 /// A directory holding `kubectl` (a link to [`KUBECTL`]), to put first on PATH when a test runs
 /// the docs' commands as written.
-pub(crate) fn kubectl_shim() -> PathBuf {
+pub fn kubectl_shim() -> PathBuf {
     let bin = repo().join("target/controlplane/runs/bin");
     std::fs::create_dir_all(&bin).expect("shim directory");
     let link = bin.join("kubectl");
@@ -312,7 +302,7 @@ pub(crate) fn kubectl_shim() -> PathBuf {
 }
 
 /// `name` found on PATH, or a failure that says tests/run installs it.
-pub(crate) fn which(name: &str) -> PathBuf {
+pub fn which(name: &str) -> PathBuf {
     std::env::var("PATH")
         .unwrap_or_default()
         .split(':')
@@ -322,7 +312,7 @@ pub(crate) fn which(name: &str) -> PathBuf {
 }
 
 /// Copies a directory tree.
-pub(crate) fn copy_dir(from: &Path, to: &Path) {
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {
         let entry = entry.expect("entry");
@@ -336,11 +326,7 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, or fails after `within` saying `what`.
-pub(crate) fn eventually<T>(
-    what: &str,
-    within: Duration,
-    mut check: impl FnMut() -> Option<T>,
-) -> T {
+pub fn eventually<T>(what: &str, within: Duration, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + within;
     loop {
         if let Some(v) = check() {
@@ -352,4 +338,28 @@ pub(crate) fn eventually<T>(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A judge's message as jobgate can print it: 1.33 prints pointers inside composite values with
+/// `%#v`, as their addresses (`(*int32)(0xc000123456)`), which differ from run to run; jobgate
+/// prints `(*int32)(<pointer>)`.
+pub fn without_addresses(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(")(0x") {
+        let (head, tail) = rest.split_at(at + 2);
+        let digits = tail[2..]
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(tail.len() - 2);
+        out.push_str(head);
+        if tail[2 + digits..].starts_with(')') && digits > 0 {
+            out.push_str("<pointer>");
+            rest = &tail[2 + digits..];
+        } else {
+            out.push_str("0x");
+            rest = &tail[2..];
+        }
+    }
+    out.push_str(rest);
+    out
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 use super::controlplane::{ControlPlane, kubectl_shim, repo};
 
 /// The fenced ```sh blocks of `text`.
-pub(crate) fn sh_blocks(text: &str) -> Vec<String> {
+pub fn sh_blocks(text: &str) -> Vec<String> {
     text.split("```sh\n")
         .skip(1)
         .filter_map(|b| b.split("\n```").next())
@@ -17,7 +17,7 @@ pub(crate) fn sh_blocks(text: &str) -> Vec<String> {
 }
 
 /// A block's commands (its lines that are not comments).
-pub(crate) fn commands(block: &str) -> String {
+pub fn commands(block: &str) -> String {
     block
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -26,7 +26,7 @@ pub(crate) fn commands(block: &str) -> String {
 }
 
 /// What a block says it prints: its `# ` lines, joined by spaces.
-pub(crate) fn said(block: &str) -> String {
+pub fn said(block: &str) -> String {
     block
         .lines()
         .filter_map(|l| l.strip_prefix("# "))
@@ -35,19 +35,14 @@ pub(crate) fn said(block: &str) -> String {
 }
 
 /// `text` with every run of white space made one space, to compare output with what a page says.
-pub(crate) fn squash(text: &str) -> String {
+pub fn squash(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Runs `command` with bash from the repository's root, as a reader in `namespace` would (a
 /// kubeconfig of its own under `dir`); returns whether it succeeded and its standard error then
 /// standard output.
-pub(crate) fn run_in(
-    cp: &ControlPlane,
-    dir: &Path,
-    namespace: &str,
-    command: &str,
-) -> (bool, String) {
+pub fn run_in(cp: &ControlPlane, dir: &Path, namespace: &str, command: &str) -> (bool, String) {
     let kubeconfig = dir.join(format!("{namespace}.kubeconfig"));
     std::fs::copy(&cp.kubeconfig, &kubeconfig).expect("copy kubeconfig");
     let bin = kubectl_shim();

@@ -24,14 +24,14 @@ use serde_json::{Map, Value, json};
 use super::cases::{Case, Write, merge_diff};
 
 /// SplitMix64: small, seedable, the same everywhere.
-pub(crate) struct Rng(u64);
+struct Rng(u64);
 
 impl Rng {
-    pub(crate) fn new(seed: u64) -> Rng {
+    fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -40,23 +40,23 @@ impl Rng {
     }
 
     /// 0..n.
-    pub(crate) fn below(&mut self, n: usize) -> usize {
+    fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
     }
 
     /// True `percent`% of the time.
-    pub(crate) fn percent(&mut self, percent: u32) -> bool {
+    fn percent(&mut self, percent: u32) -> bool {
         self.below(100) < percent as usize
     }
 
-    pub(crate) fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+    fn pick<T: Clone>(&mut self, items: &[T]) -> T {
         items[self.below(items.len())].clone()
     }
 }
 
 /// `creates` CREATE cases and `updates` UPDATE cases from `seed`; ids `gen:create:N`,
 /// `gen:update:N`.
-pub(crate) fn generated(seed: u64, creates: usize, updates: usize) -> Vec<Case> {
+pub fn generated(seed: u64, creates: usize, updates: usize) -> Vec<Case> {
     let mut rng = Rng::new(seed);
     let mut cases = Vec::with_capacity(creates + updates);
     for i in 0..creates {

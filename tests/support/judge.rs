@@ -11,27 +11,35 @@ use serde_json::{Value, json};
 
 /// One request to the judge.
 #[derive(Debug, Clone)]
-pub(crate) enum JudgeRequest<'a> {
+pub enum JudgeRequest<'a> {
     /// Create `object` as sent by a client.
-    Create { object: &'a Value },
+    Create {
+        /// The object.
+        object: &'a Value,
+    },
     /// Store `old_object` (created, then its `status` written as the Job controller would), and
     /// update it with the JSON merge patch `merge_patch` (what `kubectl patch --type=merge`
     /// sends).
     Update {
+        /// The object stored before the update.
         old_object: &'a Value,
+        /// The JSON merge patch the client sends.
         merge_patch: &'a Value,
     },
 }
 
 /// What kube-apiserver's create or update path says about one request.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct JudgeVerdict {
+pub struct JudgeVerdict {
+    /// Whether the write is admitted.
     pub allowed: bool,
     /// HTTP status of a refusal: 400 (the body cannot be decoded) or 422 (invalid).
     pub code: u16,
+    /// The refusal's message (empty when allowed).
     pub message: String,
     /// `(field, message)` of each `metav1.StatusCause`, in order.
     pub causes: Vec<(String, String)>,
+    /// The warnings the write gets.
     pub warnings: Vec<String>,
     /// The new object after defaulting and `PrepareFor*`: what a validating webhook is sent.
     /// `None` when the body could not be decoded.
@@ -43,7 +51,7 @@ pub(crate) struct JudgeVerdict {
 impl JudgeVerdict {
     /// The old object of an UPDATE could not be created: the release refuses it, so no update
     /// of it exists (the judge then has no stored old object to show).
-    pub(crate) fn old_object_refused(&self) -> bool {
+    pub fn old_object_refused(&self) -> bool {
         !self.allowed && self.old_object.is_none()
     }
 }
@@ -51,7 +59,7 @@ impl JudgeVerdict {
 /// Runs the judge of `minor` with kube-apiserver's `--feature-gates` value `gates` over
 /// `requests`; one verdict each, in order. Fails the test (with how to build it) when the judge
 /// is missing, and with the judge's own words when it refuses the gates.
-pub(crate) fn judge(minor: &str, gates: &str, requests: &[JudgeRequest<'_>]) -> Vec<JudgeVerdict> {
+pub fn judge(minor: &str, gates: &str, requests: &[JudgeRequest<'_>]) -> Vec<JudgeVerdict> {
     let bin = super::controlplane::binary(minor, "judge");
     let mut input = Vec::new();
     for (i, request) in requests.iter().enumerate() {
@@ -108,7 +116,7 @@ pub(crate) fn judge(minor: &str, gates: &str, requests: &[JudgeRequest<'_>]) -> 
 
 /// Whether the judge of `minor` starts with `--feature-gates=gates` (kube-apiserver's own
 /// `featureGate.Set`), and its complaint when not.
-pub(crate) fn accepts_gates(minor: &str, gates: &str) -> Result<(), String> {
+pub fn accepts_gates(minor: &str, gates: &str) -> Result<(), String> {
     let bin = super::controlplane::binary(minor, "judge");
     let out = Command::new(&bin)
         .arg(format!("--feature-gates={gates}"))

@@ -7,20 +7,23 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Jobgate;
+use super::serve::Jobgate;
 
 type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
-pub(crate) struct KeepAliveClient {
+/// An HTTPS/1.1 client of one `jobgate serve` that keeps its connection, reconnecting when the
+/// server closes it.
+pub struct KeepAliveClient {
     config: Arc<rustls::ClientConfig>,
     port: u16,
     stream: Option<BufReader<Tls>>,
 }
 
 impl KeepAliveClient {
-    pub(crate) fn new(jg: &Jobgate) -> KeepAliveClient {
+    /// A client of `jg`, trusting its dev CA; it connects on first use.
+    pub fn new(jg: &Jobgate) -> KeepAliveClient {
         KeepAliveClient {
-            config: Arc::new(super::tls_client_config(jg, b"http/1.1")),
+            config: Arc::new(super::serve::tls_client_config(jg, b"http/1.1")),
             port: jg.port,
             stream: None,
         }
@@ -40,7 +43,7 @@ impl KeepAliveClient {
 
     /// POSTs `body` as JSON to `path`; the HTTP status and the response body. A connection the
     /// server closed is opened again once.
-    pub(crate) fn post(&mut self, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    pub fn post(&mut self, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
         let mut last = None;
         for _ in 0..2 {
             if self.stream.is_none() {

@@ -12,14 +12,18 @@ use super::controlplane::ControlPlane;
 
 /// The kubelet the tests play, and the reads they need.
 #[derive(Clone)]
-pub(crate) struct Cluster {
+pub struct Cluster {
+    /// The administrator's client.
     pub client: kube::Client,
+    /// The scenario's namespace.
     pub ns: String,
+    /// The nodes the scenario registered.
     pub nodes: Vec<String>,
 }
 
 impl Cluster {
-    pub(crate) async fn new(cp: &ControlPlane, prefix: &str) -> Cluster {
+    /// A fresh namespace whose name starts with `prefix`, and no nodes yet.
+    pub async fn new(cp: &ControlPlane, prefix: &str) -> Cluster {
         Cluster {
             client: cp.client().await,
             ns: cp.namespace(prefix),
@@ -27,21 +31,23 @@ impl Cluster {
         }
     }
 
-    pub(crate) fn pods(&self) -> Api<Pod> {
+    /// The pods of the scenario's namespace.
+    pub fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.client.clone(), &self.ns)
     }
 
-    pub(crate) fn jobs(&self) -> Api<Job> {
+    /// The Jobs of the scenario's namespace.
+    pub fn jobs(&self) -> Api<Job> {
         Api::namespaced(self.client.clone(), &self.ns)
     }
 
-    pub(crate) fn node_api(&self) -> Api<Node> {
+    fn node_api(&self) -> Api<Node> {
         Api::all(self.client.clone())
     }
 
     /// Writes the node's `Ready` condition, as a kubelet (`True`) or the node lifecycle
     /// controller (`Unknown`) does.
-    pub(crate) async fn report_ready(&self, name: &str, status: &str) {
+    async fn report_ready(&self, name: &str, status: &str) {
         self.node_api()
             .patch_status(
                 name,
@@ -53,7 +59,7 @@ impl Cluster {
     }
 
     /// Replaces the node's taints (`null`: none).
-    pub(crate) async fn set_taints(&self, name: &str, taints: Value) {
+    async fn set_taints(&self, name: &str, taints: Value) {
         self.node_api()
             .patch(
                 name,
@@ -65,13 +71,13 @@ impl Cluster {
     }
 
     /// Registers a Ready node in `zone`, as a kubelet does.
-    pub(crate) async fn add_node(&mut self, name: &str, zone: &str) {
+    pub async fn add_node(&mut self, name: &str, zone: &str) {
         self.add_node_labelled(name, Some(zone)).await;
     }
 
     /// Registers a Ready node, in `zone` or (`None`) without region or zone labels, as
     /// on-premises clusters often run.
-    pub(crate) async fn add_node_labelled(&mut self, name: &str, zone: Option<&str>) {
+    pub async fn add_node_labelled(&mut self, name: &str, zone: Option<&str>) {
         let mut labels = json!({ "kubernetes.io/hostname": name });
         if let Some(zone) = zone {
             labels["topology.kubernetes.io/region"] = json!("test");
@@ -91,7 +97,7 @@ impl Cluster {
 
     /// What the node lifecycle controller does when a node stops reporting: `Ready=Unknown` and
     /// the `node.kubernetes.io/unreachable:NoExecute` taint (`doNoExecuteTaintingPass`).
-    pub(crate) async fn cut_off(&self, names: &[&str]) {
+    pub async fn cut_off(&self, names: &[&str]) {
         let now = now();
         for name in names {
             self.report_ready(name, "Unknown").await;
@@ -108,12 +114,13 @@ impl Cluster {
     }
 
     /// The node reports again: `Ready=True`, no taint.
-    pub(crate) async fn heal(&self, name: &str) {
+    pub async fn heal(&self, name: &str) {
         self.set_taints(name, Value::Null).await;
         self.report_ready(name, "True").await;
     }
 
-    pub(crate) async fn create_job(&self, job: Value) {
+    /// Creates `job` (a manifest) in the scenario's namespace.
+    pub async fn create_job(&self, job: Value) {
         let job: Job = serde_json::from_value(job).expect("job");
         self.jobs()
             .create(&PostParams::default(), &job)
@@ -122,7 +129,7 @@ impl Cluster {
     }
 
     /// The Job's pods, oldest first.
-    pub(crate) async fn job_pods(&self, job: &str) -> Vec<Pod> {
+    pub async fn job_pods(&self, job: &str) -> Vec<Pod> {
         let mut pods = self
             .pods()
             .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
@@ -135,7 +142,7 @@ impl Cluster {
 
     /// Binds the Job's pending pods to `node` and reports them Running, as the scheduler and the
     /// kubelet would; returns their names once `count` pods run.
-    pub(crate) async fn run_pods(&self, job: &str, count: usize, node: &str) -> Vec<String> {
+    pub async fn run_pods(&self, job: &str, count: usize, node: &str) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let pods = self.job_pods(job).await;
@@ -165,7 +172,7 @@ impl Cluster {
 
     /// Binds the Job's pending pods one to a node, in order, and reports them Running; returns
     /// `(pod, node)` once every node has one.
-    pub(crate) async fn run_pods_on(&self, job: &str, nodes: &[&str]) -> Vec<(String, String)> {
+    pub async fn run_pods_on(&self, job: &str, nodes: &[&str]) -> Vec<(String, String)> {
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut placed: Vec<(String, String)> = Vec::new();
         while placed.len() < nodes.len() {
@@ -193,7 +200,7 @@ impl Cluster {
     }
 
     /// Events whose reason is `reason`, about objects of this namespace, as `name: note` lines.
-    pub(crate) async fn events(&self, reason: &str) -> Vec<String> {
+    pub async fn events(&self, reason: &str) -> Vec<String> {
         let api: Api<k8s_openapi::api::events::v1::Event> =
             Api::namespaced(self.client.clone(), &self.ns);
         api.list(&ListParams::default())
@@ -212,7 +219,9 @@ impl Cluster {
             .collect()
     }
 
-    pub(crate) async fn bind(&self, pod: &Pod, node: &str) {
+    /// Binds `pod` to `node`, as the scheduler would, and reports it Running and Ready, as the
+    /// kubelet would.
+    pub async fn bind(&self, pod: &Pod, node: &str) {
         let name = pod.metadata.name.clone().expect("name");
         let binding = json!({
             "apiVersion": "v1",
@@ -248,19 +257,20 @@ impl Cluster {
             .unwrap_or_else(|e| panic!("report {name} Running: {e}"));
     }
 
-    pub(crate) async fn pod(&self, name: &str) -> Option<Pod> {
+    /// The pod `name`, if it exists.
+    pub async fn pod(&self, name: &str) -> Option<Pod> {
         self.pods().get_opt(name).await.expect("get pod")
     }
 
     /// Removes the scenario's nodes (cluster-scoped, so the next scenario's brake never sees them).
-    pub(crate) async fn remove_nodes(&self) {
+    pub async fn remove_nodes(&self) {
         for name in &self.nodes {
             let _ = self.node_api().delete(name, &DeleteParams::default()).await;
         }
     }
 }
 
-pub(crate) fn ready(status: &str) -> Value {
+fn ready(status: &str) -> Value {
     json!({
         "type": "Ready",
         "status": status,
@@ -270,13 +280,15 @@ pub(crate) fn ready(status: &str) -> Value {
     })
 }
 
-pub(crate) fn now() -> String {
+/// Now, as Kubernetes writes a time (RFC 3339, seconds).
+pub fn now() -> String {
     k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
-pub(crate) fn phase(pod: &Pod) -> &str {
+/// The pod's phase (`""` when it has none).
+pub fn phase(pod: &Pod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -284,17 +296,12 @@ pub(crate) fn phase(pod: &Pod) -> &str {
 }
 
 /// The key jobgate injects by default, which jobgate's reconciler recovers.
-pub(crate) const OPT_IN_KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
+const OPT_IN_KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 
 /// An opted-in training Job as the recovery page recommends it: `podReplacementPolicy: Failed`,
 /// an `Ignore` rule on `DisruptionTarget`; it tolerates `unreachable` for one second so the
 /// taint-eviction controller deletes its pods at once, and they have two seconds to terminate.
-pub(crate) fn training_job(
-    name: &str,
-    parallelism: u32,
-    replacement: &str,
-    opted_in: bool,
-) -> Value {
+pub fn training_job(name: &str, parallelism: u32, replacement: &str, opted_in: bool) -> Value {
     let mut spec = json!({
         "parallelism": parallelism,
         "completions": parallelism,

@@ -11,7 +11,7 @@ const KUBECTL_MIN_MINOR: u32 = 35;
 
 /// `kubectl` from PATH, at least 1.[`KUBECTL_MIN_MINOR`]. Missing or older, the test fails and
 /// says how to get it: the install is never left untested because a tool is absent.
-pub(crate) fn kubectl() -> &'static str {
+pub fn kubectl() -> &'static str {
     let out = match Command::new("kubectl")
         .args(["version", "--client", "-o", "json"])
         .output()
@@ -44,7 +44,7 @@ pub(crate) fn kubectl() -> &'static str {
 }
 
 /// The documents `kubectl kustomize dir` renders, as JSON values.
-pub(crate) fn render(kubectl: &str, dir: &Path) -> Vec<Value> {
+pub fn render(kubectl: &str, dir: &Path) -> Vec<Value> {
     let out = Command::new(kubectl)
         .arg("kustomize")
         .arg(dir)
@@ -83,7 +83,7 @@ fn unwrap_secret_data(mut doc: Value) -> Value {
 }
 
 /// `helm` from PATH, version 4; missing or older, the test fails and says how to get it.
-pub(crate) fn helm() -> &'static str {
+pub fn helm() -> &'static str {
     let out = Command::new("helm")
         .args(["version", "--short"])
         .output()

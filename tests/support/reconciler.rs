@@ -10,14 +10,17 @@ use k8s_openapi::api::core::v1::Pod;
 use super::controlplane::ControlPlane;
 
 /// `jobgate reconcile` against the control plane; stopped (SIGKILL) when dropped.
-pub(crate) struct Reconciler {
+pub struct Reconciler {
     child: Child,
+    /// Its admin address, `127.0.0.1:PORT`.
     pub admin: String,
     log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Reconciler {
-    pub(crate) fn start(cp: &ControlPlane, lease_namespace: &str, extra: &[&str]) -> Reconciler {
+    /// Starts `jobgate reconcile` against `cp` with its Lease in `lease_namespace` and `extra`
+    /// flags, on a free admin port.
+    pub fn start(cp: &ControlPlane, lease_namespace: &str, extra: &[&str]) -> Reconciler {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
@@ -55,7 +58,7 @@ impl Reconciler {
     }
 
     /// Starts it and waits until its `/readyz` answers.
-    pub(crate) async fn start_ready(
+    pub async fn start_ready(
         cp: &ControlPlane,
         lease_namespace: &str,
         extra: &[&str],
@@ -71,13 +74,14 @@ impl Reconciler {
         reconciler
     }
 
-    pub(crate) fn log(&self) -> String {
+    /// What it has logged so far, one line each.
+    pub fn log(&self) -> String {
         self.log.lock().expect("log").join("\n")
     }
 
     /// One metric's value from the admin port (0 when absent).
-    pub(crate) fn metric(&self, name: &str) -> f64 {
-        let reply = super::curl(&[&format!("http://{}/metrics", self.admin)]);
+    pub fn metric(&self, name: &str) -> f64 {
+        let reply = super::serve::curl(&[&format!("http://{}/metrics", self.admin)]);
         reply
             .body
             .lines()
@@ -86,14 +90,15 @@ impl Reconciler {
             .sum()
     }
 
-    pub(crate) fn ready(&self) -> bool {
-        super::curl(&[&format!("http://{}/readyz", self.admin)]).status == 200
+    /// Whether its `/readyz` answers 200.
+    pub fn ready(&self) -> bool {
+        super::serve::curl(&[&format!("http://{}/readyz", self.admin)]).status == 200
     }
 }
 
 impl Reconciler {
     /// Kills it (SIGKILL), as a node loss would: nothing is released.
-    pub(crate) fn kill(&mut self) {
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -106,7 +111,8 @@ impl Drop for Reconciler {
     }
 }
 
-pub(crate) fn has_recovery_condition(pod: &Pod) -> bool {
+/// Whether the pod carries the `KueueFailureRecovery=True` condition jobgate's recovery sets.
+pub fn has_recovery_condition(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -117,7 +123,7 @@ pub(crate) fn has_recovery_condition(pod: &Pod) -> bool {
 }
 
 /// Polls `check` every 200 ms until it returns `Some`; on timeout fails with `what` and the log.
-pub(crate) async fn until<T, F: std::future::Future<Output = Option<T>>>(
+pub async fn until<T, F: std::future::Future<Output = Option<T>>>(
     what: &str,
     within: Duration,
     reconciler: Option<&Reconciler>,

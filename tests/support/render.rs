@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// `jobgate render args...` with the settings' variables of the environment the tests run in
 /// removed (they are not the test's) and `env` set: exit status, stdout, stderr.
-pub(crate) fn jobgate_render(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+pub fn jobgate_render(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobgate"));
     cmd.arg("render").args(args);
     for var in [
@@ -27,7 +27,7 @@ pub(crate) fn jobgate_render(args: &[&str], env: &[(&str, &str)]) -> (i32, Strin
 }
 
 /// The documents of a YAML stream.
-pub(crate) fn documents(yaml: &str) -> Vec<Value> {
+pub fn documents(yaml: &str) -> Vec<Value> {
     serde_yaml_ng::Deserializer::from_str(yaml)
         .map(|d| serde::Deserialize::deserialize(d).expect("a YAML document"))
         .filter(|v: &Value| !v.is_null())
@@ -35,7 +35,7 @@ pub(crate) fn documents(yaml: &str) -> Vec<Value> {
 }
 
 /// The objects `jobgate render args` prints; fails the test when it exits non-zero.
-pub(crate) fn rendered(args: &[&str]) -> Vec<Value> {
+pub fn rendered(args: &[&str]) -> Vec<Value> {
     let (code, out, err) = jobgate_render(args, &[]);
     assert_eq!(code, 0, "jobgate render {args:?}: {err}");
     documents(&out)

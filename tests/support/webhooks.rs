@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Jobgate;
 use super::controlplane::{ControlPlane, eventually, repo};
+use super::serve::Jobgate;
 
 /// The shipped webhook configurations, rendered with kustomize, each renamed `<name>-<suffix>`,
 /// pointed at `jg` and limited to `namespaces` (one more `namespaceSelector` expression, so
@@ -16,7 +16,7 @@ use super::controlplane::{ControlPlane, eventually, repo};
 /// recovery keys of the validating webhook's `matchConditions`, as deploy/base says to. Applied,
 /// and returned once the apiserver calls them (a dry-run CronJob in `namespaces[0]` comes back
 /// mutated and reviewed).
-pub(crate) fn install(
+pub fn install(
     cp: &ControlPlane,
     jg: &Jobgate,
     suffix: &str,
@@ -129,14 +129,14 @@ pub(crate) fn install(
     configs
 }
 
-pub(crate) fn base64(bytes: &[u8]) -> String {
+fn base64(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// `jobgate_admission_requests_total` by `endpoint/operation`, read from jobgate's admin port.
-pub(crate) fn reviews(jg: &Jobgate) -> BTreeMap<String, u64> {
-    let reply = super::curl(&[&jg.admin_url("/metrics")]);
+pub fn reviews(jg: &Jobgate) -> BTreeMap<String, u64> {
+    let reply = super::serve::curl(&[&jg.admin_url("/metrics")]);
     assert_eq!(reply.status, 200, "GET /metrics: {reply:?}");
     let mut counts = BTreeMap::new();
     for line in reply.body.lines() {
