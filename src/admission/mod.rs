@@ -12,7 +12,7 @@
 mod response;
 
 pub use crate::job::wire::envelope::parse;
-pub(crate) use crate::job::wire::envelope::{ObjectIn, ParsedReview};
+use crate::job::wire::envelope::{ObjectIn, ParsedReview};
 pub(crate) use response::{Denial, ENCODE_FAILED, render_error, render_status, render_verdict};
 
 use axum::http::StatusCode;
@@ -90,7 +90,7 @@ pub(crate) struct ReviewRecord {
 
 /// Reviews one request body at `endpoint`.
 pub fn review(endpoint: Endpoint, body: &[u8], config: &job::Config) -> Reply {
-    // Unpaired surrogates read as U+FFFD, as kube-apiserver's decoder reads them (`job::strict`).
+    // Unpaired surrogates read as U+FFFD, as kube-apiserver's decoder reads them (`job::wire::strict`).
     let body = &*crate::job::wire::strict::go_surrogates(body);
     let mut parsed = match parse(body) {
         Ok(p) => p,

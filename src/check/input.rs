@@ -163,7 +163,7 @@ impl<'a> Reader<'a> {
         let trimmed = source.text.trim_start();
         let format = if trimmed.starts_with('{') || trimmed.starts_with('[') {
             // Unpaired surrogates read as U+FFFD, as by the webhook and kube-apiserver
-            // (`job::strict`).
+            // (`job::wire::strict`).
             let text = match crate::job::wire::strict::go_surrogates(source.text.as_bytes()) {
                 Cow::Borrowed(_) => Cow::Borrowed(source.text.as_str()),
                 Cow::Owned(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),

@@ -2,7 +2,7 @@
 //!
 //! Documents are read as kubectl reads them (`yaml`, `input`), one at a time. Every Job and
 //! CronJob found (also inside `List`s and AdmissionReviews) goes through the chain the cluster
-//! runs (`document`): kube-apiserver's decoding (quantities; unknown fields as `--validate` asks,
+//! runs (`object`): kube-apiserver's decoding (quantities; unknown fields as `--validate` asks,
 //! as kubectl), jobgate's mutating webhook as the deployed configuration calls it (`/mutate`, or
 //! `/mutate/recovery` for `--recovery-namespace`s), the apiserver's defaulting, then `/validate`
 //! (kube-apiserver's rules and jobgate's policies). A JobSet's or Trainer runtime's Job templates

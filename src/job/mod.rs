@@ -1,9 +1,9 @@
 //! The policy core: a Job in, a verdict (field errors, warnings, a JSON Patch) out.
 //! Pure functions over plain data: no I/O, no async, no clock.
 //!
-//! Shared types live in leaf modules (`review`, `finding`, `levels`, `field`, `interned`,
-//! `model`), so the modules that use them import each other in one direction only
-//! (`tests/import_graph.rs`).
+//! What turns bytes into a Job is the wire (`wire`: the envelope, `model`, the readers); shared
+//! types live in leaf modules (`review`, `finding`, `levels`, `field`), so the modules that use
+//! them import each other in one direction only (`tests/import_graph.rs`).
 
 pub(crate) mod config;
 pub(crate) mod defaults;

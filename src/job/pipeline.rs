@@ -4,7 +4,7 @@
 //! defaulting of the mutated object, the strategy's `PrepareForCreate`, then validating
 //! admission (`/validate`, after kube-apiserver's own validation, which jobgate mirrors for
 //! `check`). The webhook runs one stage per endpoint, `jobgate check` runs both, `jobgate audit`
-//! the last; each reads its objects with [`read`], calls [`run`], and renders the findings its
+//! the last; each reads its objects with the wire (`job::wire::read`), calls [`run`], and renders the findings its
 //! own way (AdmissionReview, text/JSON/YAML/CI annotations, PolicyReports), so none of them can
 //! judge a write differently.
 

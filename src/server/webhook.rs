@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use tracing::Span;
-use tracing::field::Empty;
+use tracing::field::{Empty, Field, Value};
 
 use super::extract::{self, BodyLimits, ReviewBody};
 use super::metrics::{EndpointSeries, InFlight, RejectionLabels, ServerMetrics, WarningLabels};
@@ -80,9 +80,10 @@ async fn not_found(State(shared): State<Arc<Shared>>, request: Request) -> Respo
 
 /// One request at `endpoint` (`series` is its index in `Endpoint::ALL`), in one span opened as
 /// its headers arrive, before the body is read: the review's fields start empty and are recorded
-/// once it is read (`record_review`), so a rejection is logged in the same span, as kubewarden's
-/// policy-server does (`validate_handler`, `populate_span_with_admission_request_data`). Every
-/// answer, rejections included, is timed from here.
+/// once it is answered (`record_review`), so a rejection is logged in the same span, as
+/// kubewarden's policy-server does (`validate_handler`, `populate_span_with_admission_request_data`).
+/// Every answer at an endpoint, rejections included, is timed from here (an unknown path is
+/// answered 404 by `not_found`, untimed).
 #[tracing::instrument(
     name = "review",
     skip_all,
@@ -191,6 +192,7 @@ fn reject(endpoint: Endpoint, metrics: &ServerMetrics, rejected: Rejected) -> Re
     let status = rejected.rejection.status();
     count_rejection(metrics, endpoint, status);
     tracing::debug!(
+        endpoint = endpoint.label(),
         status = status.as_u16(),
         message = %rejected.rejection,
         "request rejected"
@@ -198,16 +200,50 @@ fn reject(endpoint: Endpoint, metrics: &ServerMetrics, rejected: Rejected) -> Re
     rejected.into_response()
 }
 
-/// The review's fields on the request's span (`handle`), once it is read.
+/// The review's fields on the request's span (`handle`), once it is answered: all eight in one
+/// record, because a JSON log layer re-reads and rewrites a span's fields on every record
+/// (tracing-subscriber's `JsonFields`), and the deployments log JSON.
 fn record_review(span: &Span, review: &ReviewRecord) {
-    span.record("uid", tracing::field::display(&review.uid));
-    span.record("kind", review.kind);
-    span.record("namespace", tracing::field::display(&review.namespace));
-    span.record("name", tracing::field::display(&review.name));
-    span.record("operation", review.operation);
-    span.record("dry_run", review.dry_run);
-    span.record("allowed", review.allowed);
-    span.record("patched", review.patched);
+    let Some(fields) = span.metadata().map(|m| m.fields()) else {
+        return; // a disabled span records nothing
+    };
+    let field = |name: &str| fields.field(name);
+    let (
+        Some(uid),
+        Some(kind),
+        Some(namespace),
+        Some(name),
+        Some(operation),
+        Some(dry_run),
+        Some(allowed),
+        Some(patched),
+    ) = (
+        field("uid"),
+        field("kind"),
+        field("namespace"),
+        field("name"),
+        field("operation"),
+        field("dry_run"),
+        field("allowed"),
+        field("patched"),
+    )
+    else {
+        return;
+    };
+    let uid_value = tracing::field::display(&review.uid);
+    let namespace_value = tracing::field::display(&review.namespace);
+    let name_value = tracing::field::display(&review.name);
+    let values: [(&Field, Option<&dyn Value>); 8] = [
+        (&uid, Some(&uid_value)),
+        (&kind, Some(&review.kind)),
+        (&namespace, Some(&namespace_value)),
+        (&name, Some(&name_value)),
+        (&operation, Some(&review.operation)),
+        (&dry_run, Some(&review.dry_run)),
+        (&allowed, Some(&review.allowed)),
+        (&patched, Some(&review.patched)),
+    ];
+    span.record_all(&fields.value_set(&values));
 }
 
 /// Records a review's outcome (metrics, the span's fields) and renders it.

@@ -103,7 +103,7 @@ mod tests {
     use super::*;
     use crate::job::wire::strict::Strict;
 
-    /// `{"a": value}` read both ways through `job::strict` and serde_path_to_error, as
+    /// `{"a": value}` read both ways through `job::wire::strict` and serde_path_to_error, as
     /// `JobObject::from_json` reads objects: the decoded map, or the error's path and message.
     fn both(
         value: &str,

@@ -1,7 +1,7 @@
-//! Reading an AdmissionReview v1 request with serde: the envelope fields jobgate uses, and a Job
-//! object read into `JobObject` as it streams by (`read::JobSeed`). Anything else, and a body
-//! that fails that pass, is read again with the objects kept raw, so the answer can say what is
-//! wrong and where. The admission `Operation` is defined here, where it is read.
+//! Reading an AdmissionReview v1 request with serde, in one pass: the envelope fields jobgate
+//! uses, a Job object read into `JobObject` as it streams by (`read::JobSeed`), any other object
+//! kept raw. A body that fails that pass is read again with every object kept raw, so the answer
+//! can say what is wrong and where. The admission `Operation` is defined here, where it is read.
 
 use std::borrow::Cow;
 
@@ -323,13 +323,13 @@ fn read_with_serde<'a>(
     )
 }
 
-/// `serde_json::from_slice` through `job::strict`: objects only where Kubernetes has objects
+/// `serde_json::from_slice` through `job::wire::strict`: objects only where Kubernetes has objects
 /// (`"request": ["a"]` is not a request whose uid is "a"), the same reading as the objects get.
 fn from_slice<'a, T: Deserialize<'a>>(body: &'a [u8]) -> serde_json::Result<T> {
     read(serde_json::Deserializer::from_slice(body))
 }
 
-/// The whole document `de` reads, through `job::strict`.
+/// The whole document `de` reads, through `job::wire::strict`.
 fn read<'a, R: serde_json::de::Read<'a>, T: Deserialize<'a>>(
     mut de: serde_json::Deserializer<R>,
 ) -> serde_json::Result<T> {

@@ -1,7 +1,7 @@
 //! The three readers of a Job or CronJob: [`JobObject::from_json`] (a request body's object),
 //! [`JobObject::from_value`] (`jobgate check`'s decoded YAML) and [`JobSeed`] (the object read in
 //! the same pass as its AdmissionReview), plus the whole-template capture an UPDATE needs. Each
-//! reads through `job::strict` into the shapes of `job::model` and reports failures with the
+//! reads through `job::wire::strict` into the shapes of `job::wire::model` and reports failures with the
 //! field path where they happened.
 
 use serde::{Deserialize, Deserializer};
@@ -116,7 +116,7 @@ fn not_an_object(kind: Kind, first: Option<char>) -> ParseError {
     }
 }
 
-/// `serde_json::from_str` through `job::strict` (objects only, `-0` as 0).
+/// `serde_json::from_str` through `job::wire::strict` (objects only, `-0` as 0).
 fn strict_from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<T> {
     let mut de = serde_json::Deserializer::from_str(json);
     let value = T::deserialize(Strict(&mut de))?;
@@ -310,7 +310,7 @@ impl<'de> serde::de::Visitor<'de> for JobSeedVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        // `job::strict`: structs from objects only, `-0` as 0, as everywhere objects are read.
+        // `job::wire::strict`: structs from objects only, `-0` as 0, as everywhere objects are read.
         let de = Strict(serde::de::value::MapAccessDeserializer::new(map));
         let (found, object) = match self.0 {
             Kind::Job => {
