@@ -50,7 +50,14 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 #[tokio::main]
 async fn main() {
-    // `cargo bench` passes `--bench`; nothing else is read from the command line.
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not, and there is no cluster to
+    // fill then.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!(
+            "cluster_size: a benchmark, run by `cargo bench --bench cluster_size` against a test control plane"
+        );
+        return;
+    }
     let nodes = env_usize("NODES", 1000);
     let pods = env_usize("PODS", 10 * nodes);
     let opt_in_percent = env_usize("OPT_IN_PERCENT", 10);
