@@ -32,6 +32,10 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+/// The test suite's reader of Prometheus's text format, shared rather than written twice.
+#[path = "../tests/support/prometheus.rs"]
+pub mod prometheus;
+
 const NAMESPACE: &str = "bench-cluster-size";
 const COMPLETIONS: usize = 10;
 const ZONES: usize = 8;
@@ -307,22 +311,12 @@ async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String),
         .await
         .unwrap_or_else(|e| panic!("kube-apiserver's /metrics: {e}"));
     let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
-                .map(|v| v.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        let count: f64 = value.trim().parse().unwrap_or(0.0);
-        *out.entry((label("verb"), label("resource"))).or_insert(0.0) += count;
+    for (labels, count) in prometheus::samples(&text, "apiserver_request_total") {
+        let key = (
+            prometheus::label(labels, "verb"),
+            prometheus::label(labels, "resource"),
+        );
+        *out.entry(key).or_insert(0.0) += count;
     }
     out
 }

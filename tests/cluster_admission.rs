@@ -9,6 +9,7 @@ pub mod support {
     pub mod doc_shell;
     pub mod kustomize;
     pub mod manifest;
+    pub mod prometheus;
     pub mod serve;
     pub mod webhooks;
 }

@@ -28,6 +28,7 @@
 pub mod support {
     pub mod controlplane;
     pub mod kustomize;
+    pub mod prometheus;
     pub mod render;
     pub mod review;
     pub mod serve;

@@ -18,6 +18,7 @@ pub mod support {
     pub mod doc_shell;
     pub mod kubelet;
     pub mod kustomize;
+    pub mod prometheus;
     pub mod reconciler;
     pub mod serve;
     pub mod webhooks;

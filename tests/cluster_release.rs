@@ -11,6 +11,7 @@ pub mod support {
     pub mod controlplane;
     pub mod kustomize;
     pub mod manifest;
+    pub mod prometheus;
     pub mod serve;
     pub mod webhooks;
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::controlplane::{ControlPlane, eventually, repo};
+use super::prometheus::{label, samples};
 use super::serve::Jobgate;
 
 /// The shipped webhook configurations, rendered with kustomize, each renamed `<name>-<suffix>`,
@@ -139,21 +140,13 @@ pub fn reviews(jg: &Jobgate) -> BTreeMap<String, u64> {
     let reply = super::serve::curl(&[&jg.admin_url("/metrics")]);
     assert_eq!(reply.status, 200, "GET /metrics: {reply:?}");
     let mut counts = BTreeMap::new();
-    for line in reply.body.lines() {
-        let Some(rest) = line.strip_prefix("jobgate_admission_requests_total{") else {
-            continue;
-        };
-        let (labels, value) = rest.split_once("} ").expect("a sample");
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
-                .map(|v| v.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        *counts
-            .entry(format!("{}/{}", label("endpoint"), label("operation")))
-            .or_default() += value.trim().parse::<f64>().expect("a number") as u64;
+    for (labels, value) in samples(&reply.body, "jobgate_admission_requests_total") {
+        let key = format!(
+            "{}/{}",
+            label(labels, "endpoint"),
+            label(labels, "operation")
+        );
+        *counts.entry(key).or_default() += value as u64;
     }
     counts
 }
