@@ -733,13 +733,18 @@ async fn kueue_recovers_the_pods_jobgate_opts_in_with_its_key_and_jobgate_the_re
 
     kueues.cut_off(&["a0", "b0", "b1", "b2"]).await;
 
-    // Kueue: all four, one minute after each pod's deletion time (two seconds after the taint).
-    let deadline = Instant::now() + Duration::from_secs(120);
+    // Kueue: all four, one minute after each pod's deletion time (two seconds after the taint),
+    // then gone once the Job controller has taken its tracking finalizer off. The wait is long:
+    // CI runs this binary's control planes side by side on two cores.
+    let deadline = Instant::now() + Duration::from_secs(240);
     loop {
         let mut left = Vec::new();
-        for (pod, _) in &kueue_pods {
-            if kueues.pod(pod).await.is_some() {
-                left.push(pod.clone());
+        for (pod, node) in &kueue_pods {
+            if let Some(p) = kueues.pod(pod).await {
+                left.push(format!(
+                    "{pod} on {node}: {}",
+                    support::kubelet::describe(&p)
+                ));
             }
         }
         if left.is_empty() {
@@ -747,7 +752,20 @@ async fn kueue_recovers_the_pods_jobgate_opts_in_with_its_key_and_jobgate_the_re
         }
         assert!(
             Instant::now() < deadline,
-            "Kueue did not recover {left:?}; the end of its log:\n{}",
+            "Kueue did not recover:\n{}\nthe Job: {}\nthe end of Kueue's log:\n{}",
+            left.join("\n"),
+            cp.kubectl_ok(
+                &[
+                    "get",
+                    "job",
+                    "sweep",
+                    "-n",
+                    &kueues.ns,
+                    "-o",
+                    "jsonpath={.status}"
+                ],
+                None
+            ),
             cp.log_tail("kueue", 30)
         );
         tokio::time::sleep(Duration::from_secs(1)).await;

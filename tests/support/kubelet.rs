@@ -295,6 +295,34 @@ pub fn phase(pod: &Pod) -> &str {
         .unwrap_or("")
 }
 
+/// What a recoverer reads of a pod, on one line: phase, deletion, finalizers, conditions.
+pub fn describe(pod: &Pod) -> String {
+    let meta = &pod.metadata;
+    let conditions: Vec<String> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{}={} {}",
+                c.type_,
+                c.status,
+                c.reason.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    format!(
+        "phase {:?}, deletionTimestamp {:?} (grace {:?}), finalizers {:?}, conditions {:?}",
+        phase(pod),
+        meta.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
+        meta.deletion_grace_period_seconds,
+        meta.finalizers.as_deref().unwrap_or_default(),
+        conditions
+    )
+}
+
 /// The key jobgate injects by default, which jobgate's reconciler recovers.
 const OPT_IN_KEY: &str = "kueue.x-k8s.io/safe-to-forcefully-terminate";
 
