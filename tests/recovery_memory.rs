@@ -18,7 +18,9 @@ use jobgate::reconciler::filter::PodMetadata;
 use jobgate::reconciler::metrics::RecoveryMetrics;
 use jobgate::reconciler::{Context, Options, drive_pod_watch};
 use jobgate::runtime::{Leadership, Readiness};
+use k8s_openapi::api::core::v1::Pod;
 use kube::client::Body;
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -165,7 +167,7 @@ async fn measure_filtered(total: usize, eligible: usize) -> Measure {
 async fn measure_unfiltered(total: usize) -> Measure {
     let (client, handle) = mock();
     let server = tokio::spawn(serve_pods(handle, total, 0));
-    let writer: Writer<PodMetadata> = Writer::default();
+    let writer: Writer<PartialObjectMeta<Pod>> = Writer::default();
     let store = writer.as_reader();
     tokio::time::sleep(Duration::from_millis(10)).await;
     let base = ALLOCATOR.current();
@@ -173,8 +175,11 @@ async fn measure_unfiltered(total: usize) -> Measure {
     let synced = Arc::new(AtomicBool::new(false));
     let flag = synced.clone();
     let driver = tokio::spawn(async move {
-        let stream =
-            watcher(Api::<PodMetadata>::all(client), watcher::Config::default()).reflect(writer);
+        let stream = watcher(
+            Api::<PartialObjectMeta<Pod>>::all(client),
+            watcher::Config::default(),
+        )
+        .reflect(writer);
         let mut stream = std::pin::pin!(stream);
         while let Some(e) = stream.next().await {
             if matches!(e, Ok(watcher::Event::InitDone)) {

@@ -1,16 +1,87 @@
 //! What the pod watch keeps: only eligible pods (opted in and terminating), stripped to the
 //! metadata the reconciler reads. Pure: events in, store events and triggers out.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::core::{ObjectMeta, PartialObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use k8s_openapi::{NamespaceResourceScope, Resource as _};
+use kube::core::ObjectMeta;
 use kube::runtime::watcher::Event;
+use serde::{Deserialize, Deserializer};
 
 use crate::recovery::{self, PodFacts};
 
-/// A pod as the metadata-only watch delivers it.
-pub type PodMetadata = PartialObjectMeta<Pod>;
+/// A pod as the metadata-only watch delivers it (`as=PartialObjectMetadata`), decoded without
+/// what the reconciler never reads: managedFields (often most of a pod's metadata: the
+/// controller's, the scheduler's and the kubelet's entries), labels, finalizers. A list page of
+/// 500 pods is then its bytes and little more.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PodMetadata {
+    /// The metadata, without what [`metadata_read`] skips.
+    #[serde(deserialize_with = "metadata_read")]
+    pub metadata: ObjectMeta,
+}
+
+impl kube::Resource for PodMetadata {
+    type DynamicType = ();
+    type Scope = NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(Pod::KIND)
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(Pod::GROUP)
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(Pod::VERSION)
+    }
+    fn api_version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(Pod::API_VERSION)
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(Pod::URL_PATH_SEGMENT)
+    }
+    /// Read through the metadata API, as `PartialObjectMeta<Pod>` is.
+    fn metadata_api() -> bool {
+        true
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// The metadata fields [`strip`] keeps, and annotations (which it then filters by key).
+fn metadata_read<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Read {
+        name: Option<String>,
+        namespace: Option<String>,
+        uid: Option<String>,
+        resource_version: Option<String>,
+        deletion_timestamp: Option<Time>,
+        deletion_grace_period_seconds: Option<i64>,
+        owner_references: Option<Vec<OwnerReference>>,
+        annotations: Option<BTreeMap<String, String>>,
+    }
+    let r = Read::deserialize(d)?;
+    Ok(ObjectMeta {
+        name: r.name,
+        namespace: r.namespace,
+        uid: r.uid,
+        resource_version: r.resource_version,
+        deletion_timestamp: r.deletion_timestamp,
+        deletion_grace_period_seconds: r.deletion_grace_period_seconds,
+        owner_references: r.owner_references,
+        annotations: r.annotations,
+        ..ObjectMeta::default()
+    })
+}
 
 /// Namespace and name of a pod.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,7 +124,7 @@ pub(crate) fn meta_facts(meta: &ObjectMeta) -> PodFacts {
 }
 
 /// Keeps what the reconciler reads: identity, deletion fields, owners (recovery episodes group by Job),
-/// and only the configured annotation keys. Drops managedFields, labels, other annotations.
+/// and only the configured annotation keys (the decoding already dropped the rest).
 pub(crate) fn strip(pod: &PodMetadata, config: &recovery::RecoveryConfig) -> PodMetadata {
     let m = &pod.metadata;
     let annotations: BTreeMap<String, String> = m
@@ -63,8 +134,7 @@ pub(crate) fn strip(pod: &PodMetadata, config: &recovery::RecoveryConfig) -> Pod
         .filter(|(k, _)| config.annotation_keys.iter().any(|c| c == *k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    PartialObjectMeta {
-        types: pod.types.clone(),
+    PodMetadata {
         metadata: ObjectMeta {
             name: m.name.clone(),
             namespace: m.namespace.clone(),
@@ -76,7 +146,6 @@ pub(crate) fn strip(pod: &PodMetadata, config: &recovery::RecoveryConfig) -> Pod
             annotations: Some(annotations),
             ..ObjectMeta::default()
         },
-        _phantom: Default::default(),
     }
 }
 

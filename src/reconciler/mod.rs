@@ -15,8 +15,9 @@
 //! Memory grows with *eligible* pods only: pods are watched metadata-only
 //! (`PartialObjectMetadata`, listed in pages of 500) and every event is filtered on arrival; only
 //! opted-in terminating pods are stored, stripped of managedFields, labels and foreign
-//! annotations. Nodes are kept as name + taints. The full pod is read with one GET when a
-//! pod is reconciled, which also gives the resourceVersion for the optimistic status patch.
+//! annotations. Nodes are read trimmed ([`watched_node`]: name, the brake's labels, taints) and
+//! kept as facts. The full pod is read with one GET when a pod is reconciled, which also gives
+//! the resourceVersion for the optimistic status patch.
 
 pub(crate) mod args;
 pub(crate) mod backoff_args;
@@ -29,6 +30,7 @@ pub(crate) mod node_cache;
 pub(crate) mod reconcile;
 pub(crate) mod run;
 pub(crate) mod watch;
+pub(crate) mod watched_node;
 pub(crate) mod writer;
 
 #[cfg(test)]

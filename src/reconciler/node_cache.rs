@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
 
+use super::watched_node::WatchedNode;
 use crate::recovery::brake::Edges;
 use crate::recovery::{self, NodeFacts};
 
@@ -113,13 +113,13 @@ impl NodeCache {
 }
 
 /// A node watch event reduced to the node's name and taints.
-pub(crate) fn node_event_facts(event: Event<Node>) -> Event<NodeFacts> {
+pub(crate) fn node_event_facts(event: Event<WatchedNode>) -> Event<NodeFacts> {
     match event {
         Event::Init => Event::Init,
         Event::InitDone => Event::InitDone,
-        Event::InitApply(n) => Event::InitApply(recovery::read::node_facts(&n)),
-        Event::Apply(n) => Event::Apply(recovery::read::node_facts(&n)),
-        Event::Delete(n) => Event::Delete(recovery::read::node_facts(&n)),
+        Event::InitApply(n) => Event::InitApply(n.facts()),
+        Event::Apply(n) => Event::Apply(n.facts()),
+        Event::Delete(n) => Event::Delete(n.facts()),
     }
 }
 

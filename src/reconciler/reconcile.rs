@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::runtime::controller::Action;
@@ -19,6 +19,7 @@ use super::event::{EventText, pod_reference};
 use super::filter::PodKey;
 use super::job_state::{self, JobStateError, ReadJob, Recorded};
 use super::metrics::NodeLabels;
+use super::watched_node::WatchedNode;
 use super::writer::Skipped;
 use crate::recovery::brake::{self, Disruption};
 use crate::recovery::episode::{DuePod, JobKey};
@@ -237,11 +238,11 @@ async fn plan_pod(
         Decision::Recover(_)
     );
     let node = match (&facts.node_name, due) {
-        (Some(name), true) => Api::<Node>::all(ctx.client.clone())
+        (Some(name), true) => Api::<WatchedNode>::all(ctx.client.clone())
             .get_opt(name)
             .await?
             .as_ref()
-            .map(recovery::read::node_facts),
+            .map(WatchedNode::facts),
         _ => cached,
     };
     let zones = if due { ctx.zones() } else { BTreeMap::new() };

@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::watched_node::WatchedNode;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::Node;
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::{Api, Client};
 
@@ -82,7 +82,7 @@ pub(crate) async fn run_with_client(
 
     let watch_task = tokio::spawn(drive_watches_while_leading(
         Api::<PodMetadata>::all(client.clone()),
-        Api::<Node>::all(client.clone()),
+        Api::<WatchedNode>::all(client.clone()),
         writer,
         ctx.clone(),
         trigger_tx.clone(),

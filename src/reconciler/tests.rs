@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::watched_node::WatchedNode;
 use futures::StreamExt;
 use hyper::{Request, Response};
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
 use kube::runtime::controller::Action;
@@ -717,7 +717,7 @@ async fn node_watch_rising_edge_triggers_the_pods_on_that_node() {
     let synced = Arc::new(AtomicBool::new(true));
     let readiness = Readiness::default();
     let driver = tokio::spawn(drive_node_watch(
-        Api::<Node>::all(client),
+        Api::<WatchedNode>::all(client),
         ctx.clone(),
         writer.as_reader(),
         tx,
@@ -2060,7 +2060,7 @@ async fn the_node_watch_releases_held_pods_when_their_zone_heals() {
     let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let writer: Writer<PodMetadata> = Writer::default();
     let driver = tokio::spawn(drive_node_watch(
-        Api::<Node>::all(client),
+        Api::<WatchedNode>::all(client),
         ctx.clone(),
         writer.as_reader(),
         tx,

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedSender;
-use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::runtime::reflector::{Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -18,6 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use super::context::{Context, lock};
 use super::filter::{self, PodKey, PodMetadata};
 use super::node_cache::{self, NodeCache};
+use super::watched_node::WatchedNode;
 use crate::recovery::brake;
 use crate::runtime::Readiness;
 use crate::runtime::lease::Role;
@@ -29,7 +29,7 @@ use crate::runtime::lease::Role;
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive_watches_while_leading(
     pods: Api<PodMetadata>,
-    nodes: Api<Node>,
+    nodes: Api<WatchedNode>,
     mut writer: Writer<PodMetadata>,
     ctx: Arc<Context>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,
@@ -151,7 +151,7 @@ pub async fn drive_pod_watch(
 /// Drives the node watch: keeps name and taints per node in `ctx.nodes`, and on each rising
 /// edge of the unreachable taint sends the tracked pods on that node to `triggers`.
 pub(crate) async fn drive_node_watch(
-    api: Api<Node>,
+    api: Api<WatchedNode>,
     ctx: Arc<Context>,
     store: Store<PodMetadata>,
     triggers: futures::channel::mpsc::UnboundedSender<PodKey>,

@@ -68,6 +68,14 @@ pub(crate) const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 pub(crate) const REGION_LABEL: &str = "topology.kubernetes.io/region";
 pub(crate) const BETA_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
 pub(crate) const BETA_REGION_LABEL: &str = "failure-domain.beta.kubernetes.io/region";
+/// Every node label the brake reads: a node's zone key and its exclusion.
+pub(crate) const NODE_LABELS_READ: [&str; 5] = [
+    ZONE_LABEL,
+    REGION_LABEL,
+    BETA_ZONE_LABEL,
+    BETA_REGION_LABEL,
+    EXCLUDE_DISRUPTION_LABEL,
+];
 
 /// `--partition-brake`, `--unhealthy-zone-threshold`, `--large-cluster-size-threshold`,
 /// `--secondary-recovery-rate`, `--partition-settle-period`.

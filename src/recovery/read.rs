@@ -2,6 +2,7 @@
 //! place in `recovery` that reads a `Pod` or a `Node`.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::brake::{EXCLUDE_DISRUPTION_LABEL, zone_key};
 use super::facts::{NodeFacts, PodCondition, PodFacts, Taint};
@@ -38,23 +39,26 @@ pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
 }
 
 pub(crate) fn node_facts(node: &Node) -> NodeFacts {
-    let labels = node.metadata.labels.as_ref();
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
+    node_facts_of(&node.metadata, taints.unwrap_or_default())
+}
+
+/// The facts of a node from its metadata and taints, whichever type carried them.
+pub(crate) fn node_facts_of(
+    meta: &ObjectMeta,
+    taints: &[k8s_openapi::api::core::v1::Taint],
+) -> NodeFacts {
+    let labels = meta.labels.as_ref();
     NodeFacts {
         zone: labels.map(zone_key).unwrap_or_default(),
         excluded_from_disruption: labels.is_some_and(|l| l.contains_key(EXCLUDE_DISRUPTION_LABEL)),
-        name: node.metadata.name.clone().unwrap_or_default(),
-        taints: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .map(|ts| {
-                ts.iter()
-                    .map(|t| Taint {
-                        key: t.key.clone(),
-                        effect: t.effect.clone(),
-                    })
-                    .collect()
+        name: meta.name.clone().unwrap_or_default(),
+        taints: taints
+            .iter()
+            .map(|t| Taint {
+                key: t.key.clone(),
+                effect: t.effect.clone(),
             })
-            .unwrap_or_default(),
+            .collect(),
     }
 }
