@@ -91,10 +91,11 @@ pub(crate) struct RecoveryArgs {
         value_name = "NODES_PER_SECOND"
     )]
     pub(crate) secondary_recovery_rate: f64,
-    /// How long no new node may have become unreachable before the partition brake judges the
-    /// zones, so the nodes of one partition are judged together, as kube-controller-manager
-    /// judges a whole node monitor pass; a pod waits at most 6 times this after its node became
-    /// unreachable. 0s judges each node as it arrives.
+    /// How long no node may have become unreachable, or reachable again, before the partition
+    /// brake judges the zones, so the nodes of one partition (or of one heal) are judged
+    /// together, as kube-controller-manager judges a whole node monitor pass; a pod waits at
+    /// most 6 times this after its node became unreachable or the changes began. 0s judges each
+    /// node as it arrives.
     #[arg(
         long,
         env = "JOBGATE_PARTITION_SETTLE_PERIOD",

@@ -148,7 +148,7 @@ impl Context {
             writer,
             leadership,
             metrics,
-            nodes: Mutex::default(),
+            nodes: Mutex::new(NodeCache::new(BrakeConfig::default().settle)),
             pods: Mutex::default(),
             episodes: EpisodeGate::without_siblings(EpisodeConfig::default()),
             brake: BrakeConfig::default(),
@@ -165,6 +165,7 @@ impl Context {
 
     /// Sets the partition brake.
     pub(crate) fn with_brake(mut self, brake: BrakeConfig) -> Context {
+        lock(&self.nodes).set_settle(brake.settle);
         self.brake = brake;
         self
     }

@@ -1,6 +1,9 @@
-//! The node cache: name and taints of every node, and the rising edges of the unreachable
-//! taint with the time they were delivered (the partition brake decides on a settled view).
-//! Pure: watch events and their arrival time in, edges out.
+//! The node cache: name and taints of every node, the rising edges of the unreachable taint with
+//! the time they were delivered, and when the node set last changed its mind about a counted
+//! node, either way (the partition brake decides on a settled view). Pure: watch events and
+//! their arrival time in, edges out.
+
+use std::time::Duration;
 
 use std::collections::HashMap;
 
@@ -20,12 +23,30 @@ pub(crate) struct NodeCache {
     relist: Option<HashMap<String, NodeFacts>>,
     /// When the rising edge of each node that is unreachable now was delivered.
     edges: HashMap<String, Timestamp>,
-    /// The last rising edge delivered on a node the partition brake counts (not excluded).
-    last_edge: Option<Timestamp>,
+    /// The last change delivered on a node the partition brake counts (not excluded): a rising
+    /// edge, a falling one (the taint lifted) or an unreachable node deleted.
+    last_change: Option<Timestamp>,
+    /// When the current run of changes began: the first change after a quiet settle period.
+    run_began: Option<Timestamp>,
+    /// `--partition-settle-period`: changes closer together than this are one run.
+    settle: Duration,
     synced: bool,
 }
 
 impl NodeCache {
+    /// An empty cache whose runs of changes are `settle` apart.
+    pub(crate) fn new(settle: Duration) -> Self {
+        NodeCache {
+            settle,
+            ..NodeCache::default()
+        }
+    }
+
+    /// Runs of changes are `settle` apart from now on.
+    pub(crate) fn set_settle(&mut self, settle: Duration) {
+        self.settle = settle;
+    }
+
     pub(crate) fn get(&self, name: &str) -> Option<&NodeFacts> {
         self.nodes.get(name)
     }
@@ -35,10 +56,12 @@ impl NodeCache {
         self.synced
     }
 
-    /// When the last rising edge arrived, anywhere and on `node`.
+    /// When the last change arrived and its run began, anywhere, and when `node`'s rising edge
+    /// did.
     pub(crate) fn edges(&self, node: &str) -> Edges {
         Edges {
-            last: self.last_edge,
+            last: self.last_change,
+            run: self.run_began,
             node: self.edges.get(node).copied(),
         }
     }
@@ -68,6 +91,14 @@ impl NodeCache {
             }
             Event::InitDone => {
                 let fresh = self.relist.take().unwrap_or_default();
+                let fell = self.nodes.values().any(|old| {
+                    recovery::is_unreachable(old)
+                        && !old.excluded_from_disruption
+                        && !fresh.get(&old.name).is_some_and(recovery::is_unreachable)
+                });
+                if fell {
+                    self.change(now);
+                }
                 let rising: Vec<&NodeFacts> = fresh
                     .values()
                     .filter(|n| recovery::became_unreachable(self.nodes.get(&n.name), n))
@@ -84,11 +115,17 @@ impl NodeCache {
                 edges
             }
             Event::Apply(n) => {
-                let edge = recovery::became_unreachable(self.nodes.get(&n.name), &n);
+                let old = self.nodes.get(&n.name);
+                let edge = recovery::became_unreachable(old, &n);
+                let fell =
+                    old.is_some_and(recovery::is_unreachable) && !recovery::is_unreachable(&n);
                 if edge {
                     self.edge(&n, now);
                 } else if !recovery::is_unreachable(&n) {
                     self.edges.remove(&n.name);
+                }
+                if fell && !n.excluded_from_disruption {
+                    self.change(now);
                 }
                 let name = n.name.clone();
                 self.nodes.insert(name.clone(), n);
@@ -96,7 +133,12 @@ impl NodeCache {
             }
             Event::Delete(n) => {
                 self.edges.remove(&n.name);
-                self.nodes.remove(&n.name);
+                if let Some(old) = self.nodes.remove(&n.name)
+                    && recovery::is_unreachable(&old)
+                    && !old.excluded_from_disruption
+                {
+                    self.change(now);
+                }
                 vec![]
             }
         }
@@ -107,8 +149,18 @@ impl NodeCache {
     fn edge(&mut self, node: &NodeFacts, now: Timestamp) {
         self.edges.insert(node.name.clone(), now);
         if !node.excluded_from_disruption {
-            self.last_edge = Some(now);
+            self.change(now);
         }
+    }
+
+    fn change(&mut self, now: Timestamp) {
+        let quiet = self
+            .last_change
+            .is_none_or(|last| now.duration_since(last).unsigned_abs() > self.settle);
+        if quiet {
+            self.run_began = Some(now);
+        }
+        self.last_change = Some(now);
     }
 }
 
@@ -188,6 +240,7 @@ mod tests {
             edges(&cache, "b"),
             Edges {
                 last: Some(at(0)),
+                run: Some(at(0)),
                 node: Some(at(0))
             }
         );
@@ -200,14 +253,15 @@ mod tests {
             edges(&cache, "a"),
             Edges {
                 last: Some(at(3)),
+                run: Some(at(3)),
                 node: Some(at(3))
             }
         );
-        // Healed: its edge is forgotten (a new one counts from its next taint); the last edge
-        // anywhere stays.
+        // Healed: its edge is forgotten (a new one counts from its next taint); the heal is a
+        // change of the zones, the last one anywhere.
         cache.apply(Event::Apply(facts("a", false)), at(5));
         assert_eq!(edges(&cache, "a").node, None);
-        assert_eq!(edges(&cache, "a").last, Some(at(3)));
+        assert_eq!(edges(&cache, "a").last, Some(at(5)));
         // A node left out of the brake's zones does not unsettle the view.
         let excluded = NodeFacts {
             excluded_from_disruption: true,
@@ -215,7 +269,7 @@ mod tests {
         };
         cache.apply(Event::Apply(excluded), at(9));
         assert_eq!(edges(&cache, "x").node, Some(at(9)));
-        assert_eq!(edges(&cache, "x").last, Some(at(3)));
+        assert_eq!(edges(&cache, "x").last, Some(at(5)));
         // A relist keeps the edges of nodes still unreachable, adds the new ones.
         cache.apply(Event::Init, at(10));
         cache.apply(Event::InitApply(facts("a", true)), at(10));
@@ -226,9 +280,54 @@ mod tests {
             edges(&cache, "a"),
             Edges {
                 last: Some(at(11)),
+                run: Some(at(11)),
                 node: Some(at(11))
             }
         );
         assert_eq!(edges(&cache, "x").node, None, "gone from the list");
+    }
+
+    /// Changes closer together than the settle period are one run, whichever way they go: a
+    /// taint lifted, a taint added, an unreachable node deleted. An excluded node's do not count.
+    #[test]
+    fn node_cache_groups_changes_into_runs_both_ways() {
+        let mut cache = NodeCache::new(Duration::from_secs(10));
+        cache.apply(Event::Init, at(0));
+        for name in ["a", "b", "c"] {
+            cache.apply(Event::InitApply(facts(name, true)), at(0));
+        }
+        cache.apply(Event::InitApply(facts("d", false)), at(0));
+        cache.apply(Event::InitDone, at(0));
+        let run = |cache: &NodeCache| (cache.edges("d").run, cache.edges("d").last);
+        assert_eq!(run(&cache), (Some(at(0)), Some(at(0))));
+        // Quiet for more than 10 s, then a heal: a new run.
+        cache.apply(Event::Apply(facts("a", false)), at(100));
+        assert_eq!(run(&cache), (Some(at(100)), Some(at(100))));
+        // Within 10 s: the same run, whichever the change.
+        cache.apply(Event::Delete(facts("b", true)), at(105));
+        cache.apply(Event::Apply(facts("d", true)), at(112));
+        assert_eq!(run(&cache), (Some(at(100)), Some(at(112))));
+        // Updates that change nothing, and an excluded node's heal, are no change.
+        cache.apply(Event::Apply(facts("c", true)), at(130));
+        let excluded = NodeFacts {
+            excluded_from_disruption: true,
+            ..facts("x", true)
+        };
+        cache.apply(Event::Apply(excluded.clone()), at(131));
+        cache.apply(
+            Event::Apply(NodeFacts {
+                taints: vec![],
+                ..excluded
+            }),
+            at(132),
+        );
+        assert_eq!(run(&cache), (Some(at(100)), Some(at(112))));
+        // A relist that finds an unreachable node reachable is a heal delivered late.
+        cache.apply(Event::Init, at(200));
+        for (name, unreachable) in [("c", false), ("d", true)] {
+            cache.apply(Event::InitApply(facts(name, unreachable)), at(200));
+        }
+        cache.apply(Event::InitDone, at(201));
+        assert_eq!(run(&cache), (Some(at(201)), Some(at(201))));
     }
 }

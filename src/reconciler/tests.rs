@@ -2113,12 +2113,31 @@ fn partition_pod_json(node: &str, deletion: &str, phase: &str) -> Value {
 /// watch then delivers `burst` (nodes gaining the unreachable taint, in order) one event per
 /// watch response, `gap` apart, as kube-controller-manager's workers taint the nodes of one
 /// monitor pass; then it idles.
+/// One change of the node stream: `node` gains (`unreachable`) or loses the unreachable taint,
+/// delivered `after` the previous one.
+struct NodeStep {
+    node: String,
+    unreachable: bool,
+    after: Duration,
+}
+
+/// Each of `nodes` tainted (or the taint lifted) `gap` after the previous one.
+fn steps(nodes: &[String], unreachable: bool, gap: Duration) -> Vec<NodeStep> {
+    nodes
+        .iter()
+        .map(|node| NodeStep {
+            node: node.clone(),
+            unreachable,
+            after: gap,
+        })
+        .collect()
+}
+
 async fn partition_apiserver(
     mut handle: Handle<Request<Body>, Response<Body>>,
     world: Arc<Mutex<PartitionWorld>>,
     deletion: String,
-    burst: Vec<String>,
-    gap: Duration,
+    burst: Vec<NodeStep>,
 ) {
     let mut burst = burst.into_iter();
     let mut idle = vec![];
@@ -2142,17 +2161,17 @@ async fn partition_apiserver(
                 idle.push(send);
                 continue;
             };
-            // Taint the next node of the pass and deliver it `gap` after the last one (the
-            // watcher asks for the next event once it has this one).
+            // Change the next node of the pass and deliver it `after` the last one (the watcher
+            // asks for the next event once it has this one).
             let world = world.clone();
             tokio::spawn(async move {
-                tokio::time::sleep(gap).await;
+                tokio::time::sleep(next.after).await;
                 let event = {
                     let mut w = lock(&world);
-                    if let Some(node) = w.nodes.get_mut(&next) {
-                        node.1 = true;
+                    if let Some(node) = w.nodes.get_mut(&next.node) {
+                        node.1 = next.unreachable;
                     }
-                    json!({"type": "MODIFIED", "object": node_of(&w, &next)})
+                    json!({"type": "MODIFIED", "object": node_of(&w, &next.node)})
                 };
                 send.send_response(
                     Response::builder()
@@ -2267,8 +2286,7 @@ async fn burst(
         handle,
         world.clone(),
         recovery::record::rfc3339_seconds(deletion),
-        burst.to_vec(),
-        Duration::from_millis(100),
+        steps(burst, true, Duration::from_millis(100)),
     ));
     let flag = format!("--partition-settle-period={settle}");
     let (replica, stop_tx, _) = start_replica(client, &[flag.as_str()]).await;
@@ -2287,6 +2305,64 @@ async fn burst(
     server.abort();
     let w = lock(&world);
     (w.failed.clone(), w.held.clone())
+}
+
+// A zone heals as it broke, in one node monitor pass: 6 of 10 nodes of zone a tainted, their
+// pods held; then the six taints lifted 300 ms apart. Judged as each lift arrives, the zone
+// drops to 3/10 with three nodes still to come back, the brake lets their pods go, and they are
+// force-failed beside nodes coming back in the same pass. Judged on the settled view (the lifts
+// are a run of changes like the taints), every node is back and nothing is force-failed.
+#[tokio::test]
+async fn a_zone_healing_in_one_pass_releases_no_pod_before_the_pass_is_over() {
+    let tainted: Vec<String> = (0..6).map(|i| format!("a-{i}")).collect();
+    let nodes = (0..10)
+        .map(|i| (format!("a-{i}"), ("a".to_string(), false)))
+        .collect();
+    let world = Arc::new(Mutex::new(PartitionWorld {
+        nodes,
+        failed: BTreeSet::new(),
+        deleted: BTreeSet::new(),
+        held: BTreeSet::new(),
+        lease: None,
+    }));
+    let deletion = Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
+        .expect("ts");
+    let mut changes = steps(&tainted, true, Duration::from_millis(100));
+    let mut lifts = steps(&tainted, false, Duration::from_millis(300));
+    // The pods are held 1 s after the last taint (the settle period); the lifting starts later.
+    lifts[0].after = Duration::from_millis(2500);
+    changes.extend(lifts);
+    let (client, handle) = mock();
+    let server = tokio::spawn(partition_apiserver(
+        handle,
+        world.clone(),
+        recovery::record::rfc3339_seconds(deletion),
+        changes,
+    ));
+    let (replica, stop_tx, _) = start_replica(client, &["--partition-settle-period=1s"]).await;
+    wait_until("the six pods held", || {
+        lock(&world).held == names("pod-", tainted.clone())
+    })
+    .await;
+    wait_until("every taint lifted", || {
+        lock(&world)
+            .nodes
+            .values()
+            .all(|(_, unreachable)| !unreachable)
+    })
+    .await;
+    // A settle period after the last lift, and a margin: the view the brake judges now.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    stop_tx.send(()).expect("stop");
+    replica.await.expect("join").expect("run");
+    server.abort();
+    let w = lock(&world);
+    assert_eq!(
+        w.failed,
+        BTreeSet::new(),
+        "force-failed while the zone healed"
+    );
 }
 
 fn names(prefix: &str, nodes: impl IntoIterator<Item = String>) -> BTreeSet<String> {
@@ -2315,8 +2391,8 @@ async fn a_burst_of_six_of_ten_taints_in_one_zone_is_held() {
 
 // A control-plane partition taints every node of every zone in one pass, the zones interleaved:
 // judged on the settled view every zone is fully disrupted and everything is held. Judged as
-// the taints arrive, the first zone to go down looks like a dead zone beside healthy ones, and
-// its pods are force-failed. And a burst in two zones at once (6 of 10 in each) holds both.
+// the taints arrive, the first nodes to go down look like one or two dead nodes beside healthy
+// zones, and their pods are force-failed. And a burst in two zones at once (6 of 10 in each) holds both.
 #[tokio::test]
 async fn a_burst_of_taints_in_several_zones_is_judged_on_the_whole_pass() {
     let zones = [("a", 3), ("b", 3), ("c", 3)];

@@ -76,7 +76,7 @@ pub(crate) async fn drive_watches_while_leading(
                 pods_synced.store(false, Ordering::SeqCst);
                 writer.apply_watcher_event(&watcher::Event::Init);
                 writer.apply_watcher_event(&watcher::Event::InitDone);
-                *lock(&ctx.nodes) = NodeCache::default();
+                *lock(&ctx.nodes) = NodeCache::new(ctx.brake.settle);
                 ctx.retain(&HashSet::new());
                 continue;
             }

@@ -14,9 +14,7 @@
 //! - partial disruption: evictions stop (rate 0) when the *zone's* size is at most
 //!   `--large-cluster-size-threshold`, else they go on at the secondary rate (`ReducedQPSFunc` is
 //!   called with the zone size by `setLimiterInZone`, despite its name);
-//! - full disruption of a zone while another zone is not fully disrupted: evictions go on at the
-//!   normal rate (`HealthyQPSFunc`: a whole zone down is taken for a dead zone); every zone fully
-//!   disrupted: a control-plane partition, evictions stop everywhere.
+//! - every zone fully disrupted: a control-plane partition, evictions stop everywhere.
 //!
 //! A settled view, as kube-controller-manager decides on a whole pass: its `monitorNodeHealth`
 //! lists every node, updates each node's health (in parallel), collects the ready condition of
@@ -25,10 +23,12 @@
 //! `workqueue.ParallelizeUntil(..., updateNodeFunc)` then `nc.handleDisruption(ctx,
 //! zoneToNodeConditions, nodes)`; every `--node-monitor-period`, 5s). jobgate sees the taints
 //! of one pass one watch event at a time, so it decides only on a view the node stream has
-//! settled on ([`settling`]): no rising edge of the unreachable taint delivered for
+//! settled on ([`settling`]): no unreachable taint added or lifted for
 //! `--partition-settle-period` (10s, two passes), and at most [`MAX_SETTLE_PERIODS`] of them
-//! after the pod's own node became unreachable. A burst of 6 of 10 nodes tainted in one pass is
-//! then judged as 6/10, never as 1/10, 2/10, ... as the events arrive.
+//! after the pod's own node became unreachable or the current run of changes began. A burst of
+//! 6 of 10 nodes tainted in one pass is then judged as 6/10, never as 1/10, 2/10, ... as the
+//! events arrive; and the same zone healing in one pass is judged healed, never as 5/10, 4/10,
+//! 3/10 with the pods of the last three nodes released and force-failed.
 //!
 //! Deviations, on purpose:
 //! - "not healthy" is the `node.kubernetes.io/unreachable` taint (what the pod decision reads),
@@ -38,6 +38,16 @@
 //!   controller's rate of tainted nodes, and it is computed from the last release instead of a
 //!   token bucket; jobgate has no normal-rate limit (the pod decision is already slow: its
 //!   deadline);
+//! - a zone fully disrupted while another is not, and more than 2 of its nodes unreachable, is
+//!   held. kube-controller-manager takes it for a dead zone and evicts at the normal rate
+//!   (`HealthyQPSFunc`), but its eviction is a graceful delete: a pod whose kubelet is only cut
+//!   off keeps running, terminating. jobgate's act is the one that controller never takes, a
+//!   forced `Failed` that starts the replacement, and a whole zone cut off in one burst is what
+//!   a zone's network partition looks like. The way out of a zone that is really dead is the
+//!   one Kubernetes gives: delete its Node objects (the pod garbage collector then deletes
+//!   their pods) or taint them `node.kubernetes.io/out-of-service` (non-graceful node shutdown).
+//!   A zone of 1 or 2 nodes fully down is recovered, as kube-controller-manager's partial rule
+//!   ignores 2 unreachable nodes;
 //! - the state is recomputed from the current node set on every decision, so there is no
 //!   "Initial" state and no hysteresis: a zone that heals below the threshold releases its held
 //!   pods at once, with their deadlines unchanged.
@@ -137,12 +147,18 @@ pub(crate) fn zone_name(key: &str) -> String {
     }
 }
 
+/// kube-controller-manager's `ComputeZoneState` takes a zone for partially disrupted only with
+/// more than this many unhealthy nodes; the brake holds no whole zone of this many either.
+const MAX_UNREACHABLE_IGNORED: u32 = 2;
+
 /// `ComputeZoneState` over `total` nodes of which `unreachable` are not healthy.
 pub(crate) fn compute_zone_state(unreachable: u32, total: u32, threshold: f32) -> ZoneState {
     let healthy = total.saturating_sub(unreachable);
     if healthy == 0 && unreachable > 0 {
         ZoneState::FullDisruption
-    } else if unreachable > 2 && (unreachable as f32) / (total as f32) >= threshold {
+    } else if unreachable > MAX_UNREACHABLE_IGNORED
+        && (unreachable as f32) / (total as f32) >= threshold
+    {
         ZoneState::PartialDisruption
     } else {
         ZoneState::Normal
@@ -257,7 +273,11 @@ pub(crate) fn brake(
         return BrakeDecision::Hold(disruption(true));
     }
     match compute_zone_state(zone.unreachable, zone.size, threshold) {
-        ZoneState::Normal | ZoneState::FullDisruption => BrakeDecision::Release,
+        ZoneState::Normal => BrakeDecision::Release,
+        ZoneState::FullDisruption if zone.unreachable <= MAX_UNREACHABLE_IGNORED => {
+            BrakeDecision::Release
+        }
+        ZoneState::FullDisruption => BrakeDecision::Hold(disruption(false)),
         ZoneState::PartialDisruption => {
             let rate = config.secondary_rate;
             if zone.size <= config.large_cluster_size_threshold || rate.is_nan() || rate <= 0.0 {
@@ -283,20 +303,28 @@ pub(crate) fn brake(
     }
 }
 
-/// When the node stream delivered rising edges of the unreachable taint (the reconciler's node
-/// cache remembers them; `jobgate status` has no such memory: none).
+/// When the node stream changed the zones the brake counts (the reconciler's node cache
+/// remembers it; `jobgate status` has no such memory: none).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Edges {
-    /// The last one, on any node the brake counts.
+    /// The last change on any node the brake counts: the unreachable taint rising or falling,
+    /// or an unreachable node deleted.
     pub(crate) last: Option<Timestamp>,
-    /// The pod's node's.
+    /// When the run of changes that `last` ends began (changes less than a settle period apart
+    /// are one run).
+    pub(crate) run: Option<Timestamp>,
+    /// The rising edge of the pod's node.
     pub(crate) node: Option<Timestamp>,
 }
 
 /// The time until which the brake waits for a settled view before it judges the zones for a
-/// pod on `node`: the last rising edge plus the settle period, but no later than the settle
-/// period times [`MAX_SETTLE_PERIODS`] after the node's own edge. `None`: settled now (or the
-/// brake would not hold the pod anyway: off, or the node is excluded).
+/// pod on `node`: the last change plus the settle period, but no later than the settle period
+/// times [`MAX_SETTLE_PERIODS`] after the later of the node's own edge and the start of the
+/// current run of changes. A zone healing is a run of falling edges as a partition is a run of
+/// rising ones: judged as each taint is lifted, a zone of 6/10 drops to 3/10 with three nodes
+/// still to come back, and their pods, released, would be force-failed beside nodes coming back
+/// in the same pass. `None`: settled now (or the brake would not hold the pod anyway: off, or
+/// the node is excluded).
 pub(crate) fn settling(
     node: &NodeFacts,
     edges: Edges,
@@ -313,15 +341,20 @@ pub(crate) fn settling(
             .unwrap_or(Timestamp::MAX)
     };
     let quiet = after(edges.last?, 1);
-    let at = match edges.node {
-        Some(edge) => quiet.min(after(edge, MAX_SETTLE_PERIODS)),
+    let began = match (edges.node, edges.run) {
+        (Some(node), Some(run)) => Some(node.max(run)),
+        (node, run) => node.or(run),
+    };
+    let at = match began {
+        Some(began) => quiet.min(after(began, MAX_SETTLE_PERIODS)),
         None => quiet,
     };
     (now < at).then_some(at)
 }
 
 /// The zones whose recoveries the brake holds or slows now: every zone when all are fully
-/// disrupted, else the partially disrupted ones. Empty when the brake is off.
+/// disrupted, else the partially disrupted ones and those fully disrupted with more than 2
+/// nodes. Empty when the brake is off.
 pub(crate) fn disrupted_zones(
     zones: &BTreeMap<String, Zone>,
     config: &BrakeConfig,
@@ -336,7 +369,14 @@ pub(crate) fn disrupted_zones(
         .all(|z| state(z) == ZoneState::FullDisruption);
     zones
         .iter()
-        .filter(|(_, z)| everywhere || state(z) == ZoneState::PartialDisruption)
+        .filter(|(_, z)| {
+            everywhere
+                || match state(z) {
+                    ZoneState::Normal => false,
+                    ZoneState::PartialDisruption => true,
+                    ZoneState::FullDisruption => z.unreachable > MAX_UNREACHABLE_IGNORED,
+                }
+        })
         .map(|(k, _)| k.clone())
         .collect()
 }

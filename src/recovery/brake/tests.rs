@@ -1,5 +1,6 @@
 use super::*;
 use crate::recovery::facts::{Taint, UNREACHABLE_TAINT_KEY};
+use std::collections::BTreeSet;
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("timestamp")
@@ -118,11 +119,12 @@ fn nodes_without_zone_labels_are_one_zone_judged_like_any_other() {
     );
 }
 
-// handleDisruption: a disrupted zone does not hold another zone; a zone fully down while
-// another is healthy is recovered at the normal rate (HealthyQPSFunc); every zone fully down
-// is a control-plane partition: hold everywhere.
+// handleDisruption: a disrupted zone does not hold another zone; every zone fully down is a
+// control-plane partition: hold everywhere. A zone fully down while another is healthy is held
+// too (kube-controller-manager evicts it gracefully at the normal rate, HealthyQPSFunc; a
+// forced Failed is not graceful), unless it is as few nodes as ComputeZoneState ignores (2).
 #[test]
-fn zones_are_judged_apart_and_all_fully_disrupted_holds_everywhere() {
+fn zones_are_judged_apart_a_whole_zone_down_is_held_and_all_fully_disrupted_holds_everywhere() {
     let config = BrakeConfig::default();
     let now = ts("2026-11-21T20:00:00Z");
     let mut nodes = zone_nodes("a", 10, 6);
@@ -139,10 +141,30 @@ fn zones_are_judged_apart_and_all_fully_disrupted_holds_everywhere() {
 
     let mut nodes = zone_nodes("a", 4, 4);
     nodes.extend(zone_nodes("b", 10, 0));
+    let BrakeDecision::Hold(d) = brake(&nodes[0], &zones(&nodes), None, now, &config) else {
+        panic!("a whole zone of 4 is held");
+    };
+    assert!(!d.everywhere);
+    assert_eq!(d.message(), "held: zone `a` has 4/4 nodes unreachable");
     assert_eq!(
-        brake(&nodes[0], &zones(&nodes), None, now, &config),
+        brake(&nodes[4], &zones(&nodes), None, now, &config),
         BrakeDecision::Release
     );
+    assert_eq!(
+        disrupted_zones(&zones(&nodes), &config),
+        BTreeSet::from([":\0:a".to_string()])
+    );
+
+    // A zone of two nodes, both down, beside a healthy one: two nodes dying, not a partition.
+    for (size, down) in [(1, 1), (2, 2)] {
+        let mut nodes = zone_nodes("a", size, down);
+        nodes.extend(zone_nodes("b", 10, 0));
+        assert_eq!(
+            brake(&nodes[0], &zones(&nodes), None, now, &config),
+            BrakeDecision::Release
+        );
+        assert!(disrupted_zones(&zones(&nodes), &config).is_empty());
+    }
 
     let mut nodes = zone_nodes("a", 4, 4);
     nodes.extend(zone_nodes("b", 2, 2));
@@ -256,7 +278,10 @@ fn disrupted_zones_are_the_held_or_slowed_ones() {
     nodes.extend(zone_nodes("b", 10, 10));
     nodes.extend(zone_nodes("c", 10, 0));
     let d = disrupted_zones(&zones(&nodes), &config);
-    assert_eq!(d.into_iter().collect::<Vec<_>>(), vec![":\0:a".to_string()]);
+    assert_eq!(
+        d.into_iter().collect::<Vec<_>>(),
+        vec![":\0:a".to_string(), ":\0:b".to_string()]
+    );
     let nodes = zone_nodes("a", 3, 3);
     assert_eq!(disrupted_zones(&zones(&nodes), &config).len(), 1);
     let off = BrakeConfig {
@@ -307,6 +332,7 @@ fn the_brake_waits_for_the_node_stream_to_settle() {
     let node = node("a-0", "a", true);
     let edges = |last: i64, own: i64| Edges {
         last: Some(at_ms(last)),
+        run: None,
         node: Some(at_ms(own)),
     };
     // Its own edge 2 s ago, the last one (elsewhere) 1 s ago: 9 s to go.
@@ -346,6 +372,39 @@ fn the_brake_waits_for_the_node_stream_to_settle() {
     assert_eq!(settling(&node, fresh, at_ms(0), &off), None);
     assert_eq!(settling(&node, fresh, at_ms(0), &at_once), None);
     assert_eq!(settling(&excluded, fresh, at_ms(0), &config), None);
+}
+
+/// A zone healing is a run of changes too: a pod whose node went unreachable long ago, released
+/// as the taints of its zone are lifted, waits until the lifting is over (quiet for a settle
+/// period), and at the latest 6 settle periods after the lifting began.
+#[test]
+fn the_brake_waits_for_a_zone_healing_to_settle() {
+    let config = BrakeConfig::default();
+    let node = node("a-5", "a", true);
+    let healing = |last: i64, run: i64| Edges {
+        last: Some(at_ms(last)),
+        run: Some(at_ms(run)),
+        node: Some(at_ms(-600_000)),
+    };
+    // Its node went unreachable 10 minutes ago; taints lifted since 2 s ago, the last 0.5 s ago.
+    assert_eq!(
+        settling(&node, healing(-500, -2000), at_ms(0), &config),
+        Some(at_ms(9500))
+    );
+    // Lifting for 55 s without a pause: 5 s to go; for 60 s: judged now.
+    assert_eq!(
+        settling(&node, healing(-500, -55_000), at_ms(0), &config),
+        Some(at_ms(5000))
+    );
+    assert_eq!(
+        settling(&node, healing(-500, -60_000), at_ms(0), &config),
+        None
+    );
+    // Quiet for a settle period: settled.
+    assert_eq!(
+        settling(&node, healing(-10_000, -12_000), at_ms(0), &config),
+        None
+    );
 }
 
 /// The taints of one kube-controller-manager pass arrive one watch event at a time. Replayed
@@ -413,6 +472,7 @@ fn replay(nodes: &[NodeFacts], order: &[usize], config: &BrakeConfig) -> Vec<Bra
         let last = order.iter().position(|&j| !delivered.contains(&j));
         let edges = Edges {
             last: Some(taint_at(last.unwrap_or(order.len()) - 1)),
+            run: Some(taint_at(0)),
             node: order.iter().position(|&j| j == i).map(taint_at),
         };
         match settling(&view[i], edges, now, config) {

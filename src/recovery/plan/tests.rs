@@ -86,6 +86,7 @@ fn brake_cases() -> Vec<BrakeCase> {
                 settle,
                 edges: Edges {
                     last: last.map(ts),
+                    run: None,
                     node: node.map(ts),
                 },
             });
