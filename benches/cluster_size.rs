@@ -11,7 +11,11 @@
 //!   ended; the initial lists may still run) and a minute later, the initial lists included;
 //! - the API requests served meanwhile, by verb and resource, from kube-apiserver's own
 //!   `apiserver_request_total` (kube-controller-manager's requests of the same time included: the
-//!   bench sends none then).
+//!   bench sends none then);
+//! - then the same over a minute of kubelet churn (`churn.rs`: leases and node status), and the
+//!   partitions (`partition.rs`: one node, 5 % of a zone, a whole zone, a whole unlabelled zone),
+//!   with churn going on: how late each opted-in pod is `Failed`, the reconciler's writes per
+//!   recovered pod, and what the brake holds.
 //!
 //! ```sh
 //! export KUBECONFIG=$(tests/controlplane/start 1.37)
@@ -35,6 +39,11 @@ use serde_json::{Value, json};
 /// The test suite's reader of Prometheus's text format, shared rather than written twice.
 #[path = "../tests/support/prometheus.rs"]
 pub mod prometheus;
+
+#[path = "cluster_size/churn.rs"]
+mod churn;
+#[path = "cluster_size/partition.rs"]
+mod partition;
 
 const NAMESPACE: &str = "bench-cluster-size";
 const COMPLETIONS: usize = 10;
@@ -79,7 +88,12 @@ async fn main() {
         "{pods} pods ({opt_in_percent}% opted in) in {:.1}s",
         started.elapsed().as_secs_f64()
     );
-    measure_reconciler(&client, &jobgate).await;
+    let shape = partition::Shape {
+        nodes,
+        pods,
+        opt_in_percent,
+    };
+    measure_reconciler(&client, &jobgate, shape).await;
 }
 
 /// A GPU node's status as a kubelet reports it, about 6 KiB of JSON.
@@ -201,6 +215,11 @@ async fn fill_pods(client: &kube::Client, nodes: usize, pods: usize, opt_in_perc
         .unwrap_or_else(|e: kube::Error| panic!("pods: {e}"));
 }
 
+/// The name of pod `p` (index `p % COMPLETIONS` of Job `p / COMPLETIONS`).
+fn pod_name(p: usize) -> String {
+    format!("{}-{}", job_name(p / COMPLETIONS), p % COMPLETIONS)
+}
+
 fn job_name(j: usize) -> String {
     format!("train-{j:05}")
 }
@@ -241,8 +260,8 @@ async fn create_pod(
     node: String,
     opted_in: bool,
 ) -> kube::Result<()> {
+    let name = pod_name(job * COMPLETIONS + index);
     let job = job_name(job);
-    let name = format!("{job}-{index}");
     let mut annotations = json!({"batch.kubernetes.io/job-completion-index": index.to_string()});
     if opted_in {
         annotations[OPT_IN_KEY] = json!("true");
@@ -321,7 +340,7 @@ async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String),
     out
 }
 
-async fn measure_reconciler(client: &kube::Client, jobgate: &str) {
+async fn measure_reconciler(client: &kube::Client, jobgate: &str, shape: partition::Shape) {
     let before = apiserver_requests(client).await;
     let admin = "127.0.0.1:18090";
     let mut child = std::process::Command::new(jobgate)
@@ -333,6 +352,8 @@ async fn measure_reconciler(client: &kube::Client, jobgate: &str) {
             NAMESPACE,
             "--log-level",
             "warn",
+            "--forceful-termination-grace-period",
+            partition::THRESHOLD,
         ])
         .spawn()
         .unwrap_or_else(|e| panic!("{jobgate}: {e} (cargo build --release --bin jobgate)"));
@@ -364,13 +385,22 @@ async fn measure_reconciler(client: &kube::Client, jobgate: &str) {
         cpu_after - cpu
     );
     println!("API requests served while it listed and then idled a minute (verb resource: count):");
-    let after = apiserver_requests(client).await;
-    for (key, count) in &after {
-        let delta = count - before.get(key).copied().unwrap_or(0.0);
-        if delta >= 1.0 {
-            println!("  {} {}: {delta}", key.0, key.1);
-        }
-    }
+    print_requests(&before, &apiserver_requests(client).await);
+
+    let churn = churn::start(client, shape.nodes);
+    let (_, _, cpu) = usage(pid);
+    let before = apiserver_requests(client).await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let (peak, rss, cpu_after) = usage(pid);
+    println!(
+        "a minute of churn ({}): peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {:.2}s in the minute",
+        churn.rates(),
+        cpu_after - cpu
+    );
+    print_requests(&before, &apiserver_requests(client).await);
+
+    partition::run(client, shape, &churn, admin, pid).await;
+    churn.stop();
     child.kill().ok();
     child.wait().ok();
     // The objects are left for the next run; list one kind to show what the cluster holds.
@@ -383,8 +413,26 @@ async fn measure_reconciler(client: &kube::Client, jobgate: &str) {
     println!("the cluster holds {held} pods in {NAMESPACE}");
 }
 
+/// The requests served between two readings of `apiserver_request_total`, by verb and resource.
+fn print_requests(
+    before: &BTreeMap<(String, String), f64>,
+    after: &BTreeMap<(String, String), f64>,
+) {
+    for (key, count) in after {
+        let delta = count - before.get(key).copied().unwrap_or(0.0);
+        if delta >= 1.0 {
+            println!("  {} {}: {delta}", key.0, key.1);
+        }
+    }
+}
+
 /// The status of a plain HTTP/1.1 GET on the admin port (no TLS there), within 5 s.
 async fn admin_status(addr: &str, path: &str) -> Option<u16> {
+    admin_get(addr, path).await.map(|(status, _)| status)
+}
+
+/// A plain HTTP/1.1 GET on the admin port: its status and body, within 5 s.
+async fn admin_get(addr: &str, path: &str) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let get = async {
         let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
@@ -392,7 +440,11 @@ async fn admin_status(addr: &str, path: &str) -> Option<u16> {
         stream.write_all(request.as_bytes()).await.ok()?;
         let mut response = String::new();
         stream.read_to_string(&mut response).await.ok()?;
-        response.split_whitespace().nth(1)?.parse().ok()
+        let status = response.split_whitespace().nth(1)?.parse().ok()?;
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())?;
+        Some((status, body))
     };
     tokio::time::timeout(Duration::from_secs(5), get)
         .await
