@@ -73,11 +73,6 @@ func (cp *controlPlane) startKueue(from, apiserverURL, kubeconfig string) error 
 			return err
 		}
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return err
-	}
-	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 	admin, err := cp.adminClient()
 	if err != nil {
 		return err
@@ -91,10 +86,38 @@ func (cp *controlPlane) startKueue(from, apiserverURL, kubeconfig string) error 
 		return err
 	}
 	caBundle := base64.StdEncoding.EncodeToString(pemOf(cp.pki.ca))
-	if err := installKueueCRDs(ctx, api, filepath.Join(from, "config/crd"), webhookURL, caBundle); err != nil {
+	// freePorts closes its listeners before Kueue binds the ports, and the control planes of
+	// tests running side by side pick ports at the same time: a port taken in between is
+	// picked again, with the CRDs' conversion webhook pointed at the new one.
+	var webhookURL, readyz string
+	for attempt := 1; ; attempt++ {
+		webhookURL, readyz, err = cp.launchKueue(ctx, api, from, dir, certs, kubeconfig, caBundle)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		cp.running = cp.running[:len(cp.running)-1]
+	}
+	if err != nil {
 		return err
 	}
+	// Registered once the manager serves them, so no request meets a webhook that is not there.
+	if err := installKueueWebhooks(ctx, api, filepath.Join(from, "config/webhook/manifests.yaml"), webhookURL, caBundle); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "ready"), []byte(readyz+"\n"), 0o600)
+}
 
+// launchKueue installs Kueue's CRDs and starts its manager on free ports, and returns its webhook
+// URL and readiness URL.
+func (cp *controlPlane) launchKueue(ctx context.Context, api *apiClient, from, dir, certs, kubeconfig, caBundle string) (string, string, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return "", "", err
+	}
+	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	if err := installKueueCRDs(ctx, api, filepath.Join(from, "config/crd"), webhookURL, caBundle); err != nil {
+		return "", "", err
+	}
 	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: %s
@@ -115,23 +138,17 @@ integrations:
 `, KueueNamespace, ports[1], ports[2], ports[0], certs, strings.Join(kueueIntegrations, ", "))
 	configPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
-		return err
+		return "", "", err
 	}
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-	if err := cp.launchBinary("kueue", filepath.Join(from, "kueue"), []string{
+	err = cp.launchBinary("kueue", filepath.Join(from, "kueue"), []string{
 		"--config=" + configPath,
 		"--kubeconfig=" + kubeconfig,
 		"--feature-gates=" + KueueFeatureGates,
 	}, []string{"KUEUE_METRICS_CERT_DIR=" + certs}, func(ctx context.Context) error {
 		return get(ctx, http.DefaultClient, readyz, "ok")
-	}); err != nil {
-		return err
-	}
-	// Registered once the manager serves them, so no request meets a webhook that is not there.
-	if err := installKueueWebhooks(ctx, api, filepath.Join(from, "config/webhook/manifests.yaml"), webhookURL, caBundle); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "ready"), []byte(readyz+"\n"), 0o600)
+	})
+	return webhookURL, readyz, err
 }
 
 func installKueueCRDs(ctx context.Context, api *apiClient, dir, webhookURL, caBundle string) error {
