@@ -1,12 +1,10 @@
 //! What the pod watch keeps: only eligible pods (opted in and terminating), stripped to the
 //! metadata the reconciler reads. Pure: events in, store events and triggers out.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
-use k8s_openapi::{NamespaceResourceScope, Resource as _};
 use kube::core::ObjectMeta;
 use kube::runtime::watcher::Event;
 use serde::{Deserialize, Deserializer};
@@ -24,36 +22,7 @@ pub struct PodMetadata {
     pub metadata: ObjectMeta,
 }
 
-impl kube::Resource for PodMetadata {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(Pod::KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(Pod::GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(Pod::VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(Pod::API_VERSION)
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(Pod::URL_PATH_SEGMENT)
-    }
-    /// Read through the metadata API, as `PartialObjectMeta<Pod>` is.
-    fn metadata_api() -> bool {
-        true
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+super::resource_view::resource_view!(PodMetadata, Pod, metadata_api);
 
 /// The metadata fields [`strip`] keeps, and annotations (which it then filters by key).
 fn metadata_read<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {

@@ -28,6 +28,7 @@ pub(crate) mod job_state;
 pub mod metrics;
 pub(crate) mod node_cache;
 pub(crate) mod reconcile;
+mod resource_view;
 pub(crate) mod run;
 pub(crate) mod watch;
 pub(crate) mod watched_node;

@@ -89,48 +89,8 @@ impl NodeCache {
                 }
                 vec![]
             }
-            Event::InitDone => {
-                let fresh = self.relist.take().unwrap_or_default();
-                let fell = self.nodes.values().any(|old| {
-                    recovery::is_unreachable(old)
-                        && !old.excluded_from_disruption
-                        && !fresh.get(&old.name).is_some_and(recovery::is_unreachable)
-                });
-                if fell {
-                    self.change(now);
-                }
-                let rising: Vec<&NodeFacts> = fresh
-                    .values()
-                    .filter(|n| recovery::became_unreachable(self.nodes.get(&n.name), n))
-                    .collect();
-                for node in &rising {
-                    self.edge(node, now);
-                }
-                let mut edges: Vec<String> = rising.iter().map(|n| n.name.clone()).collect();
-                edges.sort();
-                self.edges
-                    .retain(|name, _| fresh.get(name).is_some_and(recovery::is_unreachable));
-                self.nodes = fresh;
-                self.synced = true;
-                edges
-            }
-            Event::Apply(n) => {
-                let old = self.nodes.get(&n.name);
-                let edge = recovery::became_unreachable(old, &n);
-                let fell =
-                    old.is_some_and(recovery::is_unreachable) && !recovery::is_unreachable(&n);
-                if edge {
-                    self.edge(&n, now);
-                } else if !recovery::is_unreachable(&n) {
-                    self.edges.remove(&n.name);
-                }
-                if fell && !n.excluded_from_disruption {
-                    self.change(now);
-                }
-                let name = n.name.clone();
-                self.nodes.insert(name.clone(), n);
-                if edge { vec![name] } else { vec![] }
-            }
+            Event::InitDone => self.relisted(now),
+            Event::Apply(n) => self.applied(n, now),
             Event::Delete(n) => {
                 self.edges.remove(&n.name);
                 if let Some(old) = self.nodes.remove(&n.name)
@@ -146,6 +106,52 @@ impl NodeCache {
 }
 
 impl NodeCache {
+    /// The relist is complete: it replaces the cache, and what changed while the watch was down
+    /// counts as delivered `now`.
+    fn relisted(&mut self, now: Timestamp) -> Vec<String> {
+        let fresh = self.relist.take().unwrap_or_default();
+        let fell = self.nodes.values().any(|old| {
+            recovery::is_unreachable(old)
+                && !old.excluded_from_disruption
+                && !fresh.get(&old.name).is_some_and(recovery::is_unreachable)
+        });
+        if fell {
+            self.change(now);
+        }
+        let rising: Vec<&NodeFacts> = fresh
+            .values()
+            .filter(|n| recovery::became_unreachable(self.nodes.get(&n.name), n))
+            .collect();
+        for node in &rising {
+            self.edge(node, now);
+        }
+        let mut edges: Vec<String> = rising.iter().map(|n| n.name.clone()).collect();
+        edges.sort();
+        self.edges
+            .retain(|name, _| fresh.get(name).is_some_and(recovery::is_unreachable));
+        self.nodes = fresh;
+        self.synced = true;
+        edges
+    }
+
+    /// One node added or updated.
+    fn applied(&mut self, n: NodeFacts, now: Timestamp) -> Vec<String> {
+        let old = self.nodes.get(&n.name);
+        let edge = recovery::became_unreachable(old, &n);
+        let fell = old.is_some_and(recovery::is_unreachable) && !recovery::is_unreachable(&n);
+        if edge {
+            self.edge(&n, now);
+        } else if !recovery::is_unreachable(&n) {
+            self.edges.remove(&n.name);
+        }
+        if fell && !n.excluded_from_disruption {
+            self.change(now);
+        }
+        let name = n.name.clone();
+        self.nodes.insert(name.clone(), n);
+        if edge { vec![name] } else { vec![] }
+    }
+
     fn edge(&mut self, node: &NodeFacts, now: Timestamp) {
         self.edges.insert(node.name.clone(), now);
         if !node.excluded_from_disruption {

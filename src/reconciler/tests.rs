@@ -2257,14 +2257,19 @@ async fn partition_apiserver(
     }
 }
 
-/// What becomes of the pods when `burst` (node names) gains the unreachable taint 100 ms apart,
-/// within one node monitor pass, under `jobgate reconcile --partition-settle-period=<settle>`:
-/// the pods force-failed and the pods held, once the view has settled.
-async fn burst(
+/// Nodes `{zone}-{i}` of `zones`, all reachable, each with one opted-in pod past its deadline,
+/// served by a mocked apiserver that delivers `changes` on the node watch; and a replica of
+/// `jobgate reconcile --partition-settle-period=<settle>` against it.
+async fn partition_scenario(
     zones: &[(&str, usize)],
-    burst: &[String],
+    changes: Vec<NodeStep>,
     settle: &str,
-) -> (BTreeSet<String>, BTreeSet<String>) {
+) -> (
+    Arc<Mutex<PartitionWorld>>,
+    tokio::task::JoinHandle<Result<(), RunError>>,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let nodes = zones
         .iter()
         .flat_map(|(zone, size)| {
@@ -2286,10 +2291,23 @@ async fn burst(
         handle,
         world.clone(),
         recovery::record::rfc3339_seconds(deletion),
-        steps(burst, true, Duration::from_millis(100)),
+        changes,
     ));
     let flag = format!("--partition-settle-period={settle}");
     let (replica, stop_tx, _) = start_replica(client, &[flag.as_str()]).await;
+    (world, replica, stop_tx, server)
+}
+
+/// What becomes of the pods when `burst` (node names) gains the unreachable taint 100 ms apart,
+/// within one node monitor pass, under `jobgate reconcile --partition-settle-period=<settle>`:
+/// the pods force-failed and the pods held, once the view has settled.
+async fn burst(
+    zones: &[(&str, usize)],
+    burst: &[String],
+    settle: &str,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let changes = steps(burst, true, Duration::from_millis(100));
+    let (world, replica, stop_tx, server) = partition_scenario(zones, changes, settle).await;
     // Every pod of the burst is decided: recovered, or held by the brake.
     wait_until("every pod of the burst decided", || {
         let w = lock(&world);
@@ -2315,32 +2333,12 @@ async fn burst(
 #[tokio::test]
 async fn a_zone_healing_in_one_pass_releases_no_pod_before_the_pass_is_over() {
     let tainted: Vec<String> = (0..6).map(|i| format!("a-{i}")).collect();
-    let nodes = (0..10)
-        .map(|i| (format!("a-{i}"), ("a".to_string(), false)))
-        .collect();
-    let world = Arc::new(Mutex::new(PartitionWorld {
-        nodes,
-        failed: BTreeSet::new(),
-        deleted: BTreeSet::new(),
-        held: BTreeSet::new(),
-        lease: None,
-    }));
-    let deletion = Timestamp::now()
-        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(300))
-        .expect("ts");
     let mut changes = steps(&tainted, true, Duration::from_millis(100));
     let mut lifts = steps(&tainted, false, Duration::from_millis(300));
     // The pods are held 1 s after the last taint (the settle period); the lifting starts later.
     lifts[0].after = Duration::from_millis(2500);
     changes.extend(lifts);
-    let (client, handle) = mock();
-    let server = tokio::spawn(partition_apiserver(
-        handle,
-        world.clone(),
-        recovery::record::rfc3339_seconds(deletion),
-        changes,
-    ));
-    let (replica, stop_tx, _) = start_replica(client, &["--partition-settle-period=1s"]).await;
+    let (world, replica, stop_tx, server) = partition_scenario(&[("a", 10)], changes, "1s").await;
     wait_until("the six pods held", || {
         lock(&world).held == names("pod-", tainted.clone())
     })
