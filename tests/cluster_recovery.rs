@@ -301,8 +301,9 @@ async fn burst_in_one_zone(prefix: &str, zone: Option<&str>) {
     }
 
     // One node comes back: 5 of 10 unreachable is below 55 %, no partition. The five pods still
-    // on unreachable nodes are recovered at once; the pod of the node that came back, and those
-    // of the nodes never cut off, are left alone.
+    // on unreachable nodes are recovered once the heal has settled (no other node came back
+    // within a settle period); the pod of the node that came back, and those of the nodes never
+    // cut off, are left alone.
     c.heal(cut[0]).await;
     for pod in on(&cut[1..]) {
         recovered(&c, &pod, &reconciler).await;
