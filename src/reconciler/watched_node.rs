@@ -66,40 +66,33 @@ fn trimmed_metadata<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Er
 fn labels_read<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<BTreeMap<String, String>>, D::Error> {
-    struct Labels;
-    impl<'de> Visitor<'de> for Labels {
-        type Value = Option<BTreeMap<String, String>>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a map of label keys to values")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut kept = BTreeMap::new();
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if NODE_LABELS_READ.contains(&key.as_ref()) {
-                    kept.insert(key.into_owned(), map.next_value()?);
-                } else {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
-            Ok(Some(kept))
-        }
-    }
-    d.deserialize_option(OptionOf(Labels))
+    Ok(Option::<LabelsRead>::deserialize(d)?.map(|l| l.0))
 }
 
-/// `null` or a map, as a JSON object field may be.
-struct OptionOf<V>(V);
+/// A node's labels, only those in [`NODE_LABELS_READ`] kept.
+struct LabelsRead(BTreeMap<String, String>);
 
-impl<'de, V: Visitor<'de, Value = Option<BTreeMap<String, String>>>> Visitor<'de> for OptionOf<V> {
-    type Value = V::Value;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        self.0.expecting(f)
-    }
-    fn visit_none<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self.0)
+impl<'de> Deserialize<'de> for LabelsRead {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Labels;
+        impl<'de> Visitor<'de> for Labels {
+            type Value = LabelsRead;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of label keys to values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LabelsRead, A::Error> {
+                let mut kept = BTreeMap::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if NODE_LABELS_READ.contains(&key.as_ref()) {
+                        kept.insert(key.into_owned(), map.next_value()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(LabelsRead(kept))
+            }
+        }
+        d.deserialize_map(Labels)
     }
 }
 
