@@ -32,6 +32,7 @@ pub mod support {
     pub mod render;
     pub mod review;
     pub mod serve;
+    pub mod shipped_webhooks;
     pub mod webhooks;
 }
 

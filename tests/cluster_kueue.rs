@@ -21,6 +21,7 @@ pub mod support {
     pub mod prometheus;
     pub mod reconciler;
     pub mod serve;
+    pub mod shipped_webhooks;
     pub mod webhooks;
 }
 

@@ -13,6 +13,7 @@ pub mod support {
     pub mod manifest;
     pub mod prometheus;
     pub mod serve;
+    pub mod shipped_webhooks;
     pub mod webhooks;
 }
 
