@@ -388,6 +388,7 @@ impl Execution<'_> {
             name: self.key.name.clone(),
             node: recovery.node.clone(),
             deadline: recovery.deadline,
+            deletion_asked: recovery.deletion_asked(),
         };
         let due = self.ctx.due_pods(job, this, self.now);
         let read = job_state::read_job(&self.ctx.client, job)

@@ -1043,6 +1043,18 @@ fn episode_context(client: Client, config: EpisodeConfig) -> EpisodeHarness {
     }
 }
 
+/// Episode 4, on node-c, started at 19:56:00, before the pod's deletion was asked (19:56:30):
+/// the pod is not one of its leftovers and waits for its requeueAt (480 s later).
+fn earlier_episode() -> RecoveryState {
+    RecoveryState {
+        count: 4,
+        requeue_at: Some(ts("2026-11-21T20:04:00Z")),
+        last_recovery_time: Some(ts("2026-11-21T19:56:00Z")),
+        last_nodes: vec!["node-c".into()],
+        limit_exceeded: None,
+    }
+}
+
 fn first_state() -> RecoveryState {
     RecoveryState {
         count: 1,
@@ -1167,26 +1179,26 @@ async fn a_dry_run_episode_triggers_no_sibling() {
 async fn a_pod_due_during_its_jobs_backoff_is_requeued_for_requeue_at() {
     let (client, handle) = mock();
     let h = episode_context(client, EpisodeConfig::default());
-    let state = RecoveryState {
-        last_nodes: vec!["node-c".into()],
-        requeue_at: Some(ts("2026-11-21T20:02:00Z")),
-        ..first_state()
-    };
     let script = vec![
         get_pod(owned_by_train(running_pod("100"))),
         get_node_a(true),
-        exchange("GET", JOB_PATH, 200, job_json("7", Some(&state))),
+        exchange(
+            "GET",
+            JOB_PATH,
+            200,
+            job_json("7", Some(&earlier_episode())),
+        ),
     ];
     let action = run_scenario(&h.ctx, handle, script)
         .await
         .expect("reconcile");
-    assert_eq!(action, Action::requeue(Duration::from_secs(120)));
+    assert_eq!(action, Action::requeue(Duration::from_secs(240)));
     assert_eq!(terminated(&h.ctx, "node-a"), 0);
     assert_eq!(h.ctx.metrics.pending.get(), 1);
     let tracked = lock(&h.ctx.pods).get(&PodKey::new("ns", "pod")).cloned();
     assert_eq!(
         tracked.and_then(|t| t.waiting),
-        Some(Waiting::JobBackoff(ts("2026-11-21T20:02:00Z")))
+        Some(Waiting::JobBackoff(ts("2026-11-21T20:04:00Z")))
     );
 }
 
@@ -1466,15 +1478,8 @@ async fn status_and_reconciler_agree_over_the_state_table() {
         ("no Job", None),
         ("Job without state", Some(job_json("7", None))),
         (
-            "Job in backoff after an episode on node-c",
-            Some(job_json(
-                "7",
-                Some(&RecoveryState {
-                    last_nodes: vec!["node-c".into()],
-                    requeue_at: Some(ts("2026-11-21T20:02:00Z")),
-                    ..first_state()
-                }),
-            )),
+            "Job in backoff after an episode on node-c that started before the pod's deletion",
+            Some(job_json("7", Some(&earlier_episode()))),
         ),
         (
             "episode on node-a recorded now",

@@ -20,10 +20,11 @@
 //!    a leftover of the recorded one (recover, no write), wait for the backoff, or the limit.
 //!
 //! The state is written *before* the pods are recovered: the annotation is the commit point, so
-//! an episode is never uncounted. A pod whose recovery then fails (a conflict on its status, an
-//! API error, a restart) is not made to wait for the next episode: when it comes back due during
-//! the backoff it is recognised as a leftover of the recorded episode
-//! ([`EpisodeDecision::Leftover`]).
+//! an episode is never uncounted. A pod of the Job whose deletion was asked before the episode
+//! started is not made to wait for the next one: whether its recovery failed (a conflict on its
+//! status, an API error, a restart) or it became due only after the episode started (its node was
+//! tainted later in the same failure), it is recognised during the backoff as a leftover of the
+//! recorded episode ([`EpisodeDecision::Leftover`]): one burst, one episode.
 //!
 //! # Kueue's requeues are not episodes
 //!
@@ -153,6 +154,8 @@ pub(crate) struct DuePod {
     pub(crate) node: String,
     /// `deletionTimestamp + --forceful-termination-grace-period`: due since then.
     pub(crate) deadline: Timestamp,
+    /// When its deletion was asked: `deletionTimestamp - deletionGracePeriodSeconds`.
+    pub(crate) deletion_asked: Timestamp,
 }
 
 /// The Job owning pods: the controller owner reference of kind `Job` in `batch/v1`.
@@ -247,12 +250,17 @@ pub(crate) fn due_pods<'a>(
         let deleted = pod.meta.deletion_timestamp.as_ref()?.0;
         // Saturation means "never": such a pod is not due.
         let deadline = deleted.checked_add(grace).ok()?;
+        let pod_grace = pod.meta.deletion_grace_period_seconds.unwrap_or(0).max(0);
+        let deletion_asked = deleted
+            .checked_sub(SignedDuration::from_secs(pod_grace))
+            .unwrap_or(Timestamp::MIN);
         let node = pod.node.filter(|n| !n.is_empty() && pod.node_unreachable)?;
         (owner == *job && deadline <= now && !pod.recorded).then(|| DuePod {
             namespace: namespace.to_string(),
             name: pod.meta.name.clone().unwrap_or_default(),
             node: node.to_string(),
             deadline,
+            deletion_asked,
         })
     });
     JobDue::new(this, siblings)
@@ -280,10 +288,10 @@ pub(crate) enum EpisodeDecision {
         new_state: RecoveryState,
         reset: bool,
     },
-    /// During the recorded episode's backoff, the pod at hand is one of its leftovers: it was
-    /// already due on one of its nodes when the episode started (its recovery failed or was
-    /// interrupted, e.g. a conflict on the pod status or a restart). Recover it without a new
-    /// episode and without writing.
+    /// During the recorded episode's backoff, the pod at hand is one of its leftovers: its
+    /// deletion was asked before the episode started (the same failure reached its node later,
+    /// or its recovery failed or was interrupted, e.g. a conflict on the pod status or a
+    /// restart). Recover it without a new episode and without writing.
     Leftover,
     /// The previous episode was too recent: requeue the pod for this time, do not drop it.
     WaitUntil(Timestamp),
@@ -395,17 +403,23 @@ fn at_the_limit(prior: RecoveryState, config: &EpisodeConfig, now: Timestamp) ->
     }
 }
 
-/// Whether `pod` belonged to the episode recorded in `state`: due when it started (the episode
-/// time is truncated to the second, so "before the next second") on one of its nodes, and the
-/// limit has not stopped recovery since.
+/// Whether `pod` belongs to the episode recorded in `state`: its deletion was asked before the
+/// episode started (within the episode's second: the episode time is truncated), and the limit
+/// has not stopped recovery since. One burst, one episode: the episode takes every pod of the Job
+/// that was already being deleted when it started, on whatever node, also those due only later
+/// (kube-controller-manager taints the nodes of a healthy zone one every 10 s: its
+/// `zoneNoExecuteTainter` is rate-limited at `--node-eviction-rate` 0.1 with a burst of 1,
+/// `pkg/controller/nodelifecycle`; so one failure reaches a Job's nodes seconds apart), and the
+/// pods whose recovery failed or was interrupted. A replacement the episode's recovery made room
+/// for is created, and so deleted, after it started: its recovery is the next episode.
 fn leftover_of(state: &RecoveryState, pod: &DuePod) -> bool {
     let Some(started) = state.last_recovery_time else {
         return false;
     };
-    let due_at_start = started
+    let asked_before_start = started
         .checked_add(SignedDuration::from_secs(1))
-        .is_ok_and(|next_second| pod.deadline < next_second);
-    state.limit_exceeded.is_none() && due_at_start && state.last_nodes.contains(&pod.node)
+        .is_ok_and(|next_second| pod.deletion_asked < next_second);
+    state.limit_exceeded.is_none() && asked_before_start
 }
 
 /// `metav1.Time` precision: whole seconds.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value, json};
 
 use super::facts::{PodCondition, PodFacts, is_terminal_phase};
@@ -25,6 +25,14 @@ pub(crate) struct Recovery {
 }
 
 impl Recovery {
+    /// When the pod's deletion was asked: `deletionTimestamp - deletionGracePeriodSeconds`, that
+    /// is `deadline - total_grace_period`.
+    pub(crate) fn deletion_asked(&self) -> Timestamp {
+        let total =
+            SignedDuration::try_from(self.total_grace_period).unwrap_or(SignedDuration::MAX);
+        self.deadline.checked_sub(total).unwrap_or(Timestamp::MIN)
+    }
+
     /// The condition message and the Warning event's note.
     pub(crate) fn message(&self) -> String {
         format!(

@@ -124,7 +124,7 @@ fn snapshot() -> Snapshot {
             job("team-c", "edited", Some("{oops".into()), false),
         ],
         pods: vec![
-            // Due before episode 2 started, on one of its nodes: a leftover of it.
+            // Deleted before episode 2 started: a leftover of it.
             pod(
                 "team-a",
                 "train-2",

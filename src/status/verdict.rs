@@ -223,6 +223,7 @@ impl<'a> SnapshotView<'a> {
             name: pod.metadata.name.clone().unwrap_or_default(),
             node: recovery.node.clone(),
             deadline: recovery.deadline,
+            deletion_asked: recovery.deletion_asked(),
         };
         let known = self.pods.iter().map(|(pod, facts)| {
             let node = facts.node_name.as_deref();

@@ -35,12 +35,14 @@ fn due() -> Vec<DuePod> {
             name: "train-0-abc".into(),
             node: "node-a".into(),
             deadline: ts("2026-11-21T19:39:00Z"),
+            deletion_asked: ts("2026-11-21T19:38:00Z"),
         },
         DuePod {
             namespace: "team-a".into(),
             name: "train-1-def".into(),
             node: "node-a".into(),
             deadline: ts("2026-11-21T19:39:30Z"),
+            deletion_asked: ts("2026-11-21T19:38:30Z"),
         },
     ]
 }
@@ -252,12 +254,15 @@ async fn first_episode_writes_the_state_then_posts_a_normal_event_naming_pods_an
 /// KEP-6757 and KEP-1282: "Conflict ... retry; never act on stale data": a 409 on the state
 /// write ends the step with a conflict (nothing more is written or posted, no retry here: the
 /// reconcile's error policy reads again); the next pass decides again from the fresh
-/// state. Here another writer recorded an episode (on another node), so the pods now wait for
-/// its requeueAt and nothing is written.
+/// state. Here another writer recorded episode 3, for a failure before these pods were deleted
+/// (on another node, its backoff 240 s), so the pods now wait for its requeueAt and nothing is
+/// written.
 #[tokio::test]
 async fn conflict_ends_the_pass_and_the_next_decides_from_fresh_state() {
     let now = ts("2026-11-21T19:40:30Z");
     let theirs = RecoveryState {
+        count: 3,
+        last_recovery_time: Some(ts("2026-11-21T19:37:00Z")),
         last_nodes: vec!["node-b".into()],
         ..first_state()
     };

@@ -8,12 +8,24 @@ fn pod(name: &str, node: &str) -> DuePod {
     due_since(name, node, "2026-11-21T00:00:00Z")
 }
 
+/// A pod due since `deadline`, deleted with no grace period under a 60 s threshold: its
+/// deletion was asked 60 s before.
 fn due_since(name: &str, node: &str, deadline: &str) -> DuePod {
+    let deadline = ts(deadline);
     DuePod {
         namespace: "ns".into(),
         name: name.into(),
         node: node.into(),
-        deadline: ts(deadline),
+        deadline,
+        deletion_asked: deadline - SignedDuration::from_secs(60),
+    }
+}
+
+/// A pod whose deletion was asked at `asked`, due since `deadline`.
+fn asked_at(name: &str, node: &str, asked: &str, deadline: &str) -> DuePod {
+    DuePod {
+        deletion_asked: ts(asked),
+        ..due_since(name, node, deadline)
     }
 }
 
@@ -324,7 +336,13 @@ fn pods_due_before_requeue_at_wait_until_requeue_at() {
         state: Some(&prior),
         resource_version: None,
     };
-    let due = [pod("p", "node-c")];
+    // Deleted after episode 2 started: not one of its leftovers.
+    let due = [asked_at(
+        "p",
+        "node-c",
+        "2026-11-21T19:43:00Z",
+        "2026-11-21T19:43:30Z",
+    )];
     let cfg = EpisodeConfig::default();
     assert_eq!(
         decide_episode(
@@ -389,10 +407,12 @@ fn the_pod_at_hand_is_always_among_the_due_pods() {
     assert_eq!(with_stale_self.pods(), [this, pod("q", "node-a")]);
 }
 
-/// A failed or interrupted recovery (pod status conflict, API error, restart) must not make
-/// the episode's own pods wait a whole backoff: they were counted already.
+/// One burst, one episode: the pods of the Job already being deleted when the episode started
+/// belong to it, whether their recovery failed or was interrupted (pod status conflict, API
+/// error, restart) or their node was tainted later in the same failure; they were counted
+/// already and must not wait a whole backoff. A pod deleted after the start makes the next one.
 #[test]
-fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
+fn one_burst_one_episode_pods_deleted_before_it_started_continue_it_during_its_backoff() {
     let recorded = RecoveryState {
         count: 1,
         requeue_at: Some(ts("2026-11-21T19:41:00Z")),
@@ -406,25 +426,54 @@ fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
         resource_version: None,
     };
     let cfg = EpisodeConfig::default();
-    let now = ts("2026-11-21T19:40:05Z");
-    let leftover = due_since("p-0", "node-a", "2026-11-21T19:39:00Z");
-    // Due within the episode's second (the episode time is truncated).
-    let same_second = due_since("p-1", "node-a", "2026-11-21T19:40:00.900Z");
-    // Became due after the episode started: the next episode.
-    let later = due_since("p-2", "node-a", "2026-11-21T19:40:01Z");
-    // Due before, but on a node that was not part of the episode.
-    let other_node = due_since("p-3", "node-b", "2026-11-21T19:39:00Z");
+    let now = ts("2026-11-21T19:40:15Z");
+    // Due when the episode started; its recovery failed (a conflict, a restart).
+    let retried = asked_at(
+        "p-0",
+        "node-a",
+        "2026-11-21T19:38:00Z",
+        "2026-11-21T19:39:00Z",
+    );
+    // Deleted within the episode's second (the episode time is truncated).
+    let same_second = asked_at(
+        "p-1",
+        "node-a",
+        "2026-11-21T19:40:00Z",
+        "2026-11-21T19:40:10Z",
+    );
+    // The same failure reached its node 10 s later (kube-controller-manager taints one node of
+    // a healthy zone every 10 s): deleted before the episode started, due after.
+    let tainted_later = asked_at(
+        "p-2",
+        "node-b",
+        "2026-11-21T19:39:10Z",
+        "2026-11-21T19:40:10Z",
+    );
+    // Deleted after the episode started: a replacement it made room for, or a new failure.
+    let replacement = asked_at(
+        "p-3",
+        "node-c",
+        "2026-11-21T19:40:01Z",
+        "2026-11-21T19:40:11Z",
+    );
+    let again_on_a = asked_at(
+        "p-4",
+        "node-a",
+        "2026-11-21T19:40:05Z",
+        "2026-11-21T19:40:12Z",
+    );
     let all = [
-        leftover.clone(),
+        retried.clone(),
         same_second.clone(),
-        later.clone(),
-        other_node.clone(),
+        tainted_later.clone(),
+        replacement.clone(),
+        again_on_a.clone(),
     ];
     let decide = |this: &DuePod, state: JobView<'_>| {
         let due = JobDue::new(this.clone(), all.iter().cloned());
         decide_episode(&due, state, &cfg, now, 0.0)
     };
-    for this in [&leftover, &same_second] {
+    for this in [&retried, &same_second, &tainted_later] {
         assert_eq!(
             decide(this, view),
             EpisodeDecision::Leftover,
@@ -432,7 +481,7 @@ fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
             this.name
         );
     }
-    for this in [&later, &other_node] {
+    for this in [&replacement, &again_on_a] {
         assert_eq!(
             decide(this, view),
             EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z")),
@@ -452,9 +501,32 @@ fn leftovers_of_the_recorded_episode_continue_during_its_backoff() {
         state: Some(&stopped),
         ..view
     };
+    for this in [&retried, &tainted_later] {
+        assert_eq!(
+            decide(this, stopped_view),
+            EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
+        );
+    }
+}
+
+/// A sibling's deletion was asked `deletionGracePeriodSeconds` before its `deletionTimestamp`.
+#[test]
+fn a_siblings_deletion_was_asked_its_grace_period_before_its_deletion_timestamp() {
+    let train = || Some(owner("Job", "batch/v1", "train", Some(true)));
+    let mut graceful = meta("graceful", train(), Some("2026-11-21T19:38:30Z"));
+    graceful.deletion_grace_period_seconds = Some(30);
+    let this = due_since("this", "node-a", "2026-11-21T19:39:30Z");
+    let due = due_pods(
+        this,
+        &job("train"),
+        [known(&graceful, "node-b")],
+        std::time::Duration::from_secs(60),
+        ts("2026-11-21T19:40:00Z"),
+    );
+    let sibling = due.pods().iter().find(|p| p.name == "graceful");
     assert_eq!(
-        decide(&leftover, stopped_view),
-        EpisodeDecision::WaitUntil(ts("2026-11-21T19:41:00Z"))
+        sibling.map(|p| (p.deletion_asked, p.deadline)),
+        Some((ts("2026-11-21T19:38:00Z"), ts("2026-11-21T19:39:30Z")))
     );
 }
 

@@ -316,6 +316,7 @@ fn due_pod(name: &str, node: &str, deadline: &str) -> DuePod {
         name: name.into(),
         node: node.into(),
         deadline: ts(deadline),
+        deletion_asked: ts(deadline) - k8s_openapi::jiff::SignedDuration::from_secs(60),
     }
 }
 
@@ -341,8 +342,8 @@ fn limit_config(limit: u32, on_limit: LimitAction) -> EpisodeConfig {
 /// docs/src/recovery-backoff.md, step by step for one due pod of a Job: a Job that is gone
 /// leaves an orphan (no state); the first episode is recorded on the Job (the state with the
 /// resourceVersion read, then a Normal event naming every due pod) before the pod is
-/// recovered; during the backoff a pod due on one of the episode's nodes when it started is a
-/// leftover (no write), any other waits for `requeueAt`; at the limit the news is recorded once
+/// recovered; during the backoff a pod deleted before the episode started is a leftover (no
+/// write), on whatever node, and a pod deleted after it waits for `requeueAt`; at the limit the news is recorded once
 /// (suspending, or deactivating the Workload, as `--on-recovery-limit` says), then nothing more.
 #[test]
 fn the_jobs_step_follows_the_episode_rules() {
@@ -405,16 +406,27 @@ fn the_jobs_step_follows_the_episode_rules() {
         plan(Some(view(Some(&recorded))), &due, &fresh()),
         JobPlan::Leftover
     );
-    let late = JobDue::new(due_pod("p-2", "node-a", "2026-11-21T19:59:30Z"), []);
-    assert_eq!(
-        plan(Some(view(Some(&recorded))), &late, &fresh()),
-        JobPlan::Backoff(ts("2026-11-21T20:01:00Z"))
-    );
-    let elsewhere = JobDue::new(due_pod("p-3", "node-c", "2026-11-21T19:58:00Z"), []);
+    // Deleted before the episode started, on another node: the same failure, the same episode.
+    let elsewhere = JobDue::new(due_pod("p-3", "node-c", "2026-11-21T19:59:30Z"), []);
     assert_eq!(
         plan(Some(view(Some(&recorded))), &elsewhere, &fresh()),
-        JobPlan::Backoff(ts("2026-11-21T20:01:00Z"))
+        JobPlan::Leftover
     );
+    // Deleted after it started, on its node or another: the next episode, after the backoff.
+    for node in ["node-a", "node-c"] {
+        let late = JobDue::new(
+            DuePod {
+                deletion_asked: ts("2026-11-21T19:59:01Z"),
+                ..due_pod("p-2", node, "2026-11-21T19:59:31Z")
+            },
+            [],
+        );
+        assert_eq!(
+            plan(Some(view(Some(&recorded))), &late, &fresh()),
+            JobPlan::Backoff(ts("2026-11-21T20:01:00Z")),
+            "{node}"
+        );
+    }
 
     // After the backoff, at a limit of 1 episode.
     let past = RecoveryState {
