@@ -5,7 +5,8 @@
 //! capacity, the four pressure conditions, 50 images with their sizes, node info) and `PODS` pods
 //! bound to them, reported `Running`, owned by Indexed Jobs of 10 completions each. The Jobs carry
 //! `spec.managedBy`, so kube-controller-manager's Job controller leaves their pods alone (KEP-4368);
-//! `OPT_IN_PERCENT` of the pods carry the recovery opt-in. Then it starts `jobgate reconcile`
+//! `OPT_IN_PERCENT` of the pods carry the recovery opt-in jobgate's mutation sets, and as many
+//! again the key Kueue's controller reads (`kueue.rs`). Then it starts `jobgate reconcile`
 //! against the cluster and reads, from `/proc` and the reconciler's `/metrics`:
 //! - its peak RSS (`VmHWM`), RSS and CPU seconds when `/readyz` first answers (its lease round
 //!   ended; the initial lists may still run) and a minute later, the initial lists included;
@@ -15,12 +16,14 @@
 //! - then the same over a minute of kubelet churn (`churn.rs`: leases and node status), and the
 //!   partitions (`partition.rs`: one node, 5 % of a zone, a whole zone, a whole unlabelled zone),
 //!   with churn going on: how late each opted-in pod is `Failed`, the reconciler's writes per
-//!   recovered pod, and what the brake holds.
+//!   recovered pod, and what the brake holds;
+//! - with `KUEUE=1`, Kueue's manager beside it, measured the same way on the same cluster, churn
+//!   and partitions (`kueue.rs`).
 //!
 //! ```sh
 //! export KUBECONFIG=$(tests/controlplane/start 1.37)
 //! cargo build --release --bin jobgate
-//! NODES=1000 PODS=10000 cargo bench --bench cluster_size
+//! NODES=1000 PODS=10000 KUEUE=1 cargo bench --bench cluster_size
 //! tests/controlplane/stop 1.37
 //! ```
 //!
@@ -40,8 +43,15 @@ use serde_json::{Value, json};
 #[path = "../tests/support/prometheus.rs"]
 pub mod prometheus;
 
+#[path = "common/admin_http.rs"]
+mod admin_http;
+#[path = "common/process.rs"]
+mod process;
+use process::usage;
 #[path = "cluster_size/churn.rs"]
 mod churn;
+#[path = "cluster_size/kueue.rs"]
+mod kueue;
 #[path = "cluster_size/partition.rs"]
 mod partition;
 
@@ -92,6 +102,7 @@ async fn main() {
         nodes,
         pods,
         opt_in_percent,
+        kueue: std::env::var("KUEUE").is_ok_and(|v| v == "1"),
     };
     measure_reconciler(&client, &jobgate, shape).await;
 }
@@ -206,13 +217,23 @@ async fn fill_pods(client: &kube::Client, nodes: usize, pods: usize, opt_in_perc
             let api = pod_api.clone();
             let (job, index) = (p / COMPLETIONS, p % COMPLETIONS);
             let uid = uids[&job].clone();
-            let opted_in = p % 100 < opt_in_percent;
-            async move { create_pod(&api, job, index, &uid, node_name(p % nodes), opted_in).await }
+            let opt_in = opt_in_key(p, opt_in_percent);
+            async move { create_pod(&api, job, index, &uid, node_name(p % nodes), opt_in).await }
         })
         .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<()>>()
         .await
         .unwrap_or_else(|e: kube::Error| panic!("pods: {e}"));
+}
+
+/// The recovery key pod `p` carries: jobgate's share (`p % 100 < percent`) the key jobgate's
+/// mutation sets, the next share the key Kueue's controller reads (jobgate leaves those to it).
+fn opt_in_key(p: usize, percent: usize) -> Option<&'static str> {
+    match p % 100 {
+        c if c < percent => Some(OPT_IN_KEY),
+        c if c < 2 * percent => Some(kueue::OPT_IN_KEY),
+        _ => None,
+    }
 }
 
 /// The name of pod `p` (index `p % COMPLETIONS` of Job `p / COMPLETIONS`).
@@ -258,13 +279,13 @@ async fn create_pod(
     index: usize,
     uid: &str,
     node: String,
-    opted_in: bool,
+    opt_in: Option<&str>,
 ) -> kube::Result<()> {
     let name = pod_name(job * COMPLETIONS + index);
     let job = job_name(job);
     let mut annotations = json!({"batch.kubernetes.io/job-completion-index": index.to_string()});
-    if opted_in {
-        annotations[OPT_IN_KEY] = json!("true");
+    if let Some(key) = opt_in {
+        annotations[key] = json!("true");
     }
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {
@@ -295,31 +316,6 @@ async fn create_pod(
     .map(|_| ())
 }
 
-/// `VmHWM` and `VmRSS` in MiB, and user + system CPU seconds, of `pid`.
-fn usage(pid: u32) -> (f64, f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    let kib = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    let after = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // USER_HZ is 100 on Linux.
-    let cpu = (ticks(11) + ticks(12)) / 100.0;
-    (kib("VmHWM:") / 1024.0, kib("VmRSS:") / 1024.0, cpu)
-}
-
 /// kube-apiserver's `apiserver_request_total`, summed by verb and resource.
 async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String), f64> {
     let request = axum::http::Request::get("/metrics")
@@ -343,27 +339,33 @@ async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String),
 async fn measure_reconciler(client: &kube::Client, jobgate: &str, shape: partition::Shape) {
     let before = apiserver_requests(client).await;
     let admin = "127.0.0.1:18090";
-    let mut child = std::process::Command::new(jobgate)
-        .args([
-            "reconcile",
-            "--admin-addr",
-            admin,
-            "--lease-namespace",
-            NAMESPACE,
-            "--log-level",
-            "warn",
-            "--forceful-termination-grace-period",
-            partition::THRESHOLD,
-        ])
-        .spawn()
-        .unwrap_or_else(|e| panic!("{jobgate}: {e} (cargo build --release --bin jobgate)"));
-    let pid = child.id();
+    let mut child = process::Started(
+        std::process::Command::new(jobgate)
+            .args([
+                "reconcile",
+                "--admin-addr",
+                admin,
+                "--lease-namespace",
+                NAMESPACE,
+                "--log-level",
+                "warn",
+                "--forceful-termination-grace-period",
+                partition::THRESHOLD,
+            ])
+            .spawn()
+            .unwrap_or_else(|e| panic!("{jobgate}: {e} (cargo build --release --bin jobgate)")),
+    );
+    let pid = child.0.id();
     let started = Instant::now();
     loop {
-        if admin_status(admin, "/readyz").await == Some(200) {
+        if admin_http::admin_get(admin, "/readyz")
+            .await
+            .map(|(s, _)| s)
+            == Some(200)
+        {
             break;
         }
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = child.0.try_wait() {
             panic!("the reconciler exited: {status}");
         }
         assert!(
@@ -386,23 +388,38 @@ async fn measure_reconciler(client: &kube::Client, jobgate: &str, shape: partiti
     );
     println!("API requests served while it listed and then idled a minute (verb resource: count):");
     print_requests(&before, &apiserver_requests(client).await);
+    let kueue = if shape.kueue {
+        Some(measure_kueue_start(client).await)
+    } else {
+        None
+    };
 
     let churn = churn::start(client, shape.nodes);
-    let (_, _, cpu) = usage(pid);
+    let cpu = usage(pid).2;
+    let kueue_cpu = kueue.as_ref().map(|k| usage(k.pid).2);
     let before = apiserver_requests(client).await;
+    let machine = process::machine_ticks();
     tokio::time::sleep(Duration::from_secs(60)).await;
     let (peak, rss, cpu_after) = usage(pid);
+    let (busy, total) = process::machine_ticks();
     println!(
-        "a minute of churn ({}): peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {:.2}s in the minute",
+        "a minute of churn ({}; the machine {:.0} % busy): peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {:.2}s in the minute",
         churn.rates(),
+        (busy - machine.0) as f64 * 100.0 / (total - machine.1).max(1) as f64,
         cpu_after - cpu
     );
+    if let (Some(k), Some(cpu)) = (&kueue, kueue_cpu) {
+        let (peak, rss, cpu_after) = usage(k.pid);
+        println!(
+            "  Kueue's manager in the same minute: peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {:.2}s",
+            cpu_after - cpu
+        );
+    }
     print_requests(&before, &apiserver_requests(client).await);
 
-    partition::run(client, shape, &churn, admin, pid).await;
+    partition::run(client, shape, &churn, admin, pid, kueue.as_ref()).await;
     churn.stop();
-    child.kill().ok();
-    child.wait().ok();
+    drop(child);
     // The objects are left for the next run; list one kind to show what the cluster holds.
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     let held = pods
@@ -411,6 +428,29 @@ async fn measure_reconciler(client: &kube::Client, jobgate: &str, shape: partiti
         .map(|l| l.metadata.remaining_item_count.unwrap_or(0) + l.items.len() as i64)
         .unwrap_or(-1);
     println!("the cluster holds {held} pods in {NAMESPACE}");
+}
+
+/// Kueue's manager started beside the idle reconciler, measured as the reconciler was: at ready
+/// and a minute later, with the requests served meanwhile (the reconciler's lease renewals
+/// included).
+async fn measure_kueue_start(client: &kube::Client) -> kueue::Kueue {
+    let before = apiserver_requests(client).await;
+    let started = Instant::now();
+    let kueue = kueue::start();
+    let (peak, rss, cpu) = usage(kueue.pid);
+    println!(
+        "Kueue's manager ready in {:.1}s (tests/controlplane/kueue, CRDs and webhooks included): peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {cpu:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let (peak, rss, cpu_after) = usage(kueue.pid);
+    println!(
+        "  a minute later: peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {:.2}s in the minute",
+        cpu_after - cpu
+    );
+    println!("  API requests served while it started and idled a minute (verb resource: count):");
+    print_requests(&before, &apiserver_requests(client).await);
+    kueue
 }
 
 /// The requests served between two readings of `apiserver_request_total`, by verb and resource.
@@ -424,29 +464,4 @@ fn print_requests(
             println!("  {} {}: {delta}", key.0, key.1);
         }
     }
-}
-
-/// The status of a plain HTTP/1.1 GET on the admin port (no TLS there), within 5 s.
-async fn admin_status(addr: &str, path: &str) -> Option<u16> {
-    admin_get(addr, path).await.map(|(status, _)| status)
-}
-
-/// A plain HTTP/1.1 GET on the admin port: its status and body, within 5 s.
-async fn admin_get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let get = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.ok()?;
-        let status = response.split_whitespace().nth(1)?.parse().ok()?;
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())?;
-        Some((status, body))
-    };
-    tokio::time::timeout(Duration::from_secs(5), get)
-        .await
-        .ok()?
 }

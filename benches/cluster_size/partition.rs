@@ -9,10 +9,13 @@
 //! arrival either way). The reconciler runs with `--forceful-termination-grace-period`
 //! [`THRESHOLD`], so each pod is due [`GRACE`] + [`THRESHOLD`] after its delete. A watch on the
 //! namespace records when each pod turns `Failed`; the reconciler's `/metrics` gives its writes.
+//! With Kueue's manager beside it (`KUEUE=1`), Kueue's share of the pods on the same nodes is
+//! deleted in the same burst and judged against Kueue's own deadline (grace + its fixed minute).
 //!
 //! The scenarios, on the nodes the fill made (zone `i % 8` for node `i`; all ten pods of a node
-//! are opted in when `i % 100 < OPT_IN_PERCENT`):
-//! - one node of zone 0: recovered, each pod within its deadline plus the reconciler's delay;
+//! carry jobgate's key when `i % 100 < OPT_IN_PERCENT`, Kueue's when it is below twice that):
+//! - one node of zone 0 (one for each recoverer): recovered, each pod within its deadline plus
+//!   the recoverer's delay;
 //! - 5 % of zone 1 (its nodes with opted-in pods first): a normal zone, recovered;
 //! - all of zone 2: a whole zone cut off, held (0 pods force-failed);
 //! - all of zone 3, its zone and region labels removed first: a whole unlabelled zone (`""`),
@@ -30,8 +33,10 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
 
+use super::admin_http::admin_get;
 use super::churn::Churn;
-use super::{IN_FLIGHT, NAMESPACE, ZONES, admin_get, node_name, pod_name, prometheus, usage};
+use super::kueue::{self, Kueue};
+use super::{IN_FLIGHT, NAMESPACE, ZONES, node_name, opt_in_key, pod_name, prometheus, usage};
 
 /// The pods' grace period on delete, seconds.
 const GRACE: u64 = 5;
@@ -47,14 +52,58 @@ pub(crate) struct Shape {
     pub(crate) nodes: usize,
     pub(crate) pods: usize,
     pub(crate) opt_in_percent: usize,
+    /// Kueue's manager runs beside jobgate (`KUEUE=1`) and recovers its share of the pods.
+    pub(crate) kueue: bool,
+}
+
+/// Who recovers a pod: jobgate's reconciler, or Kueue's failure-recovery controller.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Recoverer {
+    Jobgate,
+    Kueue,
+}
+
+impl Recoverer {
+    fn threshold(self) -> u64 {
+        match self {
+            Recoverer::Jobgate => THRESHOLD_SECONDS,
+            Recoverer::Kueue => kueue::THRESHOLD_SECONDS,
+        }
+    }
+
+    /// When a pod deleted at `deleted` with [`GRACE`] is due.
+    fn deadline(self, deleted: Instant) -> Instant {
+        deleted + Duration::from_secs(GRACE + self.threshold())
+    }
 }
 
 impl Shape {
-    fn opted_in_pods_on(&self, node: usize) -> Vec<String> {
+    /// The pods on `node` that `by` recovers.
+    fn pods_on(&self, node: usize, by: Recoverer) -> Vec<String> {
+        let key = match by {
+            Recoverer::Jobgate => super::OPT_IN_KEY,
+            Recoverer::Kueue => kueue::OPT_IN_KEY,
+        };
         (node..self.pods)
             .step_by(self.nodes)
-            .filter(|p| p % 100 < self.opt_in_percent)
+            .filter(|p| opt_in_key(*p, self.opt_in_percent) == Some(key))
             .map(pod_name)
+            .collect()
+    }
+
+    fn recoverers(&self) -> Vec<Recoverer> {
+        if self.kueue {
+            vec![Recoverer::Jobgate, Recoverer::Kueue]
+        } else {
+            vec![Recoverer::Jobgate]
+        }
+    }
+
+    /// The opted-in pods on `node`, each with who recovers it.
+    fn targets_on(&self, node: usize) -> Vec<(String, Recoverer)> {
+        self.recoverers()
+            .into_iter()
+            .flat_map(|by| self.pods_on(node, by).into_iter().map(move |p| (p, by)))
             .collect()
     }
 
@@ -71,12 +120,17 @@ struct Scenario {
 }
 
 fn scenarios(shape: Shape) -> Vec<Scenario> {
-    let has_pods = |n: &usize| !shape.opted_in_pods_on(*n).is_empty();
+    let has_pods = |n: &usize| !shape.targets_on(*n).is_empty();
+    // One node for each recoverer.
     let one = shape
-        .zone(0)
+        .recoverers()
         .into_iter()
-        .find(has_pods)
-        .into_iter()
+        .filter_map(|by| {
+            shape
+                .zone(0)
+                .into_iter()
+                .find(|n| !shape.pods_on(*n, by).is_empty())
+        })
         .collect();
     let mut zone1 = shape.zone(1);
     zone1.sort_by_key(|n| !has_pods(n));
@@ -84,7 +138,7 @@ fn scenarios(shape: Shape) -> Vec<Scenario> {
     zone1.truncate(five_percent);
     vec![
         Scenario {
-            name: "one node",
+            name: "one node (one of each recoverer's)",
             nodes: one,
             unlabel: false,
             held: false,
@@ -155,12 +209,21 @@ async fn record_failures(api: Api<Pod>) -> FailedAt {
     failed
 }
 
-/// Runs every scenario with the reconciler `pid` (admin port `admin`) running.
-pub(crate) async fn run(client: &kube::Client, shape: Shape, churn: &Churn, admin: &str, pid: u32) {
+/// Runs every scenario with the reconciler `pid` (admin port `admin`) running, and Kueue's
+/// manager when `kueue` is given.
+pub(crate) async fn run(
+    client: &kube::Client,
+    shape: Shape,
+    churn: &Churn,
+    admin: &str,
+    pid: u32,
+    kueue: Option<&Kueue>,
+) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     let nodes: Api<Node> = Api::all(client.clone());
     let failed = record_failures(pods.clone()).await;
     let (_, _, cpu_before) = usage(pid);
+    let kueue_cpu_before = kueue.map(|k| usage(k.pid).2);
     for s in scenarios(shape) {
         let names: Vec<String> = s.nodes.iter().map(|n| node_name(*n)).collect();
         if s.unlabel {
@@ -180,18 +243,19 @@ pub(crate) async fn run(client: &kube::Client, shape: Shape, churn: &Churn, admi
         })
         .await;
         let burst = started.elapsed();
-        let targets: Vec<String> = s
-            .nodes
+        let targets: HashMap<String, Recoverer> =
+            s.nodes.iter().flat_map(|n| shape.targets_on(*n)).collect();
+        let names_of_targets: Vec<String> = targets.keys().cloned().collect();
+        let deleted = delete_pods(&pods, &names_of_targets, Some(GRACE as u32)).await;
+        let last_deadline = targets
             .iter()
-            .flat_map(|n| shape.opted_in_pods_on(*n))
-            .collect();
-        let deleted = delete_pods(&pods, &targets, Some(GRACE as u32)).await;
-        let last_deadline = deleted.values().max().copied().unwrap_or_else(Instant::now)
-            + Duration::from_secs(GRACE + THRESHOLD_SECONDS);
+            .filter_map(|(p, by)| Some(by.deadline(*deleted.get(p)?)))
+            .max()
+            .unwrap_or_else(Instant::now);
         loop {
             let done = {
                 let failed = failed.lock().expect("lock");
-                targets.iter().all(|p| failed.contains_key(p))
+                targets.keys().all(|p| failed.contains_key(p))
             };
             if done || Instant::now() > last_deadline + PAST_DEADLINE {
                 break;
@@ -199,20 +263,28 @@ pub(crate) async fn run(client: &kube::Client, shape: Shape, churn: &Churn, admi
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         let writes_after = reconciler_counts(admin).await;
-        report(
-            &s,
-            &names,
-            burst,
-            &targets,
-            &deleted,
-            &failed,
-            writes_before,
-            writes_after,
+        println!(
+            "{} ({} nodes tainted in {:.1}s; {} opted-in pods deleted, grace {GRACE}s{}):",
+            s.name,
+            names.len(),
+            burst.as_secs_f64(),
+            targets.len(),
+            if s.held { "; expected held" } else { "" },
         );
+        println!("  {}", episodes(client).await);
+        for by in shape.recoverers() {
+            let mine: Vec<String> = targets
+                .iter()
+                .filter(|(_, b)| **b == by)
+                .map(|(p, _)| p.clone())
+                .collect();
+            let writes = (by == Recoverer::Jobgate).then(|| writes_after.since(&writes_before));
+            report(by, &mine, &deleted, &failed, writes.as_ref());
+        }
 
         // Put the cluster back: the pods left terminating go (the next fill recreates them),
         // then the taints, then the labels.
-        delete_pods(&pods, &targets, Some(0)).await;
+        delete_pods(&pods, &names_of_targets, Some(0)).await;
         report_ready(&nodes, &names, "True").await;
         patch_nodes(&nodes, &names, |_| json!({"spec": {"taints": null}})).await;
         churn.silence(&s.nodes, false);
@@ -232,26 +304,31 @@ pub(crate) async fn run(client: &kube::Client, shape: Shape, churn: &Churn, admi
         "after the partitions: peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {:.2}s during them",
         cpu - cpu_before
     );
+    if let (Some(k), Some(before)) = (kueue, kueue_cpu_before) {
+        let (peak, rss, cpu) = usage(k.pid);
+        println!(
+            "  Kueue's manager: peak RSS {peak:.1} MiB, RSS {rss:.1} MiB, CPU {:.2}s during them",
+            cpu - before
+        );
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One recoverer's figures for a scenario: how many of its pods were `Failed`, how long after
+/// each one's deadline (delete + grace + its threshold), and its writes per recovered pod when
+/// they are counted (jobgate's).
 fn report(
-    s: &Scenario,
-    names: &[String],
-    burst: Duration,
+    by: Recoverer,
     targets: &[String],
     deleted: &HashMap<String, Instant>,
     failed: &FailedAt,
-    before: Counts,
-    after: Counts,
+    writes: Option<&Counts>,
 ) {
     let failed = failed.lock().expect("lock");
-    // How long after its deadline (delete + grace + threshold) each pod was seen Failed.
     let mut late: Vec<f64> = targets
         .iter()
         .filter_map(|p| {
             let at = failed.get(p)?;
-            let deadline = *deleted.get(p)? + Duration::from_secs(GRACE + THRESHOLD_SECONDS);
+            let deadline = by.deadline(*deleted.get(p)?);
             Some(at.saturating_duration_since(deadline).as_secs_f64())
         })
         .collect();
@@ -263,42 +340,70 @@ fn report(
         let i = ((late.len() as f64 * q).ceil() as usize).clamp(1, late.len()) - 1;
         late[i]
     };
-    let recovered = after.recovered - before.recovered;
-    let by_verb: Vec<(String, f64)> = after
-        .writes
-        .iter()
-        .map(|(verb, n)| {
-            (
-                verb.clone(),
-                n - before.writes.get(verb).copied().unwrap_or(0.0),
-            )
-        })
-        .filter(|(_, n)| *n > 0.0)
-        .collect();
-    let writes: f64 = by_verb.iter().map(|(_, n)| n).sum();
-    let by_verb: Vec<String> = by_verb.iter().map(|(v, n)| format!("{v} {n}")).collect();
+    let writes = writes.map(|w| {
+        let total: f64 = w.writes.values().sum();
+        let by_verb: Vec<String> = w
+            .writes
+            .iter()
+            .filter(|(_, n)| **n > 0.0)
+            .map(|(v, n)| format!("{v} {n}"))
+            .collect();
+        format!(
+            "; {:.2} writes per recovered pod ({total} writes: {}; {} recovered)",
+            total / w.recovered.max(1.0),
+            by_verb.join(", "),
+            w.recovered
+        )
+    });
     println!(
-        "{} ({} nodes tainted in {:.1}s; {} opted-in pods deleted, grace {GRACE}s, threshold \
-         {THRESHOLD}{}): {} force-failed{}",
-        s.name,
-        names.len(),
-        burst.as_secs_f64(),
-        targets.len(),
-        if s.held { ", expected held" } else { "" },
+        "  {by:?} (threshold {}s): {} of {} force-failed{}",
+        by.threshold(),
         late.len(),
+        targets.len(),
         if late.is_empty() {
             String::new()
         } else {
             format!(
-                "; after the deadline p50 {:.2}s, p99 {:.2}s, max {:.2}s; {:.2} writes per recovered pod ({writes} writes: {}; {recovered} recovered)",
+                "; after the deadline p50 {:.2}s, p99 {:.2}s, max {:.2}s{}",
                 quantile(0.5),
                 quantile(0.99),
                 quantile(1.0),
-                writes / recovered.max(1.0),
-                by_verb.join(", ")
+                writes.unwrap_or_default()
             )
         }
     );
+}
+
+/// How many Jobs of the namespace have had how many recovery episodes so far (the `count` of
+/// jobgate's `jobgate.dev/recovery-state` annotation): a Job whose pods on two nodes of one
+/// burst made two episodes shows here.
+async fn episodes(client: &kube::Client) -> String {
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), NAMESPACE);
+    let list = jobs
+        .list_metadata(&ListParams::default())
+        .await
+        .expect("list Jobs");
+    let mut by_count: BTreeMap<u64, usize> = BTreeMap::new();
+    for job in list.items {
+        let count = job
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("jobgate.dev/recovery-state"))
+            .and_then(|v| serde_json::from_str::<Value>(v).ok())
+            .and_then(|v| v["count"].as_u64());
+        if let Some(count) = count {
+            *by_count.entry(count).or_insert(0) += 1;
+        }
+    }
+    let counts: Vec<String> = by_count
+        .iter()
+        .map(|(episodes, jobs)| format!("{jobs} with {episodes}"))
+        .collect();
+    format!(
+        "Jobs by jobgate recovery episodes so far: {}",
+        counts.join(", ")
+    )
 }
 
 /// What the reconciler's `/metrics` counts: its writes that went through, by verb, and the pods
@@ -307,6 +412,19 @@ fn report(
 struct Counts {
     writes: BTreeMap<String, f64>,
     recovered: f64,
+}
+
+impl Counts {
+    fn since(&self, before: &Counts) -> Counts {
+        Counts {
+            writes: self
+                .writes
+                .iter()
+                .map(|(v, n)| (v.clone(), n - before.writes.get(v).copied().unwrap_or(0.0)))
+                .collect(),
+            recovered: self.recovered - before.recovered,
+        }
+    }
 }
 
 async fn reconciler_counts(admin: &str) -> Counts {
