@@ -50,6 +50,8 @@ pub mod shipped_webhooks;
 
 #[path = "common/admin_http.rs"]
 mod admin_http;
+#[path = "common/apiserver.rs"]
+mod apiserver;
 #[path = "apiserver_admission/histogram.rs"]
 mod histogram;
 #[path = "apiserver_admission/load.rs"]
@@ -236,9 +238,9 @@ async fn install_webhooks(client: &kube::Client, port: u16, ca: &Path) {
     // by both webhooks.
     let started = Instant::now();
     loop {
-        let before = webhook_calls(&metrics(client).await);
+        let before = webhook_calls(&apiserver::metrics(client).await);
         dry_run_create(client).await;
-        let after = webhook_calls(&metrics(client).await);
+        let after = webhook_calls(&apiserver::metrics(client).await);
         if after.0 > before.0 && after.1 > before.1 {
             break;
         }
@@ -345,7 +347,7 @@ async fn phase(
 ) {
     let jobgate_admin = server.as_ref().and_then(|s| s.admin);
     let name = server.as_ref().map_or("no webhook", |s| s.name);
-    let before = metrics(client).await;
+    let before = apiserver::metrics(client).await;
     let jobgate_before = match jobgate_admin {
         Some(admin) => Some(jobgate_metrics(admin).await),
         None => None,
@@ -354,7 +356,7 @@ async fn phase(
     let machine = process::machine_ticks();
     let outcome = load.run(rate, duration).await;
     // The last requests' observations are made before their responses reach the clients.
-    let after = metrics(client).await;
+    let after = apiserver::metrics(client).await;
     let (busy, total) = process::machine_ticks();
     println!(
         "\n{name}, {rate}/s for {}s: {} creates sent, {} created, achieved {:.1}/s; clients saw p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; {} sent late (more than 100 ms behind the schedule)",
@@ -385,6 +387,16 @@ async fn phase(
     for (error, n) in &outcome.errors {
         println!("  FAILED create: {n} × {error}");
     }
+    report_creates(&before, &after);
+    report_webhooks(&before, &after);
+    report_refusals(&before, &after);
+    if let (Some(admin), Some(before)) = (jobgate_admin, jobgate_before) {
+        report_jobgate(&before, &jobgate_metrics(admin).await);
+    }
+}
+
+/// The create's `apiserver_request_duration_seconds` between two pages.
+fn report_creates(before: &str, after: &str) {
     let creates = |text: &str| {
         Histogram::read(text, "apiserver_request_duration_seconds", |l| {
             prometheus::label(l, "verb") == "POST"
@@ -393,14 +405,19 @@ async fn phase(
                 && prometheus::label(l, "dry_run").is_empty()
         })
     };
-    let created = creates(&after).since(&creates(&before));
+    let created = creates(after).since(&creates(before));
     println!(
         "  apiserver_request_duration_seconds, POST jobs: {} observed, p50 {:.1} ms, p99 {:.1} ms (histogram_quantile)",
         created.count(),
         created.quantile(0.5) * 1e3,
         created.quantile(0.99) * 1e3,
     );
-    for (webhook, type_) in webhooks(&after) {
+}
+
+/// Each jobgate webhook's `apiserver_admission_webhook_admission_duration_seconds` between two
+/// pages.
+fn report_webhooks(before: &str, after: &str) {
+    for (webhook, type_) in webhooks(after) {
         let read = |text: &str| {
             Histogram::read(
                 text,
@@ -412,7 +429,7 @@ async fn phase(
                 },
             )
         };
-        let calls = read(&after).since(&read(&before));
+        let calls = read(after).since(&read(before));
         if calls.count() == 0.0 {
             continue;
         }
@@ -425,6 +442,10 @@ async fn phase(
             calls.share_within(FIVE_MS) * 100.0,
         );
     }
+}
+
+/// The apiserver's rejections and fail-opens of jobgate's webhooks between two pages.
+fn report_refusals(before: &str, after: &str) {
     let counted = |metric: &str| -> BTreeMap<String, f64> {
         let sum = |text: &str| {
             let mut out = BTreeMap::new();
@@ -435,7 +456,7 @@ async fn phase(
             }
             out
         };
-        let (b, a) = (sum(&before), sum(&after));
+        let (b, a) = (sum(before), sum(after));
         a.into_iter()
             .map(|(k, n)| (k.clone(), n - b.get(&k).copied().unwrap_or(0.0)))
             .filter(|(_, n)| *n > 0.0)
@@ -453,44 +474,34 @@ async fn phase(
             println!("  {metric}{{{labels}}}: {n}");
         }
     }
-    if let (Some(admin), Some(before)) = (jobgate_admin, jobgate_before) {
-        let after = jobgate_metrics(admin).await;
-        let shed = |text: &str| -> f64 {
-            prometheus::samples(text, "jobgate_admission_rejected_requests_total")
-                .into_iter()
-                .map(|(_, n)| n)
-                .sum()
-        };
-        println!(
-            "  jobgate_admission_rejected_requests_total (429 over budget, 4xx, 500): {}",
-            shed(&after) - shed(&before)
-        );
-        for endpoint in ["mutate-recovery", "validate"] {
-            let read = |text: &str| {
-                Histogram::read(text, "jobgate_admission_duration_seconds", |l| {
-                    prometheus::label(l, "endpoint") == endpoint
-                })
-            };
-            let served = read(&after).since(&read(&before));
-            println!(
-                "  jobgate_admission_duration_seconds{{endpoint={endpoint:?}}}: {} reviews, p50 {:.3} ms, p99 {:.3} ms",
-                served.count(),
-                served.quantile(0.5) * 1e3,
-                served.quantile(0.99) * 1e3,
-            );
-        }
-    }
 }
 
-/// kube-apiserver's `/metrics`.
-async fn metrics(client: &kube::Client) -> String {
-    let request = axum::http::Request::get("/metrics")
-        .body(Vec::new())
-        .expect("a request");
-    client
-        .request_text(request)
-        .await
-        .unwrap_or_else(|e| panic!("kube-apiserver's /metrics: {e}"))
+/// jobgate's own rejections and review times between two pages of its `/metrics`.
+fn report_jobgate(before: &str, after: &str) {
+    let shed = |text: &str| -> f64 {
+        prometheus::samples(text, "jobgate_admission_rejected_requests_total")
+            .into_iter()
+            .map(|(_, n)| n)
+            .sum()
+    };
+    println!(
+        "  jobgate_admission_rejected_requests_total (429 over budget, 4xx, 500): {}",
+        shed(after) - shed(before)
+    );
+    for endpoint in ["mutate-recovery", "validate"] {
+        let read = |text: &str| {
+            Histogram::read(text, "jobgate_admission_duration_seconds", |l| {
+                prometheus::label(l, "endpoint") == endpoint
+            })
+        };
+        let served = read(after).since(&read(before));
+        println!(
+            "  jobgate_admission_duration_seconds{{endpoint={endpoint:?}}}: {} reviews, p50 {:.3} ms, p99 {:.3} ms",
+            served.count(),
+            served.quantile(0.5) * 1e3,
+            served.quantile(0.99) * 1e3,
+        );
+    }
 }
 
 async fn jobgate_metrics(admin: &str) -> String {

@@ -45,6 +45,8 @@ pub mod prometheus;
 
 #[path = "common/admin_http.rs"]
 mod admin_http;
+#[path = "common/apiserver.rs"]
+mod apiserver;
 #[path = "common/process.rs"]
 mod process;
 use process::usage;
@@ -318,13 +320,7 @@ async fn create_pod(
 
 /// kube-apiserver's `apiserver_request_total`, summed by verb and resource.
 async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String), f64> {
-    let request = axum::http::Request::get("/metrics")
-        .body(Vec::new())
-        .expect("a request");
-    let text = client
-        .request_text(request)
-        .await
-        .unwrap_or_else(|e| panic!("kube-apiserver's /metrics: {e}"));
+    let text = apiserver::metrics(client).await;
     let mut out = BTreeMap::new();
     for (labels, count) in prometheus::samples(&text, "apiserver_request_total") {
         let key = (
